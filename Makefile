@@ -1,0 +1,32 @@
+# The two commands of the README. Both set up everything they need in .venv.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test bench setup setup-test
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+setup: $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+
+setup-test: $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[test]'
+	@# docker-compose (Debian package) validates docker-compose.yml without a daemon
+	@command -v docker-compose >/dev/null 2>&1 || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	    (apt-get install -y -qq docker-compose >/dev/null 2>&1 || \
+	     (apt-get update -qq && apt-get install -y -qq docker-compose >/dev/null)); } || \
+	  echo "note: docker-compose not installed; the compose validation test will skip"
+
+demo: setup
+	$(BIN)/crawl-ledger demo
+
+test: setup-test
+	$(BIN)/pytest
+
+bench: setup-test
+	$(BIN)/python bench/ledger_bench.py
+	$(BIN)/python bench/analytics_bench.py

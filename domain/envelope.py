@@ -1,0 +1,152 @@
+"""The public event envelope: how every stored event is shown to the world.
+
+`crawl-ledger events tail --json` prints these objects one per line, the
+relay publishes them to Kafka, and projections consume them — so the
+embedded runner and the Kafka consumers apply the very same input::
+
+    {"event_id": "<stream_id>:<version>", "position": 48213,
+     "stream_id": "6f1c…", "stream_type": "Product", "version": 17,
+     "event_type": "Product.PriceChanged", "schema_version": 1,
+     "occurred_at": "2026-11-22T08:00:03.000000Z",
+     "recorded_at": "2026-11-22T08:00:03.412000Z",
+     "payload": {"option": "1/8oz", "old": "45.00", "new": "39.00", …}}
+
+Payload values are JSON primitives: Decimal as a string, datetimes as
+ISO-8601 UTC strings (`…Z`), UUIDs in canonical form.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+SCHEMA_VERSION = 1
+#: payload fields that hold the domain time of an event, by preference
+OCCURRED_FIELDS = ("at", "observed_at", "registered_at")
+
+
+@dataclass(frozen=True)
+class Envelope:
+    event_id: str
+    position: int
+    stream_id: str
+    stream_type: str
+    version: int
+    event_type: str
+    schema_version: int
+    occurred_at: str
+    recorded_at: str
+    payload: dict[str, Any]
+
+    def to_json(self) -> str:
+        # __dict__ keeps the field order and, unlike asdict(), copies nothing
+        return json.dumps(self.__dict__, separators=(",", ":"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Envelope:
+        return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Envelope:
+        return cls.from_dict(json.loads(text))
+
+
+def _iso_z(text: str) -> str:
+    if text.endswith("+00:00") and len(text) in (25, 32):  # fast path: our own UTC values
+        body = text[:-6]
+        return (body if len(body) == 26 else body + ".000000") + "Z"
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _plain(obj: dict[str, Any]) -> Any:
+    """Undo the event store's typed JSON (eventsourcing transcodings) into primitives."""
+    kind = obj.get("_type_")
+    if kind is None or "_data_" not in obj or len(obj) != 2:
+        return obj
+    data = obj["_data_"]
+    if kind == "datetime_iso":
+        return _iso_z(data)
+    if kind == "uuid_hex":
+        return str(UUID(data))
+    return data  # decimal_str and anything else: its string form
+
+
+def from_stored(position: int, originator_id: UUID | str, originator_version: int,
+                topic: str, state: bytes) -> Envelope:
+    """Build the envelope straight from a stored event (no aggregate classes needed)."""
+    payload = json.loads(state, object_hook=_plain)
+    return _envelope(position, _stream_id(originator_id), originator_version, topic, payload)
+
+
+StoredRow = tuple[int, "UUID | str", int, str, bytes]
+
+
+def _one(row: StoredRow) -> Envelope:
+    try:
+        return from_stored(*row)
+    except ValueError as error:
+        raise ValueError(f"stored event at position {row[0]} ({row[1]} v{row[2]}): {error}") from None
+
+
+def from_stored_rows(rows: Sequence[StoredRow]) -> list[Envelope]:
+    """`from_stored` for a batch of (position, originator_id, version, topic, state) rows.
+
+    Same envelopes, cheaper: the states are parsed by one decoder call (one JSON
+    array), and each stream id is canonicalised once per batch.
+    """
+    if not rows:
+        return []
+    try:
+        payloads = _BATCH.decode(b",".join([r[4] for r in rows]).join((b"[", b"]")).decode())
+    except (ValueError, TypeError):  # a broken state: the single-event path names the culprit
+        return [_one(row) for row in rows]
+    streams: dict[UUID | str, str] = {}
+    return [
+        _envelope(row[0], streams.get(row[1]) or streams.setdefault(row[1], _stream_id(row[1])),
+                  row[2], row[3], payload)
+        for row, payload in zip(rows, payloads)
+    ]
+
+
+_BATCH = json.JSONDecoder(object_hook=_plain)
+_new = object.__new__
+
+
+def _stream_id(originator_id: UUID | str) -> str:
+    return str(originator_id if isinstance(originator_id, UUID) else UUID(str(originator_id)))
+
+
+def _envelope(position: int, stream_id: str, version: int, topic: str,
+              payload: dict[str, Any]) -> Envelope:
+    recorded_at = payload.pop("timestamp")
+    payload.pop("originator_topic", None)
+    schema_version = int(payload.pop("class_version", SCHEMA_VERSION))
+    event_type = topic.split(":", 1)[-1]
+    occurred = next((payload[f] for f in OCCURRED_FIELDS if isinstance(payload.get(f), str)),
+                    recorded_at)
+    # the frozen dataclass's __init__ costs ~3 µs (one object.__setattr__ per field);
+    # filling __dict__ directly gives the equal object in a fifth of that
+    envelope = _new(Envelope)
+    envelope.__dict__.update(
+        event_id=f"{stream_id}:{version}",
+        position=position,
+        stream_id=stream_id,
+        stream_type=event_type.split(".", 1)[0],
+        version=version,
+        event_type=event_type,
+        schema_version=schema_version,
+        occurred_at=occurred,
+        recorded_at=recorded_at,
+        payload=payload,
+    )
+    return envelope

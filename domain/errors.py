@@ -1,0 +1,37 @@
+"""Errors the command side raises for invalid commands.
+
+    LedgerError
+    ├── NotFound                an unknown store, job or product id
+    ├── InvalidTransition       a command not valid from the aggregate's state
+    ├── InvalidInput            a bad URL, interval, price, policy value …
+    └── Conflict                a concurrent writer got there first (lease race)
+        └── LeaseLost           a result/extension for a lease that is not current
+
+Every one of them means: nothing was recorded.
+"""
+
+from __future__ import annotations
+
+
+class LedgerError(Exception):
+    """Base class: the command was refused and nothing was recorded."""
+
+
+class NotFound(LedgerError):
+    pass
+
+
+class InvalidTransition(LedgerError):
+    pass
+
+
+class InvalidInput(LedgerError, ValueError):
+    pass
+
+
+class Conflict(LedgerError):
+    pass
+
+
+class LeaseLost(Conflict):
+    pass

@@ -1,0 +1,26 @@
+"""Deterministic aggregate ids, so re-discovery finds the same stream."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+from uuid import UUID, uuid5
+
+NAMESPACE = UUID("5b7c2f1e-9a7d-4c41-9d4a-1f0e6c3b8a20")
+
+
+def origin(url: str) -> str:
+    """scheme://host[:port] of a URL, lower-cased."""
+    parts = urlsplit(url.strip())
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
+
+
+def store_id(base_url: str) -> UUID:
+    return uuid5(NAMESPACE, "store:" + base_url.strip().rstrip("/").lower())
+
+
+def job_id(kind: str, url_norm: str) -> UUID:
+    return uuid5(NAMESPACE, f"job:{kind}:{url_norm}")
+
+
+def product_id(store: UUID | str, provider_product_id: str) -> UUID:
+    return uuid5(NAMESPACE, f"product:{store}:{provider_product_id}")

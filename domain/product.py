@@ -1,0 +1,169 @@
+"""The Product aggregate: one product offered by one store.
+
+Out-of-stock rule: a product absent from `MISSES_FOR_OUT_OF_STOCK`
+consecutive *successful* crawls of its catalog goes out of stock; a failed
+crawl never counts as a miss (it never reaches this aggregate); being seen
+again resets the counter and, if it was out, brings it back in stock. A
+store that itself says "out of stock" (`availability`) makes it go out at
+once (`feed_says`), and so does its product page answering 404/410 (`gone`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate, event
+
+from domain import ids
+from domain.values import UNAVAILABLE, Observation
+
+MISSES_FOR_OUT_OF_STOCK = 3
+DETAIL_FIELDS = ("name", "brand", "category", "url", "image_url")
+
+
+def offer_key(offer: dict[str, Any]) -> str:
+    return f"{offer.get('pricing_type') or 'regular'}:{offer['option']}"
+
+
+class Product(Aggregate):
+    """A store's product; its id is derived from (store, provider product id)."""
+
+    @staticmethod
+    def create_id(store_id: str, provider_product_id: str, **_: Any) -> UUID:
+        return ids.product_id(store_id, provider_product_id)
+
+    @event("Discovered")
+    def __init__(
+        self,
+        store_id: str,
+        provider_product_id: str,
+        name: str,
+        brand: str | None,
+        category: str | None,
+        url: str | None,
+        image_url: str | None,
+        job_id: str,
+        at: datetime,
+    ) -> None:
+        self.store_id = store_id
+        self.provider_product_id = provider_product_id
+        self.name = name
+        self.brand = brand
+        self.category = category
+        self.url = url
+        self.image_url = image_url
+        self.discovered_by = job_id
+        self.first_seen_at = at
+        self.last_seen_at: datetime | None = None
+        self.offers: dict[str, dict[str, Any]] = {}
+        self.availability = "unknown"
+        self.quantity: int | None = None
+        self.in_stock = True
+        self.out_of_stock_since: datetime | None = None
+        self.consecutive_misses = 0
+        self.observations = 0
+
+    @classmethod
+    def discover(cls, store_id: str, obs: Observation, job_id: str, at: datetime) -> Product:
+        return cls(
+            store_id=store_id,
+            provider_product_id=obs.provider_product_id,
+            name=obs.name,
+            brand=obs.brand,
+            category=obs.category,
+            url=obs.url,
+            image_url=obs.image_url,
+            job_id=job_id,
+            at=at,
+        )
+
+    # commands ---------------------------------------------------------------
+    def observe(self, obs: Observation, job_id: str, attempt: int, content_hash: str,
+                extractor_version: str, at: datetime) -> None:
+        """Record one crawl's sighting and every change it implies."""
+        offers = [o.to_payload() for o in obs.offers]
+        self._record_detail_changes(obs, job_id, at)
+        self._record_price_changes(offers, job_id, at)
+        self._observed(job_id, attempt, at, offers, obs.availability, obs.quantity,
+                       dict(obs.attributes), content_hash, extractor_version)
+        says_out = obs.availability in UNAVAILABLE
+        if says_out and self.in_stock:
+            self._went_out_of_stock("feed_says", job_id, at)
+        elif not says_out and not self.in_stock:
+            self._back_in_stock(job_id, at)
+
+    def gone(self, job_id: str, at: datetime) -> None:
+        """Its own page says it is no longer offered (404/410)."""
+        if self.in_stock:
+            self._went_out_of_stock("gone", job_id, at)
+
+    def miss(self, job_id: str, at: datetime) -> None:
+        """Absent from a successful crawl of its catalog."""
+        if not self.in_stock:
+            return  # already out: further absences change nothing
+        misses = self.consecutive_misses + 1
+        self._missed(job_id, misses, at)
+        if misses >= MISSES_FOR_OUT_OF_STOCK:
+            self._went_out_of_stock("misses", job_id, at)
+
+    def _record_detail_changes(self, obs: Observation, job_id: str, at: datetime) -> None:
+        changed = {
+            name: getattr(obs, name)
+            for name in DETAIL_FIELDS
+            if getattr(obs, name) is not None and getattr(obs, name) != getattr(self, name)
+        }
+        if changed:
+            self._details_changed(changed, job_id, at)
+
+    def _record_price_changes(self, offers: list[dict[str, Any]], job_id: str,
+                              at: datetime) -> None:
+        for offer in offers:
+            old = self.offers.get(offer_key(offer))
+            if old is None or offer["price"] is None and offer["special_price"] is None:
+                continue
+            if (old["price"], old["special_price"]) != (offer["price"], offer["special_price"]):
+                self._price_changed(
+                    offer["option"], offer["pricing_type"], old["price"], offer["price"],
+                    old["special_price"], offer["special_price"],
+                    offer["currency"] or old["currency"], job_id, at,
+                )
+
+    # events ---------------------------------------------------------------
+    @event("Observed")
+    def _observed(self, job_id: str, attempt: int, observed_at: datetime,
+                  offers: list[dict[str, Any]], availability: str, quantity: int | None,
+                  attributes: dict[str, Any], content_hash: str,
+                  extractor_version: str) -> None:
+        self.offers = {offer_key(o): dict(o) for o in offers}
+        self.availability = availability
+        self.quantity = quantity
+        self.last_seen_at = observed_at
+        self.consecutive_misses = 0
+        self.observations += 1
+
+    @event("PriceChanged")
+    def _price_changed(self, option: str, pricing_type: str, old: Any, new: Any,
+                       old_special: Any, new_special: Any, currency: str | None,
+                       job_id: str, at: datetime) -> None:
+        pass  # the new offers are assigned by the Observed event that follows
+
+    @event("DetailsChanged")
+    def _details_changed(self, fields: dict[str, Any], job_id: str, at: datetime) -> None:
+        for name, value in fields.items():
+            setattr(self, name, value)
+
+    @event("Missed")
+    def _missed(self, job_id: str, consecutive_misses: int, at: datetime) -> None:
+        self.consecutive_misses = consecutive_misses
+
+    @event("WentOutOfStock")
+    def _went_out_of_stock(self, reason: str, job_id: str, at: datetime) -> None:
+        self.in_stock = False
+        self.out_of_stock_since = at
+
+    @event("BackInStock")
+    def _back_in_stock(self, job_id: str, at: datetime) -> None:
+        self.in_stock = True
+        self.out_of_stock_since = None

@@ -1,0 +1,115 @@
+"""The Store aggregate: a crawl target (shop, dispensary, marketplace seller)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate, event
+
+from domain import ids
+from domain.errors import InvalidInput, InvalidTransition
+from domain.values import Policy
+
+PLATFORMS = ("dispensary", "shopify", "woocommerce", "jsonld", "microdata", "generic", "locator", "feed")
+
+
+class Store(Aggregate):
+    """A store we crawl; its id is derived from its base URL."""
+
+    @staticmethod
+    def create_id(base_url: str, **_: Any) -> UUID:
+        return ids.store_id(base_url)
+
+    @event("Registered")
+    def __init__(
+        self,
+        base_url: str,
+        name: str,
+        platform: str,
+        region: str | None,
+        timezone: str | None,
+        registered_at: datetime,
+    ) -> None:
+        self.base_url = base_url
+        self.name = name
+        self.platform = platform
+        self.region = region
+        self.timezone = timezone
+        self.registered_at = registered_at
+        self.policy = Policy()
+        self.enabled = True
+        self.disabled_reason: str | None = None
+        self.discovered_by: str | None = None
+        self.platform_store_id: str | None = None
+
+    # commands -----------------------------------------------------------
+    def change_policy(
+        self,
+        crawl_delay: float | None = None,
+        max_concurrency: int | None = None,
+        respect_robots: bool | None = None,
+        user_agent: str | None = None,
+    ) -> None:
+        new = Policy(
+            crawl_delay=self.policy.crawl_delay if crawl_delay is None else float(crawl_delay),
+            max_concurrency=self.policy.max_concurrency
+            if max_concurrency is None
+            else int(max_concurrency),
+            respect_robots=self.policy.respect_robots if respect_robots is None else respect_robots,
+            user_agent=user_agent or self.policy.user_agent,
+        )
+        if new.crawl_delay < 0 or new.crawl_delay > 3600:
+            raise InvalidInput(f"crawl delay must be 0..3600 seconds, got {new.crawl_delay}")
+        if not 1 <= new.max_concurrency <= 64:
+            raise InvalidInput(f"max concurrency must be 1..64, got {new.max_concurrency}")
+        if new != self.policy:
+            self._policy_changed(
+                new.crawl_delay, new.max_concurrency, new.respect_robots, new.user_agent
+            )
+
+    def mark_discovered(self, by_job: str) -> None:
+        if self.discovered_by is None:
+            self._discovered(by_job)
+
+    def resolve_entry_point(self, platform_store_id: str) -> None:
+        if not platform_store_id:
+            raise InvalidInput("platform store id is empty")
+        if platform_store_id != self.platform_store_id:
+            self._entry_point_resolved(platform_store_id)
+
+    def enable(self) -> None:
+        if self.enabled:
+            raise InvalidTransition(f"store {self.id} is already enabled")
+        self._enabled()
+
+    def disable(self, reason: str) -> None:
+        if not self.enabled:
+            raise InvalidTransition(f"store {self.id} is already disabled")
+        self._disabled(reason)
+
+    # events ---------------------------------------------------------------
+    @event("PolicyChanged")
+    def _policy_changed(
+        self, crawl_delay: float, max_concurrency: int, respect_robots: bool, user_agent: str | None
+    ) -> None:
+        self.policy = Policy(crawl_delay, max_concurrency, respect_robots, user_agent)
+
+    @event("Discovered")
+    def _discovered(self, by_job: str) -> None:
+        self.discovered_by = by_job
+
+    @event("EntryPointResolved")
+    def _entry_point_resolved(self, platform_store_id: str) -> None:
+        self.platform_store_id = platform_store_id
+
+    @event("Enabled")
+    def _enabled(self) -> None:
+        self.enabled = True
+        self.disabled_reason = None
+
+    @event("Disabled")
+    def _disabled(self, reason: str) -> None:
+        self.enabled = False
+        self.disabled_reason = reason

@@ -1,0 +1,72 @@
+"""URL validation and canonical form (job identity, feed-link dedup).
+
+Two URLs that reach the same page normalise to the same string: scheme and
+host lower-cased, default ports and fragments dropped, query arguments
+sorted (w3lib `canonicalize_url`) and tracking parameters removed.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from urllib.parse import SplitResult, parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
+
+from w3lib.url import canonicalize_url
+
+from domain.errors import InvalidInput
+
+__all__ = ["TRACKING_PARAMS", "is_http_url", "normalize_url"]
+
+TRACKING_PARAMS = frozenset(
+    {"fbclid", "gclid", "mc_cid", "mc_eid", "ref", "ref_src", "igshid", "_ga", "_gl", "dclid",
+     "msclkid", "yclid"}
+)
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def is_http_url(url: str) -> bool:
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - raises on an invalid port
+    except ValueError:
+        return False
+    return parts.scheme.lower() in _DEFAULT_PORTS and bool(parts.hostname)
+
+
+@lru_cache(maxsize=65_536)  # pure, and pages repeat the same URLs (canonical, og:url, offers)
+def normalize_url(url: str, base: str | None = None) -> str:
+    """Canonical form of `url` (resolved against `base`); InvalidInput if not http(s)."""
+    absolute = urljoin(base, url.strip()) if base else (url or "").strip()
+    if not is_http_url(absolute):
+        raise InvalidInput(f"bad URL {url!r}: {_why_not(absolute)}")
+    parts = urlsplit(absolute)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    query = urlencode([(key, value) for key, value in pairs if not _is_tracking(key)])
+    netloc = _netloc(parts.scheme.lower(), parts)
+    cleaned = urlunsplit((parts.scheme, netloc, parts.path or "/", query, ""))
+    return canonicalize_url(cleaned, keep_fragments=False)
+
+
+def _why_not(url: str) -> str:
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018
+    except ValueError:
+        return "invalid port"
+    if parts.scheme.lower() not in _DEFAULT_PORTS:
+        return "scheme must be http or https"
+    return "no host"
+
+
+def _is_tracking(key: str) -> bool:
+    lowered = key.lower()
+    return lowered.startswith("utm_") or lowered in TRACKING_PARAMS
+
+
+def _netloc(scheme: str, parts: SplitResult) -> str:
+    host = (parts.hostname or "").lower()
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    port = parts.port
+    if port is not None and port != _DEFAULT_PORTS.get(scheme):
+        host = f"{host}:{port}"
+    return host

@@ -1,0 +1,64 @@
+"""The one console script, `crawl-ledger`, with a module per command group.
+
+Each module in `COMMAND_MODULES` (`ledger.cli.<command>`) has
+`register(subparsers)`, which adds its parsers and sets `handler=` (a function
+`args -> int` exit code). Only the invoked command's module is imported (the
+groups pull in very different libraries: Faust, DuckDB, extruct…); `--help`
+imports them all. Operator errors raise `ledger.cli.errors.CommandError` (or a
+domain error) and are printed as one line on stderr with a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+COMMAND_MODULES = (
+    "ledger.cli.stores",
+    "ledger.cli.jobs",
+    "ledger.cli.products",
+    "ledger.cli.events",
+    "ledger.cli.projections",
+    "ledger.cli.extract",
+    "ledger.cli.simulate",
+    "ledger.cli.run",
+    "ledger.cli.relay",
+    "ledger.cli.worker",
+    "ledger.cli.demo",
+    "ledger.cli.analytics",
+    "ledger.cli.audit",
+)
+
+
+def modules_for(argv: Sequence[str] | None) -> Sequence[str]:
+    """The command modules `argv` needs: the invoked one, or all (help, typos)."""
+    first = next((arg for arg in argv or () if not arg.startswith("-")), None)
+    chosen = f"ledger.cli.{first}"
+    return (chosen,) if chosen in COMMAND_MODULES else COMMAND_MODULES
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="crawl-ledger", description="An event-sourced ledger of store crawls."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in modules_for(argv):
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from ledger.cli.errors import report
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(argv).parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except Exception as error:  # noqa: BLE001 - every error becomes one clear line
+        return report(error)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""What every CLI command needs: the wired ledger, the clock, durations."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+
+from ledger.bootstrap import Ledger, bootstrap
+from ledger.cli.errors import CommandError
+from ledger.settings import Settings
+
+UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@contextmanager
+def open_ledger(fresh: bool = True) -> Iterator[Ledger]:
+    """Bootstrap from the environment; with `fresh`, catch the read models up first."""
+    ledger = bootstrap(Settings.from_env())
+    try:
+        if fresh:
+            ledger.catch_up()
+        yield ledger
+    finally:
+        ledger.close()
+
+
+def parse_duration(text: str) -> int:
+    """'90s', '30m', '4h', '1d', '1h30m' -> seconds."""
+    parts = re.findall(r"(\d+)\s*([smhdw])", text.strip().lower())
+    if not parts or "".join(n + u for n, u in parts) != re.sub(r"\s", "", text.lower()):
+        raise CommandError(f"bad duration {text!r}: use e.g. 90s, 30m, 4h, 1d or 1h30m")
+    return sum(int(n) * UNITS[u] for n, u in parts)
+
+
+def format_duration(seconds: int | float | None) -> str:
+    if seconds is None:
+        return "once"
+    seconds = int(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0 and seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"

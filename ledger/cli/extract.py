@@ -1,0 +1,92 @@
+"""`crawl-ledger extract FILE`: run the extractors on a saved page or payload.
+
+A debugging aid for operators and adapter authors; it records nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ledger.cli.errors import CommandError
+from workers.adapters.base import ExtractionError, Page
+from workers.charset import decode
+from workers.extraction import extract_page, products_to_json
+
+__all__ = ["register", "run_extract"]
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("extract", help="extract products from a saved page or API payload")
+    parser.add_argument("file", type=Path, help="an HTML page, feed or JSON payload")
+    parser.add_argument("--url", help="the URL the file was fetched from (default: file://…)")
+    parser.add_argument("--json", action="store_true", help="print the products as JSON")
+    parser.add_argument("--adapter", help="force an adapter by name instead of detecting one")
+    parser.set_defaults(handler=run_extract)
+
+
+def run_extract(args: argparse.Namespace) -> int:
+    body = _read(args.file)
+    text, _ = decode(body)
+    url = args.url or args.file.resolve().as_uri()
+    content_type = "application/json" if text.lstrip().startswith(("{", "[")) else "text/html"
+    page = Page(url=url, text=text, content_type=content_type, body=body)
+    try:
+        adapter, extraction = extract_page(page, adapter_name=args.adapter)
+    except ExtractionError as error:
+        # Nothing readable on the page is a result ("no products"), not an error.
+        _print(args.json, [], note=f"no products: {error}")
+        return 0
+    _print(args.json, products_to_json(extraction.observations), note=f"adapter: {adapter.name}")
+    return 0
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except IsADirectoryError:
+        raise CommandError(f"{path} is a directory, not a file") from None
+    except FileNotFoundError:
+        raise CommandError(f"{path}: no such file") from None
+    except PermissionError:
+        raise CommandError(f"{path}: permission denied") from None
+    except OSError as error:
+        raise CommandError(f"{path}: cannot read ({error.strerror})") from None
+
+
+_COLUMNS = ("name", "brand", "sku", "option", "price", "special", "currency", "availability")
+
+
+def _row(product: dict[str, Any], offer: dict[str, Any]) -> tuple[str, ...]:
+    cells = (
+        product["name"],
+        product["brand"],
+        product["sku"],
+        offer.get("option"),
+        offer.get("price"),
+        offer.get("special_price"),
+        offer.get("currency"),
+        offer.get("availability") or product["availability"],
+    )
+    return tuple(cell or "" for cell in cells)
+
+
+def _print(as_json: bool, products: list[dict[str, Any]], note: str) -> None:
+    if as_json:
+        print(json.dumps(products, ensure_ascii=False, indent=2))
+        print(f"crawl-ledger: {note}", file=sys.stderr)  # stdout stays pure JSON
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{len(products)} product(s) — {note}")
+    for column in _COLUMNS:
+        table.add_column(column)
+    for product in products:
+        for offer in product["offers"] or [{}]:
+            table.add_row(*_row(product, offer))
+    # Piped output has no terminal width; do not wrap cells into unreadable slivers.
+    Console(width=None if sys.stdout.isatty() else 160).print(table)

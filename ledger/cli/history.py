@@ -1,0 +1,78 @@
+"""Rendering an aggregate's event history for people: one readable line per event."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+from domain.envelope import Envelope, from_stored
+from domain.timeutil import parse_iso
+from ledger.bootstrap import Ledger
+from ledger.cli.errors import CommandError
+from ledger.cli.output import print_table
+
+#: payload fields not worth a column in a human history
+QUIET = {"at", "observed_at", "registered_at", "retry_policy", "url_norm", "attributes",
+         "offers", "outcome", "new_products", "content_hash"}
+
+
+def stream_history(ledger: Ledger, stream_id: UUID) -> list[Envelope]:
+    """A known stream's envelopes in version order (from the event store, not a model)."""
+    events = ledger.app.recorder.select_events(stream_id)
+    return [from_stored(0, e.originator_id, e.originator_version, e.topic, e.state)
+            for e in events]
+
+
+def stream_as_of(ledger: Ledger, aggregate: Any, as_of: str | None) -> tuple[Any, list[Envelope]]:
+    """The aggregate and its history as the ledger knew them at `as_of` (recorded time)."""
+    history = stream_history(ledger, aggregate.id)
+    if as_of is None:
+        return aggregate, history
+    at = parse_as_of(as_of)
+    known = [e for e in history if parse_iso(e.recorded_at) <= at]  # type: ignore[operator]
+    if not known:
+        raise CommandError(f"{aggregate.id} was not yet recorded at {as_of}")
+    return ledger.app.repository.get(aggregate.id, version=known[-1].version), known
+
+
+def parse_as_of(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise CommandError(f"bad --as-of {text!r}: use ISO 8601, e.g. 2026-01-05T12:00:00Z") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def describe(env: Envelope) -> str:
+    p = env.payload
+    kind = env.event_type.split(".", 1)[1]
+    if kind == "Succeeded":
+        o = p["outcome"]
+        return (f"HTTP {o['http_status']}, {o['items']} items, {o['pages']} page(s), "
+                f"{o['bytes']} bytes, {o['duration']:.2f}s, changed={o['changed']}, "
+                f"{o['extractor_version']}, {len(p['new_products'])} new products")
+    if kind == "Observed":
+        offers = ", ".join(_offer(o) for o in p["offers"]) or "no offers"
+        return f"{p['availability']}: {offers}"
+    if kind == "PriceChanged":
+        return (f"{p['option']}: {p['old']} -> {p['new']} {p['currency'] or ''}"
+                + (f" (special {p['old_special']} -> {p['new_special']})"
+                   if p["old_special"] != p["new_special"] else ""))
+    return ", ".join(f"{k}={_short(v)}" for k, v in p.items() if k not in QUIET)
+
+
+def _offer(offer: dict[str, Any]) -> str:
+    special = f" (special {offer['special_price']})" if offer.get("special_price") else ""
+    return f"{offer['option']} {offer['price']} {offer.get('currency') or ''}{special}".strip()
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def print_history(title: str, envelopes: list[Envelope]) -> None:
+    print_table(title, ["#", "when", "event", "details"],
+                ([e.version, e.occurred_at[:19].replace("T", " "),
+                  e.event_type.split(".", 1)[1], describe(e)] for e in envelopes))

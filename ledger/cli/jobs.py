@@ -1,0 +1,116 @@
+"""`crawl-ledger jobs schedule|list|show|pause|resume|cancel|retry|force-run|requeue-dead`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from domain.crawl_job import RetryPolicy
+from domain.values import JOB_KINDS
+from ledger.cli.context import format_duration, open_ledger, parse_duration, utcnow
+from ledger.cli.errors import CommandError
+from ledger.cli.history import print_history, stream_as_of
+from ledger.cli.output import print_json, print_table, short
+from projections.queries import JOB_STATES
+
+CONTROLS = {"pause": "pause", "resume": "resume", "cancel": "cancel", "retry": "retry",
+            "force-run": "force_run"}
+
+
+def register(sub: Any) -> None:
+    jobs = sub.add_parser("jobs", help="schedule, inspect and control crawl jobs")
+    actions = jobs.add_subparsers(dest="action", required=True, metavar="ACTION")
+    schedule = actions.add_parser("schedule", help="schedule a crawl job")
+    schedule.add_argument("store_id", nargs="?", help="the store (omit for store_discovery/feed)")
+    schedule.add_argument("--kind", required=True, choices=JOB_KINDS)
+    schedule.add_argument("--url", required=True)
+    schedule.add_argument("--every", help="interval, e.g. 4h (default: 4h; see --once)")
+    schedule.add_argument("--once", action="store_true", help="a one-shot job")
+    schedule.add_argument("--priority", type=int, default=0)
+    schedule.add_argument("--max-attempts", type=int, default=3)
+    schedule.add_argument("--no-adaptive", action="store_true",
+                          help="keep the interval fixed even when content does not change")
+    schedule.add_argument("--json", action="store_true")
+    schedule.set_defaults(handler=schedule_job)
+    lst = actions.add_parser("list", help="list jobs")
+    lst.add_argument("--state", choices=JOB_STATES)
+    lst.add_argument("--store")
+    lst.add_argument("--json", action="store_true")
+    lst.set_defaults(handler=list_jobs)
+    show = actions.add_parser("show", help="a job's status and full event history")
+    show.add_argument("job_id")
+    show.add_argument("--as-of", help="what the ledger knew at this time (ISO 8601)")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(handler=show_job)
+    for name in CONTROLS:
+        control = actions.add_parser(name, help=f"{name} a job")
+        control.add_argument("job_id")
+        control.set_defaults(handler=control_job, control=name)
+    requeue = actions.add_parser("requeue-dead", help="retry every dead job")
+    requeue.set_defaults(handler=requeue_dead)
+
+
+def schedule_job(args: argparse.Namespace) -> int:
+    if args.once and args.every:
+        raise CommandError("--once and --every exclude each other")
+    every = None if args.once else parse_duration(args.every or "4h")
+    with open_ledger(fresh=False) as ledger:
+        job_id = ledger.app.schedule_job(
+            kind=args.kind, url=args.url, now=utcnow(), store_id=args.store_id, every=every,
+            priority=args.priority, retry_policy=RetryPolicy(max_attempts=args.max_attempts),
+            adaptive=not args.no_adaptive,
+        )
+    if args.json:
+        print_json({"id": str(job_id)})
+    else:
+        print(f"scheduled {args.kind} job {job_id} ({format_duration(every)})")
+    return 0
+
+
+def list_jobs(args: argparse.Namespace) -> int:
+    with open_ledger() as ledger:
+        rows = ledger.read.jobs(state=args.state, store_id=args.store)
+    if args.json:
+        print_json([dict(r, id=r["job_id"]) for r in rows])
+        return 0
+    print_table("jobs", ["id", "kind", "state", "attempt", "next run", "every", "prio",
+                         "last", "url"],
+                ([r["job_id"], r["kind"], r["state"], f"{r['attempt']}/{r['max_attempts']}",
+                  (r["next_run_at"] or "")[:19], format_duration(r["interval_s"]),
+                  r["priority"] + (r["boost"] or 0), r["last_error"] or r["last_status"] or "",
+                  r["url"]] for r in rows))
+    return 0
+
+
+def show_job(args: argparse.Namespace) -> int:
+    with open_ledger() as ledger:
+        job, history = stream_as_of(ledger, ledger.app.get_job(args.job_id), args.as_of)
+        status = None if args.as_of else ledger.read.job(str(job.id))
+    if args.json:
+        print_json({"id": str(job.id), "status": status,
+                    "events": [e.to_dict() for e in history]})
+        return 0
+    print(f"job {job.id}  {job.kind}  {job.url}" + (f"  (as of {args.as_of})" if args.as_of else ""))
+    print(f"  state {job.state}, attempt {job.attempt}/{job.policy.max_attempts}, "
+          f"every {format_duration(job.interval)}, next run {job.next_run_at:%Y-%m-%d %H:%M:%S}Z, "
+          f"priority {job.priority}, store {short(job.store_id)}, parent {short(job.parent_job)}")
+    if job.last_error:
+        print(f"  last error: {job.last_error}")
+    print_history("history", history)
+    return 0
+
+
+def control_job(args: argparse.Namespace) -> int:
+    with open_ledger(fresh=False) as ledger:
+        getattr(ledger.app, CONTROLS[args.control])(args.job_id, utcnow())
+        state = ledger.app.get_job(args.job_id).state
+    print(f"job {args.job_id}: {args.control} recorded, now {state}")
+    return 0
+
+
+def requeue_dead(args: argparse.Namespace) -> int:
+    with open_ledger() as ledger:
+        dead = [r["job_id"] for r in ledger.read.jobs(state="dead")]
+        requeued = ledger.app.requeue_dead(dead, utcnow())
+    print(f"requeued {len(requeued)} dead job(s)")
+    return 0

@@ -1,0 +1,60 @@
+"""`crawl-ledger products list|show`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ledger.cli.context import open_ledger
+from ledger.cli.history import print_history, stream_as_of
+from ledger.cli.output import print_json, print_table
+
+
+def register(sub: Any) -> None:
+    products = sub.add_parser("products", help="current products, prices and stock")
+    actions = products.add_subparsers(dest="action", required=True, metavar="ACTION")
+    lst = actions.add_parser("list", help="list products")
+    lst.add_argument("--store")
+    lst.add_argument("--out-of-stock", action="store_true")
+    lst.add_argument("--json", action="store_true")
+    lst.set_defaults(handler=list_products)
+    show = actions.add_parser("show", help="a product's current state and history")
+    show.add_argument("product_id")
+    show.add_argument("--as-of", help="what the ledger knew at this time (ISO 8601)")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(handler=show_product)
+
+
+def list_products(args: argparse.Namespace) -> int:
+    with open_ledger() as ledger:
+        rows = ledger.read.products(store_id=args.store, out_of_stock=args.out_of_stock)
+    if args.json:
+        print_json([dict(r, id=r["product_id"]) for r in rows])
+        return 0
+    print_table("products", ["id", "name", "brand", "price", "in stock", "misses", "last seen"],
+                ([r["product_id"], r["name"], r["brand"] or "",
+                  f"{r['min_price'] or '-'} {r['currency'] or ''}",
+                  "yes" if r["in_stock"] else f"no (since {(r['out_of_stock_since'] or '')[:10]})",
+                  r["consecutive_misses"], (r["last_seen_at"] or "")[:19]] for r in rows))
+    return 0
+
+
+def show_product(args: argparse.Namespace) -> int:
+    with open_ledger() as ledger:
+        product, history = stream_as_of(ledger, ledger.app.get_product(args.product_id),
+                                        args.as_of)
+        current = None if args.as_of else ledger.read.product(str(product.id))
+    if args.json:
+        print_json({"id": str(product.id), "current": current,
+                    "events": [e.to_dict() for e in history]})
+        return 0
+    print(f"product {product.id}  {product.name}  ({product.brand or 'no brand'},"
+          f" {product.category or 'no category'})" + (f"  as of {args.as_of}" if args.as_of else ""))
+    print(f"  store {product.store_id}, provider id {product.provider_product_id}, {product.url}")
+    stock = "in stock" if product.in_stock else f"OUT OF STOCK since {product.out_of_stock_since}"
+    print(f"  {stock}; {product.observations} observations; misses {product.consecutive_misses}")
+    for offer in product.offers.values():
+        special = f" (special {offer['special_price']})" if offer["special_price"] else ""
+        print(f"  {offer['option']}: {offer['price']} {offer['currency'] or ''}{special}")
+    print_history("history", history)
+    return 0

@@ -1,0 +1,56 @@
+"""`crawl-ledger run [--until-idle] [--concurrency N]`: the embedded runner."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+from typing import Any
+
+from ledger.bootstrap import bootstrap, crawler_for
+from ledger.cli.errors import CommandError
+from ledger.cli.progress import LiveStats, stats_table
+from ledger.clock import SystemClock
+from ledger.embedded import DataDirLock, EmbeddedRunner, RunnerLocked, RunStats
+from ledger.settings import Settings
+
+
+def register(sub: Any) -> None:
+    run = sub.add_parser("run", help="run scheduler, crawl workers and projections in-process")
+    run.add_argument("--until-idle", action="store_true",
+                     help="stop when nothing is due, queued or running")
+    run.add_argument("--concurrency", type=int, default=8, help="parallel crawls (default 8)")
+    run.add_argument("--lease-ttl", type=float, default=300.0, help="seconds (default 300)")
+    run.set_defaults(handler=run_embedded)
+
+
+def run_embedded(args: argparse.Namespace) -> int:
+    if not 1 <= args.concurrency <= 256:
+        raise CommandError("--concurrency must be 1..256")
+    settings = Settings.from_env()
+    if settings.is_postgres:
+        raise CommandError("`run` is the embedded runner; with PostgreSQL use `crawl-ledger worker`"
+                           " (see README, Scaling out)")
+    try:
+        with DataDirLock(settings.data_dir):
+            stats = asyncio.run(_run(settings, args))
+    except RunnerLocked as error:
+        raise CommandError(str(error)) from None
+    LiveStats().console.print(stats_table(stats, "run finished"))
+    return 0
+
+
+async def _run(settings: Settings, args: argparse.Namespace) -> RunStats:
+    ledger = await asyncio.to_thread(bootstrap, settings)  # connects: not on the loop
+    try:
+        async with crawler_for(settings) as crawler:
+            with LiveStats("crawl-ledger run") as live:
+                runner = EmbeddedRunner(ledger, crawler, SystemClock(),
+                                        concurrency=args.concurrency, lease_ttl=args.lease_ttl,
+                                        on_change=live.update)
+                loop = asyncio.get_running_loop()
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.add_signal_handler(sig, runner.stop)
+                return await runner.run(until_idle=args.until_idle)
+    finally:
+        await asyncio.to_thread(ledger.close)

@@ -1,0 +1,78 @@
+"""`crawl-ledger stores add|list`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ledger.cli.context import open_ledger, utcnow
+from ledger.cli.output import print_json, print_table
+
+
+def register(sub: Any) -> None:
+    stores = sub.add_parser("stores", help="register and list stores")
+    actions = stores.add_subparsers(dest="action", required=True, metavar="ACTION")
+    add = actions.add_parser("add", help="register a store")
+    add.add_argument("name")
+    add.add_argument("url", help="the store's base URL")
+    add.add_argument("--platform", required=True,
+                     help="dispensary, shopify, woocommerce, jsonld, microdata or generic")
+    add.add_argument("--crawl-delay", type=float, help="seconds between requests (default 1)")
+    add.add_argument("--max-concurrency", type=int, help="parallel requests (default 1)")
+    add.add_argument("--region")
+    add.add_argument("--timezone")
+    add.add_argument("--ignore-robots", action="store_true",
+                     help="do not obey robots.txt (only for sites you operate)")
+    add.add_argument("--json", action="store_true")
+    add.set_defaults(handler=add_store)
+    disable = actions.add_parser("disable", help="stop crawling a store (its jobs are kept)")
+    disable.add_argument("store_id")
+    disable.add_argument("--reason", required=True)
+    disable.set_defaults(handler=disable_store)
+    enable = actions.add_parser("enable", help="crawl a disabled store again")
+    enable.add_argument("store_id")
+    enable.set_defaults(handler=enable_store)
+    lst = actions.add_parser("list", help="list stores")
+    lst.add_argument("--json", action="store_true")
+    lst.set_defaults(handler=list_stores)
+
+
+def add_store(args: argparse.Namespace) -> int:
+    with open_ledger(fresh=False) as ledger:
+        store_id = ledger.app.register_store(
+            name=args.name, base_url=args.url, platform=args.platform, now=utcnow(),
+            region=args.region, timezone=args.timezone, crawl_delay=args.crawl_delay,
+            max_concurrency=args.max_concurrency,
+            respect_robots=False if args.ignore_robots else None,
+        )
+    if args.json:
+        print_json({"id": str(store_id)})
+    else:
+        print(f"registered store {store_id}")
+    return 0
+
+
+def disable_store(args: argparse.Namespace) -> int:
+    with open_ledger(fresh=False) as ledger:
+        ledger.app.disable_store(args.store_id, args.reason)
+    print(f"store {args.store_id} disabled: its jobs are not dispatched or leased until enabled")
+    return 0
+
+
+def enable_store(args: argparse.Namespace) -> int:
+    with open_ledger(fresh=False) as ledger:
+        ledger.app.enable_store(args.store_id)
+    print(f"store {args.store_id} enabled")
+    return 0
+
+
+def list_stores(args: argparse.Namespace) -> int:
+    with open_ledger() as ledger:
+        rows = ledger.read.stores()
+    if args.json:
+        print_json([dict(r, id=r["store_id"]) for r in rows])
+        return 0
+    print_table("stores", ["id", "name", "platform", "base url", "delay", "enabled"],
+                ([r["store_id"], r["name"], r["platform"], r["base_url"], r["crawl_delay"],
+                  "yes" if r["enabled"] else "no"] for r in rows))
+    return 0

@@ -1,0 +1,58 @@
+"""`crawl-ledger worker [--role dispatch|crawl|project|all]`: a Faust worker process.
+
+Needs LEDGER_STORE=postgresql://… and LEDGER_BROKER=kafka://…. Creates the
+topics if missing (fixed partition count), then runs the agents of its roles
+until SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ledger.cli.errors import CommandError
+from ledger.settings import Settings
+
+
+def register(sub: Any) -> None:
+    worker = sub.add_parser("worker", help="run Faust agents (distributed deployment)")
+    worker.add_argument("--role", action="append", default=None,
+                        help="dispatch, crawl, project or all (repeatable, comma-separated;"
+                             " default all)")
+    worker.add_argument("--partitions", type=int, default=4, help="topic partitions (default 4)")
+    worker.add_argument("--concurrency", type=int, default=4, help="parallel crawls (default 4)")
+    worker.add_argument("--lease-ttl", type=float, default=300.0, help="seconds (default 300)")
+    worker.add_argument("--tick", type=float, default=1.0,
+                        help="leader tick interval in seconds (default 1)")
+    worker.add_argument("--no-timers", action="store_true",
+                        help="no leader tick/reaper: an external driver schedules (demo clock)")
+    worker.add_argument("--redrive-after", type=float, default=60.0,
+                        help="re-send work for jobs dispatched but unleased this long (s)")
+    worker.add_argument("--clock-file", default=None,
+                        help="read 'now' from this file (the demo's simulated clock)")
+    worker.add_argument("--loglevel", default="info")
+    worker.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from streams.app import UnknownRole, create_app, parse_roles
+    from streams.resources import WorkerOptions
+    from streams.topics import ensure_topics
+    from streams.worker import run_worker
+
+    settings = Settings.from_env()
+    if not settings.is_postgres:
+        raise CommandError("workers need the PostgreSQL event store (LEDGER_STORE=postgresql://…)")
+    try:
+        roles = parse_roles(args.role or ["all"])
+    except UnknownRole as error:
+        raise CommandError(str(error)) from None
+    if not 1 <= args.concurrency <= 256 or not 1 <= args.partitions <= 1024:
+        raise CommandError("--concurrency must be 1..256 and --partitions 1..1024")
+    ensure_topics(settings.broker_servers, args.partitions)
+    options = WorkerOptions(partitions=args.partitions, crawl_concurrency=args.concurrency,
+                            lease_ttl=args.lease_ttl, tick_interval=args.tick,
+                            timers=not args.no_timers, redrive_after=args.redrive_after,
+                            clock_file=args.clock_file)
+    run_worker(create_app(settings, roles, options), loglevel=args.loglevel)
+    return 0

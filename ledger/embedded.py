@@ -1,0 +1,206 @@
+"""The embedded runner: scheduler, worker pool, reaper and projections in one process.
+
+One asyncio loop drives it; ledger calls go through one database thread
+(SQLite has one writer). The loop:
+
+1. catch the read models up, reap expired leases;
+2. when the work queue runs low, dispatch the next slot of due jobs
+   (`Scheduler.tick`, interleaved by host so no burst hits one store);
+3. workers lease, crawl and record (`JobWorker`), waking the loop when done.
+
+Stopping (Ctrl-C) lets in-flight crawls finish and be recorded; nothing is
+half-recorded because each result is one atomic command. Jobs still queued
+stay `dispatched` and are picked up at the next start; a lease left behind
+by a killed process is expired at the next start (the embedded runner is
+the only one per data dir, guarded by a lock file).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import logging
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from domain.values import CrawlFailure
+from ledger.bootstrap import Ledger
+from ledger.clock import Clock
+from ledger.scheduler import Scheduler
+from ledger.work import CrawlerPort, DbThread, JobWorker, RunReport, worker_name
+
+log = logging.getLogger(__name__)
+PROJECT_EVERY = 0.05  # seconds: bounds catch-up overhead, keeps read models ~50 ms behind
+
+
+@dataclass
+class RunStats:
+    """What the runner has done so far (for progress displays and summaries)."""
+
+    dispatched: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    events: int = 0
+    products_seen: int = 0
+    reaped: int = 0
+    in_flight: int = 0
+    queued: int = 0
+    failures: Counter[str] = field(default_factory=Counter)
+
+    def note(self, report: RunReport) -> None:
+        if isinstance(report.outcome, CrawlFailure):
+            self.failed += 1
+            self.failures[report.outcome.error_kind] += 1
+        else:
+            self.succeeded += 1
+            self.products_seen += len(report.outcome.observations)
+        if report.result is not None:
+            self.events += report.result.events
+
+
+class RunnerLocked(Exception):
+    """Another embedded runner already works on this data dir."""
+
+
+class DataDirLock:
+    """An exclusive lock file: one embedded runner per data dir."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = data_dir / "runner.lock"
+        self._file: IO[str] | None = None
+
+    def __enter__(self) -> DataDirLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.path, "w")
+        try:
+            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._file.close()
+            raise RunnerLocked(f"another crawl-ledger runner is using {self.path.parent}") from None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._file is not None
+        fcntl.flock(self._file, fcntl.LOCK_UN)
+        self._file.close()
+
+
+class EmbeddedRunner:
+    """Runs the whole crawl loop in-process until idle or stopped."""
+
+    def __init__(self, ledger: Ledger, crawler: CrawlerPort, clock: Clock, *,
+                 concurrency: int = 8, lease_ttl: float = 300.0, tick_seconds: float = 1.0,
+                 recover_orphans: bool = True,
+                 on_change: Callable[[RunStats], None] | None = None) -> None:
+        self.ledger = ledger
+        self.clock = clock
+        self.concurrency = concurrency
+        self.tick_seconds = tick_seconds
+        self.recover = recover_orphans
+        self.on_change = on_change or (lambda stats: None)
+        self.db = DbThread(1)
+        # read models live in their own SQLite file: catch them up beside the ledger thread
+        self.projector = DbThread(1)
+        self._recorded = asyncio.Event()
+        self.scheduler = Scheduler(ledger, slot_size=max(concurrency * 2, 8))
+        self.workers = [JobWorker(ledger, crawler, clock, self.db, worker_name(i), lease_ttl)
+                        for i in range(concurrency)]
+        self.stats = RunStats()
+        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._finished = 0  # jobs finished so far: a change during a step means "not idle"
+
+    def stop(self) -> None:
+        """Take no new jobs; in-flight crawls finish and are recorded."""
+        self._stopping = True
+        self._wake.set()
+
+    async def run(self, until_idle: bool = False) -> RunStats:
+        try:
+            await self._start()
+            await self._loop(until_idle)
+        finally:
+            self.db.close()
+            self.projector.close()
+        return self.stats
+
+    async def _loop(self, until_idle: bool) -> None:
+        tasks = [asyncio.create_task(self._work(w)) for w in self.workers]
+        projecting = asyncio.create_task(self._project())
+        try:
+            while not self._stopping:
+                idle = await self._step()
+                if idle and until_idle:
+                    break
+                await self._sleep()
+        finally:
+            self._stopping = True
+            for _ in tasks:
+                self._queue.put_nowait("")  # wake idle workers so they exit
+            await asyncio.gather(*tasks, return_exceptions=True)
+            projecting.cancel()
+            await asyncio.gather(projecting, return_exceptions=True)
+            await self.projector.call(self.ledger.catch_up)
+
+    async def _project(self) -> None:
+        """Catch the read models up as soon as results are recorded (not a loop turn later)."""
+        while True:
+            await self._recorded.wait()
+            self._recorded.clear()
+            await self.projector.call(self.ledger.catch_up)
+            await asyncio.sleep(PROJECT_EVERY)  # results arriving meanwhile share one catch-up
+
+    async def _start(self) -> None:
+        await self.projector.call(self.ledger.catch_up)
+        if self.recover:
+            reaped = await self.db.call(self.scheduler.recover_orphans, self.clock.now())
+            self.stats.reaped += len(reaped)
+            await self.projector.call(self.ledger.catch_up)
+        for job_id in await self.db.call(self.scheduler.dispatched):
+            self._queue.put_nowait(job_id)
+
+    async def _step(self) -> bool:
+        """One loop turn; True when nothing is due, queued or running."""
+        finished = self._finished
+        await self.projector.call(self.ledger.catch_up)
+        now = self.clock.now()
+        self.stats.reaped += len(await self.db.call(self.scheduler.reap, now))
+        dispatched = []
+        if self._queue.qsize() < self.concurrency:
+            dispatched = await self.db.call(self.scheduler.tick, now)
+            for job_id in dispatched:
+                self._queue.put_nowait(str(job_id))
+            self.stats.dispatched += len(dispatched)
+        self.stats.queued = self._queue.qsize()
+        self.on_change(self.stats)
+        return (not dispatched and self._queue.empty() and self.stats.in_flight == 0
+                and finished == self._finished)
+
+    async def _sleep(self) -> None:
+        try:
+            await asyncio.wait_for(self._wake.wait(), timeout=self.tick_seconds)
+        except TimeoutError:
+            pass
+        self._wake.clear()
+
+    async def _work(self, worker: JobWorker) -> None:
+        while True:
+            job_id = await self._queue.get()
+            if self._stopping or not job_id:
+                return
+            self.stats.in_flight += 1
+            try:
+                report = await worker.run(job_id)
+                if report is not None:
+                    self.stats.note(report)
+                    self._recorded.set()
+            except Exception:  # noqa: BLE001 - a bug in one job must not stop the pool
+                log.exception("job %s: unexpected error in the worker", job_id)
+            finally:
+                self.stats.in_flight -= 1
+                self._finished += 1
+                self._wake.set()

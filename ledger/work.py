@@ -1,0 +1,113 @@
+"""Running one job: lease, crawl, record — the handler both drivers use.
+
+The ledger is synchronous (eventsourcing), the crawler is asyncio: every
+ledger call crosses into `DbThread`, so the event loop never blocks on the
+database. Long crawls keep their lease alive with a heartbeat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+import socket
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from domain.application import RecordResult
+from domain.errors import LeaseLost, LedgerError
+from domain.values import CrawlFailure, CrawlOutcome, CrawlTask
+from ledger.bootstrap import Ledger
+from ledger.clock import Clock
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class CrawlerPort(Protocol):
+    async def crawl(self, task: CrawlTask) -> CrawlOutcome: ...
+
+
+class DbThread:
+    """Runs ledger calls on dedicated threads (one for SQLite: it has one writer)."""
+
+    def __init__(self, threads: int = 1) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ledger-db")
+
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.pool, functools.partial(fn, *args, **kwargs))
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+
+
+@dataclass(frozen=True)
+class RunReport:
+    task: CrawlTask
+    outcome: CrawlOutcome
+    result: RecordResult | None
+
+
+def worker_name(index: int = 0) -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{index}"
+
+
+class JobWorker:
+    """Leases a job, crawls it and records the outcome (success or failure)."""
+
+    def __init__(self, ledger: Ledger, crawler: CrawlerPort, clock: Clock, db: DbThread,
+                 name: str, lease_ttl: float = 300.0) -> None:
+        self.ledger = ledger
+        self.crawler = crawler
+        self.clock = clock
+        self.db = db
+        self.name = name
+        self.lease_ttl = lease_ttl
+
+    async def run(self, job_id: str) -> RunReport | None:
+        """None when the job could not be leased (taken, paused, cancelled, not due)."""
+        app = self.ledger.app
+        try:
+            task = await self.db.call(app.lease, job_id, self.name, self.lease_ttl,
+                                      self.clock.now())
+        except LedgerError as refused:
+            log.info("job %s not leased: %s", job_id, refused)
+            return None
+        heartbeat = asyncio.create_task(self._heartbeat(task))
+        try:
+            outcome = await self.crawler.crawl(task)
+        finally:
+            heartbeat.cancel()
+        return RunReport(task, outcome, await self._record(task, outcome))
+
+    async def _record(self, task: CrawlTask, outcome: CrawlOutcome) -> RecordResult | None:
+        app = self.ledger.app
+        record = app.record_success if outcome.ok else app.record_failure
+        try:
+            return await self.db.call(record, task.job_id, task.lease_id, outcome,
+                                      self.clock.now())
+        except LeaseLost as lost:  # the lease expired and was reaped (or cancelled) meanwhile
+            log.warning("result of job %s not recorded: %s", task.job_id, lost)
+            return None
+        except LedgerError as refused:
+            if not outcome.ok:
+                raise
+            # the result itself was refused: end the attempt as a failure rather than
+            # leaving the job leased until its lease runs out
+            log.error("result of job %s refused: %s", task.job_id, refused)
+            failure = CrawlFailure("worker_error", f"result refused: {refused}", retryable=True)
+            return await self.db.call(app.record_failure, task.job_id, task.lease_id, failure,
+                                      self.clock.now())
+
+    async def _heartbeat(self, task: CrawlTask) -> None:
+        while True:
+            await asyncio.sleep(self.lease_ttl / 3)
+            try:
+                await self.db.call(self.ledger.app.extend_lease, task.job_id, task.lease_id,
+                                   self.lease_ttl, self.clock.now())
+            except LedgerError:
+                return

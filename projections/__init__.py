@@ -1,0 +1,21 @@
+"""Read models built from the ledger's events (see `framework` for the rules)."""
+
+from __future__ import annotations
+
+from projections.framework import Projection
+from projections.job_status import JobStatusProjection
+from projections.products import CurrentProductsProjection, StockStatusProjection
+from projections.stores import StoresProjection
+
+
+def read_models(prefix: str = "") -> list[Projection]:
+    """The core read models, with table names under `prefix` (scratch rebuilds)."""
+    return [
+        StoresProjection(prefix=prefix),
+        JobStatusProjection(prefix=prefix),
+        CurrentProductsProjection(prefix=prefix),
+        StockStatusProjection(prefix=prefix),
+    ]
+
+
+__all__ = ["Projection", "read_models"]

@@ -1,0 +1,219 @@
+"""The read-model database port and its two adapters (SQLite, PostgreSQL).
+
+Projections and queries write portable SQL with `?` placeholders and
+`INSERT … ON CONFLICT … DO UPDATE` (both engines speak it); the PostgreSQL
+adapter rewrites the placeholders. Each adapter holds one connection
+guarded by a lock, so threads of the embedded runner can share it.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+Row = dict[str, Any]
+
+TYPES = {
+    "sqlite": {"text": "TEXT", "int": "INTEGER", "real": "REAL", "json": "TEXT"},
+    "postgres": {"text": "TEXT", "int": "BIGINT", "real": "DOUBLE PRECISION", "json": "TEXT"},
+}
+
+
+class Tx(ABC):
+    """An open transaction: run statements, read rows as dicts."""
+
+    @abstractmethod
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[Row]: ...
+
+    @abstractmethod
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+
+    def upsert(self, table: str, key: Sequence[str], columns: dict[str, str],
+               rows: Sequence[Sequence[Any]]) -> None:
+        """Insert or replace many rows (values in `columns` order; keys unique)."""
+        names = list(columns)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in names if c not in key)
+        self.executemany(f"INSERT INTO {table} ({', '.join(names)}) "
+                         f"VALUES ({', '.join('?' for _ in names)}) "
+                         f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}", rows)
+
+
+class Database(ABC):
+    """A read-model database: `transaction()` commits on success, rolls back on error."""
+
+    dialect: str
+
+    @abstractmethod
+    @contextmanager
+    def transaction(self) -> Iterator[Tx]: ...
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        with self.transaction() as tx:
+            return tx.execute(sql, params)
+
+    def column_type(self, kind: str) -> str:
+        return TYPES[self.dialect][kind]
+
+    @abstractmethod
+    def table_names(self) -> set[str]: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+class _SQLiteTx(Tx):
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        cursor = self.conn.execute(sql, tuple(params))
+        if cursor.description is None:
+            return []
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.conn.executemany(sql, rows)
+
+
+class SQLiteDatabase(Database):
+    """Read models in an SQLite file (embedded deployment)."""
+
+    dialect = "sqlite"
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self._lock = threading.RLock()
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
+                                     timeout=30)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+
+    @contextmanager
+    def transaction(self) -> Iterator[Tx]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield _SQLiteTx(self._conn)
+                self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:  # a failed COMMIT leaves it open too
+                    self._conn.execute("ROLLBACK")
+                raise
+
+    def table_names(self) -> set[str]:
+        rows = self.query("SELECT name FROM sqlite_master WHERE type = 'table'")
+        return {r["name"] for r in rows}
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+_PLACEHOLDER = re.compile(r"\?")
+
+
+def _pg(sql: str) -> str:
+    return _PLACEHOLDER.sub("%s", sql)
+
+
+class _PostgresTx(Tx):
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        with self.conn.cursor() as cursor:
+            cursor.execute(_pg(sql), tuple(params))
+            if cursor.description is None:
+                return []
+            names = [d.name for d in cursor.description]
+            return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self.conn.cursor() as cursor:
+            cursor.executemany(_pg(sql), rows)
+
+    def upsert(self, table: str, key: Sequence[str], columns: dict[str, str],
+               rows: Sequence[Sequence[Any]]) -> None:
+        """One statement for the whole batch: a binary array per column, unnested.
+
+        An `executemany` costs a server round of parse/bind/execute per row;
+        this is one, about 4x faster for a rebuild's thousands of rows.
+        """
+        if len(rows) < UNNEST_MIN_ROWS:
+            super().upsert(table, key, columns, rows)
+            return
+        names = list(columns)
+        arrays = [_column(values, columns[name]) for name, values in zip(names, zip(*rows))]
+        if any(a is None for a in arrays):  # an odd value: let the server cast it, row by row
+            super().upsert(table, key, columns, rows)
+            return
+        casts = ", ".join(f"%b::{TYPES['postgres'][columns[c]]}[]" for c in names)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in names if c not in key)
+        with self.conn.cursor() as cursor:
+            cursor.execute(f"INSERT INTO {table} ({', '.join(names)}) "
+                           f"SELECT * FROM unnest({casts}) "
+                           f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}", arrays)
+
+
+UNNEST_MIN_ROWS = 8  # below this, executemany's few rounds cost less than building arrays
+
+
+_KINDS: dict[str, tuple[type, ...]] = {"int": (int,), "real": (int, float)}
+
+
+def _column(values: Sequence[Any], kind: str) -> list[Any] | None:
+    """One column as a list of one Python type (one binary array), None if it cannot be."""
+    allowed = _KINDS.get(kind, (str,))
+    if not all(v is None or isinstance(v, allowed) for v in values):
+        return None
+    if kind in _KINDS:  # bools are ints here, but would dump as a boolean array
+        cast = float if kind == "real" else int
+        return [None if v is None else cast(v) for v in values]
+    return list(values)
+
+
+class PostgresDatabase(Database):
+    """Read models in a PostgreSQL schema (distributed deployment)."""
+
+    dialect = "postgres"
+
+    def __init__(self, conninfo: str, schema: str = "readmodel") -> None:
+        import psycopg
+
+        if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
+            raise ValueError(f"invalid schema name {schema!r}")
+        self.schema = schema
+        self._lock = threading.RLock()
+        self._conn = psycopg.connect(conninfo, autocommit=False)
+        with self._conn.cursor() as cursor:
+            cursor.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+            cursor.execute(f"SET search_path TO {schema}")
+        self._conn.commit()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Tx]:
+        with self._lock:
+            try:
+                yield _PostgresTx(self._conn)
+                self._conn.commit()
+            except BaseException:
+                self._conn.rollback()
+                raise
+
+    def table_names(self) -> set[str]:
+        rows = self.query(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = ?",
+            (self.schema,),
+        )
+        return {r["table_name"] for r in rows}
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

@@ -1,0 +1,213 @@
+"""Projections: deterministic, idempotent, tracked, rebuildable read models.
+
+A projection turns envelopes (`domain.envelope.Envelope`) into rows. It
+reads and writes rows through a batch-local `Rows` cache, so a batch of a
+thousand events becomes one upsert per table (`Tx.upsert`) in one transaction,
+together with the projection's new position (`projection_positions`).
+
+Idempotency holds twice over: events at or below the tracked position are
+skipped, and per-stream rows remember the stream `version` they reflect,
+so an event delivered again (Kafka is at-least-once) changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from domain.envelope import Envelope
+from projections.db import Database, Row, Tx
+
+POSITIONS = "projection_positions"
+Handler = Callable[[Envelope, "Rows"], None]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A read-model table: name (without prefix), key columns, typed columns."""
+
+    name: str
+    key: tuple[str, ...]
+    columns: dict[str, str]
+    indexes: tuple[tuple[str, ...], ...] = ()
+
+    def ddl(self, db: Database, prefix: str) -> list[str]:
+        cols = ", ".join(f"{c} {db.column_type(t)}" for c, t in self.columns.items())
+        name = prefix + self.name
+        statements = [f"CREATE TABLE IF NOT EXISTS {name} ({cols}, PRIMARY KEY ({', '.join(self.key)}))"]
+        for index in self.indexes:
+            statements.append(f"CREATE INDEX IF NOT EXISTS {name}_{'_'.join(index)} "
+                              f"ON {name} ({', '.join(index)})")
+        return statements
+
+
+class Rows:
+    """Batch-local row cache over one transaction; `flush` writes what changed."""
+
+    def __init__(self, tx: Tx, tables: dict[str, Table], prefix: str) -> None:
+        self.tx = tx
+        self.tables = tables
+        self.prefix = prefix
+        self._rows: dict[tuple[str, tuple[Any, ...]], Row | None] = {}
+        self._dirty: set[tuple[str, tuple[Any, ...]]] = set()
+
+    def get(self, table: str, *key: Any) -> Row | None:
+        slot = (table, key)
+        if slot not in self._rows:
+            spec = self.tables[table]
+            where = " AND ".join(f"{k} = ?" for k in spec.key)
+            found = self.tx.execute(f"SELECT * FROM {self.prefix}{table} WHERE {where}", key)
+            self._rows[slot] = found[0] if found else None
+        return self._rows[slot]
+
+    def prefetch(self, table: str, keys: Iterable[Any], chunk: int = 500) -> None:
+        """Load many single-key rows in a few queries (instead of one per `get`)."""
+        spec = self.tables[table]
+        (column,) = spec.key
+        wanted = [k for k in dict.fromkeys(keys) if (table, (k,)) not in self._rows]
+        for start in range(0, len(wanted), chunk):
+            part = wanted[start:start + chunk]
+            marks = ", ".join("?" for _ in part)
+            for row in self.tx.execute(
+                    f"SELECT * FROM {self.prefix}{table} WHERE {column} IN ({marks})", part):
+                self._rows[(table, (row[column],))] = row
+            for key in part:
+                self._rows.setdefault((table, (key,)), None)
+
+    def put(self, table: str, row: Row) -> None:
+        spec = self.tables[table]
+        key = tuple(row[k] for k in spec.key)
+        self._rows[(table, key)] = row
+        self._dirty.add((table, key))
+
+    def flush(self) -> int:
+        by_table: dict[str, list[list[Any]]] = {}
+        for table, key in self._dirty:
+            row = self._rows[(table, key)]
+            assert row is not None
+            spec = self.tables[table]
+            by_table.setdefault(table, []).append([row.get(c) for c in spec.columns])
+        for table, values in by_table.items():
+            spec = self.tables[table]
+            self.tx.upsert(self.prefix + table, spec.key, spec.columns, values)
+        written = len(self._dirty)
+        self._dirty.clear()
+        return written
+
+
+@dataclass
+class Projection(ABC):
+    """Base class: subclasses set `name`, `tables` and `handlers()` by event type."""
+
+    prefix: str = ""
+    name: str = field(default="", init=False)
+    tables: tuple[Table, ...] = field(default=(), init=False)
+
+    def handlers(self) -> dict[str, Handler]:
+        raise NotImplementedError
+
+    @property
+    def tracking_name(self) -> str:
+        return self.prefix + self.name
+
+    def table_map(self) -> dict[str, Table]:
+        return {t.name: t for t in self.tables}
+
+    def create(self, db: Database) -> None:
+        with db.transaction() as tx:
+            _create_positions(db, tx)
+            for table in self.tables:
+                for statement in table.ddl(db, self.prefix):
+                    tx.execute(statement)
+
+    def drop(self, db: Database) -> None:
+        with db.transaction() as tx:
+            _create_positions(db, tx)
+            for table in self.tables:
+                tx.execute(f"DROP TABLE IF EXISTS {self.prefix}{table.name}")
+            tx.execute(f"DELETE FROM {POSITIONS} WHERE name = ?", (self.tracking_name,))
+
+    def position(self, tx: Tx) -> int:
+        rows = tx.execute(f"SELECT position FROM {POSITIONS} WHERE name = ?", (self.tracking_name,))
+        return int(rows[0]["position"]) if rows else 0
+
+    def apply_batch(self, tx: Tx, envelopes: Sequence[Envelope]) -> int:
+        """Apply the envelopes after this projection's position; returns how many applied."""
+        position = self.position(tx)
+        handlers = self.handlers()
+        rows = Rows(tx, self.table_map(), self.prefix)
+        streams = [e.stream_id for e in envelopes if e.position > position and e.event_type in handlers]
+        for table in self.tables:
+            if len(table.key) == 1:
+                rows.prefetch(table.name, streams)
+        applied = 0
+        for env in envelopes:
+            if env.position <= position:
+                continue
+            handler = handlers.get(env.event_type)
+            if handler is not None:
+                handler(env, rows)
+            applied += 1
+        rows.flush()
+        if envelopes and envelopes[-1].position > position:
+            tx.execute(
+                f"INSERT INTO {POSITIONS} (name, position) VALUES (?, ?) "
+                f"ON CONFLICT (name) DO UPDATE SET position = excluded.position",
+                (self.tracking_name, envelopes[-1].position),
+            )
+        return applied
+
+
+def _create_positions(db: Database, tx: Tx) -> None:
+    tx.execute(f"CREATE TABLE IF NOT EXISTS {POSITIONS} (name {db.column_type('text')} "
+               f"PRIMARY KEY, position {db.column_type('int')} NOT NULL)")
+
+
+def fresh(row: Row | None, env: Envelope) -> bool:
+    """True if the row has not yet seen this stream version (dedup of redelivery)."""
+    return row is not None and int(row.get("version") or 0) < env.version
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def loads(text: str | None) -> Any:
+    return json.loads(text) if text else None
+
+
+def table_rows(db: Database, table: Table, prefix: str) -> list[Row]:
+    order = ", ".join(table.key)
+    return db.query(f"SELECT * FROM {prefix}{table.name} ORDER BY {order}")
+
+
+def all_tables(projections: Iterable[Projection]) -> list[Table]:
+    return [t for p in projections for t in p.tables]
+
+
+Change = Callable[[Row, dict[str, Any]], dict[str, Any]]
+
+
+def updater(table: str, change: Change, stamp: str | None = None) -> Handler:
+    """A handler that updates the stream's row with `change(row, payload)`, once per version."""
+    def apply(env: Envelope, rows: Rows) -> None:
+        row = rows.get(table, env.stream_id)
+        if not fresh(row, env):
+            return
+        assert row is not None
+        updated = dict(row, **change(row, env.payload), version=env.version)
+        if stamp:
+            updated[stamp] = env.occurred_at
+        rows.put(table, updated)
+    return apply
+
+
+def creator(table: str, build: Callable[[Envelope], Row]) -> Handler:
+    """A handler that creates the stream's row, unless it exists (redelivery)."""
+    def apply(env: Envelope, rows: Rows) -> None:
+        if rows.get(table, env.stream_id) is None:
+            rows.put(table, dict(build(env), version=env.version))
+    return apply

@@ -1,0 +1,55 @@
+"""Applying the event log to read models in batches, one transaction per batch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from domain.envelope import Envelope
+from projections.db import Database
+from projections.framework import Projection
+from projections.source import EventSource
+
+
+def apply_envelopes(db: Database, projections: Sequence[Projection],
+                    envelopes: Sequence[Envelope]) -> None:
+    """Apply one batch to every projection in a single transaction (with positions)."""
+    if not envelopes:
+        return
+    with db.transaction() as tx:
+        for projection in projections:
+            projection.apply_batch(tx, envelopes)
+
+
+class ProjectionRunner:
+    """Catches a set of projections up with an event source (the embedded driver)."""
+
+    def __init__(self, source: EventSource, db: Database, projections: Sequence[Projection],
+                 batch_size: int = 1000) -> None:
+        self.source = source
+        self.db = db
+        self.projections = list(projections)
+        self.batch_size = batch_size
+        for projection in self.projections:
+            projection.create(db)
+
+    def position(self) -> int:
+        """The lowest position any of the projections has reached."""
+        with self.db.transaction() as tx:
+            return min((p.position(tx) for p in self.projections), default=0)
+
+    def run_batch(self) -> int:
+        envelopes = self.source.read(self.position(), self.batch_size)
+        apply_envelopes(self.db, self.projections, envelopes)
+        return len(envelopes)
+
+    def catch_up(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Apply everything recorded so far; returns the number of events read."""
+        total = 0
+        head = self.source.head()
+        while True:
+            count = self.run_batch()
+            total += count
+            if progress is not None:
+                progress(self.position(), head)
+            if count < self.batch_size:
+                return total

@@ -1,0 +1,326 @@
+"""The snapshot projection: the event log as Parquet datasets for DuckDB.
+
+Datasets (see `parquet_writer` for the schemas and the crash-safe layout):
+
+- `price_observations`: one row per `Product.Observed` offer, denormalised
+  with the store name and the product's details, with lineage;
+- `stock_events`: `Product.Missed` / `WentOutOfStock` / `BackInStock`;
+- `price_changes`: one row per `Product.PriceChanged` whose regular price
+  moved (both old and new set), with the previous observation's time — so
+  DuckDB needs no window over every observation to list changes;
+- `job_runs`: one row per finished attempt (`CrawlJob.Leased` joined with its
+  `Succeeded` / `Failed` / `LeaseExpired` / `Cancelled`).
+
+To denormalise, the projection keeps a small state (store names, product
+details, jobs, open leases) and persists it in the manifest with the
+position, so a restart continues exactly where the last batch ended and a
+rebuild from position 0 yields the same rows. A manifest written by an older
+format (no `format` in its state) is rebuilt from position 0 on the next
+catch-up, so new datasets never start half-way through the log.
+
+After each catch-up the writer compacts closed date partitions and refreshes
+the materialised `products_latest` (see `parquet_writer`).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import shutil
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from decimal import ROUND_HALF_EVEN, Decimal
+from pathlib import Path
+from typing import Any
+
+from domain.envelope import Envelope
+from projections.parquet_writer import (
+    Manifest,
+    compact,
+    discard_beyond,
+    discard_superseded,
+    read_manifest,
+    refresh_latest,
+    write_batch,
+    write_manifest,
+)
+from projections.source import EventSource
+
+Rows = dict[str, dict[str, list[dict[str, Any]]]]
+Progress = Callable[[int, int], None]
+_MONEY_STEP = Decimal("0.0001")
+_STOCK_TYPES = {
+    "Product.Missed": "missed",
+    "Product.WentOutOfStock": "went_out_of_stock",
+    "Product.BackInStock": "back_in_stock",
+}
+_FINISHED = {
+    "CrawlJob.Succeeded": "succeeded",
+    "CrawlJob.Failed": "failed",
+    "CrawlJob.LeaseExpired": "expired",
+    "CrawlJob.Cancelled": "cancelled",
+}
+
+
+def timestamp(text: str) -> datetime:
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def money(value: Any) -> Decimal | None:
+    if value is None or value == "":
+        return None
+    return Decimal(str(value)).quantize(_MONEY_STEP, rounding=ROUND_HALF_EVEN)
+
+
+#: bumped when a dataset is added or a row changes meaning (older snapshots are rebuilt)
+FORMAT = 2
+
+
+def empty_state() -> dict[str, Any]:
+    return {"format": FORMAT, "stores": {}, "products": {}, "jobs": {}, "leases": {}}
+
+
+def current_format(manifest: Manifest) -> bool:
+    return manifest.position == 0 or (manifest.state or {}).get("format") == FORMAT
+
+
+class SnapshotRows:
+    """Turns envelopes into dataset rows, keeping the state needed to denormalise."""
+
+    def __init__(self, state: dict[str, Any] | None = None) -> None:
+        self.state = state or empty_state()
+        self.rows: Rows = {}
+
+    def take(self) -> Rows:
+        rows, self.rows = self.rows, {}
+        return rows
+
+    def _add(self, dataset: str, at: datetime, row: dict[str, Any]) -> None:
+        by_date = self.rows.setdefault(dataset, {})
+        by_date.setdefault(at.strftime("%Y-%m-%d"), []).append(row)
+
+    def apply(self, env: Envelope) -> None:
+        kind = env.event_type
+        if kind == "Store.Registered":
+            self.state["stores"][env.stream_id] = env.payload.get("name")
+        elif kind == "Product.Discovered":
+            self._discovered(env)
+        elif kind == "Product.DetailsChanged":
+            self._details_changed(env)
+        elif kind == "Product.Observed":
+            self._observed(env)
+        elif kind == "Product.PriceChanged":
+            self._price_changed(env)
+        elif kind in _STOCK_TYPES:
+            self._stock(env)
+        elif kind == "CrawlJob.Scheduled":
+            p = env.payload
+            self.state["jobs"][env.stream_id] = [p.get("kind"), p.get("store_id")]
+        elif kind == "CrawlJob.Leased":
+            self._leased(env)
+        elif kind in _FINISHED:
+            self._finished(env)
+
+    # products -----------------------------------------------------------
+    def _discovered(self, env: Envelope) -> None:
+        p = env.payload
+        self.state["products"][env.stream_id] = {
+            "store_id": p.get("store_id"), "provider_product_id": p.get("provider_product_id"),
+            "name": p.get("name"), "brand": p.get("brand"), "category": p.get("category"),
+        }
+
+    def _details_changed(self, env: Envelope) -> None:
+        product = self.state["products"].setdefault(env.stream_id, {})
+        for name in ("name", "brand", "category"):
+            if name in env.payload.get("fields", {}):
+                product[name] = env.payload["fields"][name]
+
+    def _product_columns(self, product_id: str) -> dict[str, Any]:
+        product = self.state["products"].get(product_id, {})
+        store_id = product.get("store_id")
+        return {
+            "store_id": store_id, "store_name": self.state["stores"].get(store_id),
+            "product_id": product_id, "provider_product_id": product.get("provider_product_id"),
+            "name": product.get("name"),
+        }
+
+    def _observed(self, env: Envelope) -> None:
+        p = env.payload
+        at = timestamp(p["observed_at"])
+        product = self.state["products"].setdefault(env.stream_id, {})
+        product["seen"] = p["observed_at"]  # a later change's previous_at
+        common = dict(
+            self._product_columns(env.stream_id), observed_at=at, brand=product.get("brand"),
+            category=product.get("category"), event_id=env.event_id, position=env.position,
+            job_id=p.get("job_id"), attempt=p.get("attempt"),
+            extractor_version=p.get("extractor_version"), content_hash=p.get("content_hash"),
+        )
+        for offer in p.get("offers") or [{}]:
+            self._add("price_observations", at, dict(
+                common, option=offer.get("option"), price=money(offer.get("price")),
+                special_price=money(offer.get("special_price")),
+                currency=offer.get("currency"), pricing_type=offer.get("pricing_type"),
+                availability=offer.get("availability") or p.get("availability"),
+                quantity=_first_set(offer.get("quantity"), p.get("quantity")),
+            ))
+
+    def _price_changed(self, env: Envelope) -> None:
+        p = env.payload
+        old, new = money(p.get("old")), money(p.get("new"))
+        if old is None or new is None or old == new:
+            return  # a special-price-only change, or a price appearing/vanishing
+        at = timestamp(p["at"])
+        product = self.state["products"].get(env.stream_id, {})
+        seen = product.get("seen")
+        self._add("price_changes", at, dict(
+            self._product_columns(env.stream_id), changed_at=at,
+            previous_at=timestamp(seen) if seen else None, brand=product.get("brand"),
+            category=product.get("category"), option=p.get("option"),
+            pricing_type=p.get("pricing_type"), currency=p.get("currency"),
+            old_price=old, new_price=new, old_special_price=money(p.get("old_special")),
+            new_special_price=money(p.get("new_special")), event_id=env.event_id,
+            position=env.position, job_id=p.get("job_id"),
+        ))
+
+    def _stock(self, env: Envelope) -> None:
+        p = env.payload
+        at = timestamp(p["at"])
+        self._add("stock_events", at, dict(
+            self._product_columns(env.stream_id), occurred_at=at,
+            event_type=_STOCK_TYPES[env.event_type],
+            reason=p.get("reason"), consecutive_misses=p.get("consecutive_misses"),
+            job_id=p.get("job_id"), event_id=env.event_id, position=env.position,
+        ))
+
+    # jobs -------------------------------------------------------------------
+    def _leased(self, env: Envelope) -> None:
+        p = env.payload
+        self.state["leases"][env.stream_id] = {
+            "attempt": p.get("attempt"), "worker": p.get("worker"), "leased_at": p.get("at"),
+            "event_id": env.event_id,
+        }
+
+    def _finished(self, env: Envelope) -> None:
+        lease = self.state["leases"].pop(env.stream_id, None)
+        if lease is None:
+            return  # e.g. a job cancelled while scheduled: no attempt to report
+        p = env.payload
+        at = timestamp(p["at"])
+        kind, store_id = self.state["jobs"].get(env.stream_id, [None, None])
+        outcome = p.get("outcome") or {}
+        leased_at = timestamp(lease["leased_at"]) if lease.get("leased_at") else None
+        duration = outcome.get("duration")
+        if duration is None and leased_at is not None:
+            duration = (at - leased_at).total_seconds()
+        status = _FINISHED[env.event_type]
+        self._add("job_runs", at, {
+            "job_id": env.stream_id, "kind": kind, "store_id": store_id,
+            "store_name": self.state["stores"].get(store_id), "attempt": lease.get("attempt"),
+            "worker": lease.get("worker"), "leased_at": leased_at, "finished_at": at,
+            "outcome": status,
+            "error_kind": p.get("error_kind") or ("lease_expired" if status == "expired" else None),
+            "message": p.get("message"), "duration": duration,
+            "http_status": outcome.get("http_status"), "items": outcome.get("items"),
+            "lease_event_id": lease.get("event_id"), "event_id": env.event_id,
+            "position": env.position,
+        })
+
+
+def _first_set(*values: Any) -> Any:
+    return next((v for v in values if v is not None), None)
+
+
+class SnapshotWriter:
+    """Catches the Parquet snapshots up with an event source, batch by batch.
+
+    `before_manifest` (tests only) runs after a batch's files are renamed into
+    place and before the manifest records the batch — where a crash hurts most.
+    """
+
+    def __init__(self, data_dir: Path, source: EventSource, batch_size: int = 5000,
+                 before_manifest: Callable[[int], None] | None = None) -> None:
+        self.root = Path(data_dir) / "snapshots"
+        self.source = source
+        self.batch_size = batch_size
+        self.before_manifest = before_manifest
+
+    def position(self) -> int:
+        return read_manifest(self.root).position
+
+    def catch_up(self, progress: Progress | None = None) -> int:
+        """Write everything recorded so far; returns the number of events read."""
+        with self._locked():
+            return self._catch_up(progress)
+
+    def rebuild(self, progress: Progress | None = None) -> int:
+        """Delete the snapshots and replay the whole log from position 0."""
+        with self._locked():
+            self._clear()
+            return self._catch_up(progress)
+
+    def compact(self) -> None:
+        """Compact closed date partitions and refresh `products_latest` (idempotent).
+
+        `catch_up` and `rebuild` already do this after writing; here for the
+        bench and for snapshot dirs written before compaction existed.
+        """
+        with self._locked():
+            self._tidy(read_manifest(self.root).position)
+
+    def _clear(self) -> None:
+        for child in self.root.iterdir():
+            if child.name != ".lock":
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+
+    def _catch_up(self, progress: Progress | None) -> int:
+        manifest = read_manifest(self.root)
+        if not current_format(manifest):
+            self._clear()
+            manifest = Manifest()
+        discard_beyond(self.root, manifest.position)
+        discard_superseded(self.root)
+        builder = SnapshotRows(manifest.state)
+        position, total, head = manifest.position, 0, self.source.head()
+        while True:
+            envelopes = self.source.read(position, self.batch_size)
+            if envelopes:
+                position = self._write(builder, envelopes)
+            total += len(envelopes)
+            if progress is not None:
+                progress(position, max(head, position))
+            if len(envelopes) < self.batch_size:
+                self._tidy(position, compacting=total > 0)
+                return total
+
+    def _tidy(self, position: int, compacting: bool = True) -> None:
+        # compaction checks one footer per partition: skipped when nothing was written
+        if compacting:
+            compact(self.root)
+        refresh_latest(self.root, position)
+
+    def _write(self, builder: SnapshotRows, envelopes: Sequence[Envelope]) -> int:
+        for env in envelopes:
+            builder.apply(env)
+        first, last = envelopes[0].position, envelopes[-1].position
+
+        def commit() -> None:
+            if self.before_manifest is not None:
+                self.before_manifest(last)
+            write_manifest(self.root, Manifest(last, builder.state))
+
+        write_batch(self.root, first, last, builder.take(), commit)
+        return last
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """One writer per snapshot dir (the CLI and the demo may both catch up)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / ".lock", "w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)

@@ -1,0 +1,110 @@
+"""Agent bodies: thin drivers of the same handlers the embedded runner uses.
+
+Every ledger or read-model call runs on the database thread (`Resources.call`),
+never on the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterable, Sequence
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from domain.envelope import Envelope
+from domain.timeutil import iso
+from ledger.bootstrap import Ledger
+from ledger.scheduler import Scheduler
+from ledger.work import JobWorker, worker_name
+from streams.kafka_projection import Consumed, apply_consumed
+from streams.records import WorkItem
+from streams.resources import Resources
+
+log = logging.getLogger(__name__)
+DISPATCHED = "CrawlJob.Dispatched"
+
+
+def work_item(ledger: Ledger, job_id: str) -> WorkItem | None:
+    """The work for a dispatched job, or None when it is no longer waiting for a worker."""
+    job = ledger.app.get_job(job_id)
+    if job.state != "dispatched":
+        return None  # redelivered after it was leased, or changed by an operator
+    return WorkItem(job_id=str(job.id), url=job.url, host=urlsplit(job.url).netloc)
+
+
+async def dispatch(res: Resources, stream: AsyncIterable[bytes], work_topic: Any) -> None:
+    """`CrawlJob.Dispatched` -> a work item keyed by host (acked only once delivered)."""
+    async for value in stream:
+        env = Envelope.from_json(value)
+        if env.event_type != DISPATCHED:
+            continue
+        try:
+            item = await res.call(work_item, env.stream_id)
+        except Exception:  # one bad job must not stall dispatching; redrive retries it
+            log.exception("job %s: could not build its work item", env.stream_id)
+            continue
+        if item is not None:
+            await send_work(work_topic, item)
+
+
+async def send_work(work_topic: Any, item: WorkItem) -> None:
+    delivered = await work_topic.send(key=item.host.encode(), value=item)
+    await delivered  # at-least-once: the source message is acked after this
+
+
+async def crawl(res: Resources, stream: AsyncIterable[WorkItem], index: int) -> None:
+    """Lease, crawl and record each work item (`JobWorker.run`)."""
+    worker: JobWorker | None = None
+    async for item in stream:
+        if worker is None:
+            ledger = await res.db.call(res.ledger)
+            worker = JobWorker(ledger, await res.crawler(), res.clock, res.db,
+                               worker_name(index), res.options.lease_ttl)
+        try:
+            await worker.run(item.job_id)
+        except Exception:
+            log.exception("job %s: unexpected error in the crawl agent", item.job_id)
+
+
+def apply_batch(ledger: Ledger, consumer: str, batch: Sequence[Consumed]) -> int:
+    return apply_consumed(ledger.db, ledger.projections(), consumer, batch)
+
+
+async def project(res: Resources, stream: Any, consumer: str) -> None:
+    """Apply envelopes to the read models in batches, with their offsets."""
+    options = res.options
+    async for events in stream.take_events(options.batch_size, within=options.batch_within):
+        batch = [Consumed(e.message.topic, e.message.partition, e.message.offset,
+                          Envelope.from_json(e.value)) for e in events]
+        await res.call(apply_batch, consumer, batch)
+
+
+def leader_tick(ledger: Ledger, now: Any) -> tuple[int, int]:
+    scheduler = Scheduler(ledger)
+    reaped = scheduler.reap(now)
+    return len(reaped), len(scheduler.tick(now))
+
+
+def stale_dispatched(ledger: Ledger, before: str) -> list[WorkItem]:
+    """Work items for jobs dispatched before `before` and still not leased."""
+    items = []
+    for row in ledger.read.dispatched_jobs(limit=1000):
+        if (row.get("updated_at") or "") < before:
+            item = work_item(ledger, row["job_id"])
+            if item is not None:
+                items.append(item)
+    return items
+
+
+async def schedule(res: Resources) -> None:
+    """The leader's tick: reap expired leases, dispatch the next slot of due jobs."""
+    await res.call(leader_tick, res.clock.now())
+
+
+async def redrive(res: Resources, work_topic: Any) -> None:
+    """Re-send work for jobs stuck in `dispatched` (a work item lost with a crash)."""
+    before = res.clock.now() - timedelta(seconds=res.options.redrive_after)
+    for item in await res.call(stale_dispatched, iso(before)):
+        log.warning("job %s still dispatched: sending its work item again", item.job_id)
+        await send_work(work_topic, item)

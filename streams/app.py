@@ -1,0 +1,128 @@
+"""The Faust app factory: `create_app(settings, roles)` — no global app, nothing at import.
+
+Roles (a worker process runs one or more):
+
+- `dispatch`: `CrawlJob.Dispatched` -> `ledger.work.v1` keyed by host; with
+  `timers`, the leader's scheduler tick and lease reaper (once per cluster);
+- `crawl`: `ledger.work.v1` -> lease, crawl, record (`JobWorker`);
+- `project`: the public topics -> read models in PostgreSQL, with offsets.
+
+The consumer group (the Faust app id) is derived from the role set, so
+processes with the same roles share the work and different role sets each
+see every message. Scale out by starting more processes with the same roles.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import faust
+
+from ledger.settings import Settings
+from streams import agents
+from streams.records import WorkItem
+from streams.resources import Resources, WorkerOptions
+from streams.topics import CRAWL_JOBS, PUBLIC_TOPICS, WORK
+
+ROLES = ("dispatch", "crawl", "project")
+
+
+class UnknownRole(ValueError):
+    """A role that is not one of `ROLES` (or `all`)."""
+
+
+def parse_roles(roles: Iterable[str]) -> tuple[str, ...]:
+    chosen: set[str] = set()
+    for role in roles:
+        for part in role.split(","):
+            if part == "all":
+                chosen.update(ROLES)
+            elif part in ROLES:
+                chosen.add(part)
+            else:
+                raise UnknownRole(f"unknown worker role {part!r}: use {', '.join(ROLES)} or all")
+    if not chosen:
+        raise UnknownRole("no worker role given")
+    return tuple(r for r in ROLES if r in chosen)
+
+
+def app_id(roles: Iterable[str]) -> str:
+    chosen = parse_roles(roles)
+    return "crawl-ledger-" + ("all" if chosen == ROLES else "+".join(chosen))
+
+
+def projector_group(roles: Iterable[str]) -> str:
+    """The name under which projecting workers of this role set store their offsets."""
+    return app_id(roles)
+
+
+def create_app(settings: Settings, roles: Iterable[str],
+               options: WorkerOptions | None = None) -> faust.App:
+    """A Faust app running the agents of `roles`; resources connect when it runs."""
+    chosen = parse_roles(roles)
+    options = options or WorkerOptions()
+    name = app_id(chosen)
+    app = faust.App(
+        name, broker=[f"kafka://{s}" for s in settings.broker_servers], store="memory://",
+        topic_partitions=options.partitions,
+        broker_session_timeout=options.session_timeout,
+        broker_heartbeat_interval=options.heartbeat_interval,
+        consumer_auto_offset_reset="earliest", web_enabled=False,
+        datadir=str(Path(settings.data_dir) / "faust" / f"{name}-{os.getpid()}"),
+    )
+    res = Resources(settings, options)
+    app.conf.crawl_ledger_resources = res
+    work = app.topic(WORK, value_type=WorkItem, key_serializer="raw",
+                     partitions=options.partitions)
+    if "dispatch" in chosen:
+        _dispatch(app, res, work)
+    if "crawl" in chosen:
+        _crawl(app, res, work)
+    if "project" in chosen:
+        _project(app, res, name)
+    return app
+
+
+def resources(app: faust.App) -> Resources:
+    res: Resources = app.conf.crawl_ledger_resources
+    return res
+
+
+def _raw(app: faust.App, *names: str, partitions: int) -> Any:
+    return app.topic(*names, key_serializer="raw", value_serializer="raw", partitions=partitions)
+
+
+def _dispatch(app: faust.App, res: Resources, work: Any) -> None:
+    jobs = _raw(app, CRAWL_JOBS, partitions=res.options.partitions)
+
+    @app.agent(jobs, name="dispatch")
+    async def dispatch(stream: Any) -> None:
+        await agents.dispatch(res, stream, work)
+
+    if not res.options.timers:
+        return
+
+    @app.timer(res.options.tick_interval, on_leader=True, name="schedule")
+    async def schedule() -> None:
+        await agents.schedule(res)
+
+    @app.timer(max(res.options.redrive_after / 4, 1.0), on_leader=True, name="redrive")
+    async def redrive() -> None:
+        await agents.redrive(res, work)
+
+
+def _crawl(app: faust.App, res: Resources, work: Any) -> None:
+    @app.agent(work, name="crawl", concurrency=res.options.crawl_concurrency)
+    async def crawl(stream: Any) -> None:
+        await agents.crawl(res, stream, id(stream) % 10_000)
+
+
+def _project(app: faust.App, res: Resources, consumer: str) -> None:
+    public = _raw(app, *PUBLIC_TOPICS, partitions=res.options.partitions)
+
+    @app.agent(public, name="project")
+    async def project(stream: Any) -> None:
+        await agents.project(res, stream, consumer)

@@ -1,0 +1,100 @@
+"""Applying envelopes consumed from Kafka to the read models, exactly once in effect.
+
+A consumer sees only its partitions, so global positions are not contiguous
+for it: the position-based skip of `Projection.apply_batch` does not apply.
+Instead, in one transaction per batch:
+
+- the batch's topic-partition rows in `kafka_offsets` are locked (PostgreSQL
+  `FOR UPDATE`, in a fixed order), so two consumers that briefly own the same
+  partition during a rebalance apply its batches one after the other;
+- messages at or below the stored offset are dropped (redelivery after a
+  restart), the rest go through the projections' handlers, which skip any
+  stream version a row has already seen;
+- the new offsets are written with the rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from domain.envelope import Envelope
+from projections.db import Database, Tx
+from projections.framework import Projection, Rows
+
+OFFSETS = "kafka_offsets"
+
+
+@dataclass(frozen=True)
+class Consumed:
+    """One consumed message: where it came from and its envelope."""
+
+    topic: str
+    partition: int
+    offset: int
+    envelope: Envelope
+
+
+def create_tables(db: Database, projections: Sequence[Projection]) -> None:
+    text, num = db.column_type("text"), db.column_type("int")
+    with db.transaction() as tx:
+        tx.execute(f"CREATE TABLE IF NOT EXISTS {OFFSETS} (consumer {text} NOT NULL, "
+                   f"topic {text} NOT NULL, part {num} NOT NULL, next_offset {num} NOT NULL, "
+                   f"PRIMARY KEY (consumer, topic, part))")
+    for projection in projections:
+        projection.create(db)
+
+
+def stored_offsets(db: Database, consumer: str) -> dict[tuple[str, int], int]:
+    """Next offset to apply per (topic, partition) for this consumer group."""
+    rows = db.query(f"SELECT topic, part, next_offset FROM {OFFSETS} WHERE consumer = ?",
+                    (consumer,))
+    return {(r["topic"], int(r["part"])): int(r["next_offset"]) for r in rows}
+
+
+def apply_consumed(db: Database, projections: Sequence[Projection], consumer: str,
+                   batch: Sequence[Consumed]) -> int:
+    """Apply a batch in one transaction with its offsets; returns how many were new."""
+    if not batch:
+        return 0
+    with db.transaction() as tx:
+        offsets = _lock_offsets(tx, db, consumer, sorted({(m.topic, m.partition) for m in batch}))
+        fresh = [m for m in batch if m.offset >= offsets[(m.topic, m.partition)]]
+        envelopes = [m.envelope for m in fresh]
+        for projection in projections:
+            _apply(tx, projection, envelopes)
+        ends: dict[tuple[str, int], int] = {}
+        for m in fresh:
+            ends[(m.topic, m.partition)] = max(ends.get((m.topic, m.partition), 0), m.offset + 1)
+        tx.executemany(f"UPDATE {OFFSETS} SET next_offset = ? "
+                       f"WHERE consumer = ? AND topic = ? AND part = ?",
+                       [(end, consumer, t, p) for (t, p), end in ends.items()])
+        return len(fresh)
+
+
+def _lock_offsets(tx: Tx, db: Database, consumer: str,
+                  parts: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    tx.executemany(f"INSERT INTO {OFFSETS} (consumer, topic, part, next_offset) "
+                   f"VALUES (?, ?, ?, 0) ON CONFLICT (consumer, topic, part) DO NOTHING",
+                   [(consumer, t, p) for t, p in parts])
+    lock = " FOR UPDATE" if db.dialect == "postgres" else ""
+    offsets = {}
+    for topic, part in parts:  # sorted: a fixed lock order, no deadlocks
+        rows = tx.execute(f"SELECT next_offset FROM {OFFSETS} WHERE consumer = ? AND topic = ? "
+                          f"AND part = ?{lock}", (consumer, topic, part))
+        offsets[(topic, part)] = int(rows[0]["next_offset"])
+    return offsets
+
+
+def _apply(tx: Tx, projection: Projection, envelopes: Sequence[Envelope]) -> None:
+    """The projection's handlers without its position skip (version dedup still holds)."""
+    handlers = projection.handlers()
+    rows = Rows(tx, projection.table_map(), projection.prefix)
+    for env in envelopes:
+        handler = handlers.get(env.event_type)
+        if handler is not None:
+            handler(env, rows)
+    rows.flush()
+
+
+__all__ = ["OFFSETS", "Consumed", "apply_consumed", "create_tables", "stored_offsets"]

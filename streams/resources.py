@@ -1,0 +1,122 @@
+"""What the agents share in one worker process, built lazily when the worker runs.
+
+Nothing connects at import or at `create_app`: the ledger is bootstrapped on
+first use, on the database thread; the crawler (one per process, so its
+per-host politeness covers every concurrent crawl) on first crawl.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ledger.bootstrap import Ledger, bootstrap, crawler_for
+from ledger.clock import Clock, SystemClock
+from ledger.settings import Settings
+from ledger.work import CrawlerPort, DbThread
+from streams.kafka_projection import create_tables
+
+T = TypeVar("T")
+
+
+class FileClock:
+    """A clock read from a file holding one ISO-8601 UTC time: the demo's simulated clock,
+    shared by the driver (which writes it) and the worker processes (which read it)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def now(self) -> datetime:
+        return datetime.fromisoformat(self.path.read_text().strip())
+
+    def set(self, moment: datetime) -> None:
+        scratch = self.path.with_suffix(".tmp")
+        scratch.write_text(moment.isoformat())
+        scratch.replace(self.path)  # atomic: readers never see half a time
+
+
+@dataclass
+class WorkerOptions:
+    """Tunables of a worker process (CLI flags; short timeouts in tests)."""
+
+    partitions: int = 4
+    crawl_concurrency: int = 4
+    lease_ttl: float = 300.0
+    tick_interval: float = 1.0
+    timers: bool = True            # False: an external driver runs the scheduler (demo clock)
+    redrive_after: float = 60.0    # re-send work for jobs dispatched this long ago, unleased
+    session_timeout: float = 6.0
+    heartbeat_interval: float = 2.0
+    batch_size: int = 1000
+    batch_within: float = 0.2
+    db_threads: int = 4
+    clock_file: str | None = None  # a FileClock instead of the system clock (demo only)
+
+
+def create_read_models(ledger: Ledger, attempts: int = 5) -> None:
+    """Create the read-model and offset tables; retried, since concurrent
+    `CREATE TABLE IF NOT EXISTS` in PostgreSQL can fail on its catalog."""
+    for attempt in range(attempts):
+        try:
+            create_tables(ledger.db, ledger.projections())
+            return
+        except Exception:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+
+
+@dataclass
+class Resources:
+    settings: Settings
+    options: WorkerOptions
+    clock: Clock = field(default_factory=SystemClock)
+    db: DbThread = field(init=False)
+    _ledger: Ledger | None = field(default=None, init=False)
+    _ledger_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _crawler: CrawlerPort | None = field(default=None, init=False)
+    _stack: AsyncExitStack = field(default_factory=AsyncExitStack, init=False)
+    _crawler_lock: asyncio.Lock | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.db = DbThread(self.options.db_threads)
+        if self.options.clock_file:
+            self.clock = FileClock(self.options.clock_file)
+
+    def ledger(self) -> Ledger:
+        """The ledger (blocking: call it on the database thread), built once."""
+        with self._ledger_lock:  # the database pool has several threads
+            if self._ledger is None:
+                ledger = bootstrap(self.settings)
+                create_read_models(ledger)
+                self._ledger = ledger
+            return self._ledger
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run `fn(ledger, *args)` on the database thread."""
+        return await self.db.call(lambda: fn(self.ledger(), *args))
+
+    async def crawler(self) -> CrawlerPort:
+        if self._crawler_lock is None:
+            self._crawler_lock = asyncio.Lock()
+        async with self._crawler_lock:
+            if self._crawler is None:
+                self._crawler = await self._stack.enter_async_context(crawler_for(self.settings))
+        return self._crawler
+
+    async def close(self) -> None:
+        try:
+            await self._stack.aclose()  # the HTTP client (its loop may be gone by now)
+        finally:
+            try:
+                if self._ledger is not None:
+                    await self.db.call(self._ledger.close)
+            finally:
+                self.db.close()

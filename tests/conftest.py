@@ -1,0 +1,28 @@
+"""Shared fixtures: the backend matrix (SQLite file, PostgreSQL schema) and a ledger on it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import backends
+import pytest
+
+from ledger.bootstrap import Ledger
+
+
+@pytest.fixture(params=[
+    "sqlite",
+    pytest.param("postgres", marks=pytest.mark.postgres),
+])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """LEDGER_STORE for a fresh, empty event store on each backend."""
+    with backends.store_url(request.param, tmp_path) as url:
+        yield url
+
+
+@pytest.fixture
+def ledger(store_url: str, tmp_path: Path) -> Iterator[Ledger]:
+    """A bootstrapped ledger on each backend, closed afterwards."""
+    with backends.open_ledger(store_url, tmp_path) as opened:
+        yield opened

@@ -1,0 +1,169 @@
+"""The fetcher against real loopback servers, through the production client."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import pytest
+from aiohttp import web
+from http_fixtures import (
+    RecordingServer,
+    redirect,
+    serving,
+    status,
+    streaming,
+    trickling,
+)
+
+from workers.adapters.base import Page, Request
+from workers.errors import FetchError
+from workers.fetch import Fetcher, FetchLimits
+from workers.http import build_client
+from workers.politeness import DEFAULT_USER_AGENT
+
+T = TypeVar("T")
+MB = 1024 * 1024
+DEFAULT_LIMITS = FetchLimits()
+
+
+def run_with(
+    server: RecordingServer,
+    body: Callable[[Fetcher], Awaitable[T]],
+    limits: FetchLimits = DEFAULT_LIMITS,
+) -> T:
+    async def scenario() -> T:
+        async with serving(server), build_client() as client:
+            return await body(Fetcher(client, limits))
+
+    return asyncio.run(scenario())
+
+
+def fetch_error(
+    server: RecordingServer, path: str, limits: FetchLimits = DEFAULT_LIMITS
+) -> FetchError:
+    async def body(fetcher: Fetcher) -> FetchError:
+        with pytest.raises(FetchError) as caught:
+            await fetcher.fetch(Request(server.url(path)), DEFAULT_USER_AGENT)
+        return caught.value
+
+    return run_with(server, body, limits)
+
+
+def fetch_page(server: RecordingServer, path: str) -> Page:
+    return run_with(server, lambda f: f.fetch(Request(server.url(path)), DEFAULT_USER_AGENT))
+
+
+def test_page_with_user_agent_and_final_url_after_redirect() -> None:
+    server = RecordingServer()
+    server.route("/old", redirect("/new", 301))
+    server.text("/new", "<p>ok</p>")
+    page = fetch_page(server, "/old")
+    assert (page.status, page.text, page.url) == (200, "<p>ok</p>", server.url("/new"))
+    assert page.body == b"<p>ok</p>" and page.content_type.startswith("text/html")
+    assert [h.user_agent for h in server.hits] == [DEFAULT_USER_AGENT] * 2
+
+
+def test_gzip_body_is_decoded_and_charset_applied() -> None:
+    server = RecordingServer()
+    text = "Crème brûlée 12 €"
+
+    async def handler(_: web.Request) -> web.StreamResponse:
+        body = gzip.compress(text.encode("cp1252"))
+        headers = {"Content-Encoding": "gzip", "Content-Type": "text/html; charset=windows-1252"}
+        return web.Response(body=body, headers=headers)
+
+    server.route("/gz", handler)
+    page = fetch_page(server, "/gz")
+    assert page.text == text and page.body == text.encode("cp1252")
+
+
+def test_redirect_loop_stops_at_the_limit() -> None:
+    server = RecordingServer()
+    server.route("/a", redirect("/b"))
+    server.route("/b", redirect("/a"))
+    error = fetch_error(server, "/a", FetchLimits(max_redirects=3))
+    assert error.kind == "too_many_redirects" and not error.retryable
+    assert "more than 3 redirects" in error.message
+    assert server.paths() == ["/a", "/b", "/a", "/b"]
+
+
+def test_huge_streamed_body_is_refused_without_reading_it_all() -> None:
+    server = RecordingServer()
+    server.route("/big", streaming(server, "big", total=10 * MB, chunk=16 * 1024))
+    error = fetch_error(server, "/big", FetchLimits(max_bytes=MB))
+    assert error.kind == "too_large" and error.http_status == 200
+    assert server.bytes_sent["big"] < 10 * MB
+
+
+def test_declared_content_length_over_limit_is_refused_early() -> None:
+    server = RecordingServer()
+    server.route("/big", streaming(server, "big", 10 * MB, 64 * 1024, declare_length=True))
+    error = fetch_error(server, "/big", FetchLimits(max_bytes=MB))
+    assert error.kind == "too_large" and "Content-Length 10485760" in error.message
+    assert server.bytes_sent["big"] < 10 * MB
+
+
+def test_trickling_server_hits_the_total_timeout() -> None:
+    server = RecordingServer()
+    server.route("/slow", trickling(interval=1.0, total=30))
+    started = time.monotonic()
+    error = fetch_error(server, "/slow", FetchLimits(read_timeout=5.0, total_timeout=1.5))
+    elapsed = time.monotonic() - started
+    assert error.kind == "timeout" and error.retryable
+    assert "1.5s total" in error.message
+    assert elapsed < 5.0
+
+
+@pytest.mark.parametrize(
+    ("code", "kind"),
+    [(404, "http_4xx"), (410, "http_4xx"), (403, "blocked"), (500, "http_5xx"), (502, "http_5xx")],
+)
+def test_status_codes_map_to_error_kinds(code: int, kind: str) -> None:
+    server = RecordingServer()
+    server.route("/x", status(code))
+    error = fetch_error(server, "/x")
+    assert (error.kind, error.http_status) == (kind, code)
+
+
+def test_503_with_retry_after_has_a_clear_message() -> None:
+    server = RecordingServer()
+    server.route("/x", status(503, {"Retry-After": "30"}))
+    error = fetch_error(server, "/x")
+    assert error.message == f"GET {server.url('/x')}: HTTP 503 Service Unavailable (Retry-After 30s)"
+    assert error.retry_after == 30.0 and error.retryable
+
+
+def test_429_is_rate_limited_with_retry_after() -> None:
+    server = RecordingServer()
+    server.route("/x", status(429, {"Retry-After": "2"}))
+    error = fetch_error(server, "/x")
+    assert (error.kind, error.retry_after, error.http_status) == ("rate_limited", 2.0, 429)
+
+
+def test_connection_refused_is_connect() -> None:
+    async def scenario() -> FetchError:
+        server = RecordingServer()
+        async with serving(server):
+            url = server.url("/x")  # the port is closed once the server stops
+        async with build_client() as client:
+            with pytest.raises(FetchError) as caught:
+                await Fetcher(client).fetch(Request(url), DEFAULT_USER_AGENT)
+        return caught.value
+
+    error = asyncio.run(scenario())
+    assert error.kind == "connect" and error.retryable
+
+
+def test_unknown_host_is_dns() -> None:
+    async def scenario() -> FetchError:
+        async with build_client() as client:
+            with pytest.raises(FetchError) as caught:
+                await Fetcher(client).fetch(Request("http://no-such-host.invalid/"), "t")
+        return caught.value
+
+    error = asyncio.run(scenario())
+    assert error.kind == "dns", error.message

@@ -1,0 +1,152 @@
+"""Whatever a server sends, extraction fails only with ExtractionError."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from domain.values import CrawlTask
+from workers.adapters import ADAPTERS
+from workers.adapters.base import ExtractionError, Page, Request
+from workers.charset import decode
+from workers.extraction import extract_page
+
+NAMES = [adapter.name for adapter in ADAPTERS]
+URL = "http://store.example/graphql"
+
+_scalars = (
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20) | st.floats(allow_nan=False)
+)
+_json = st.recursive(
+    _scalars,
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=5)
+    ),
+    max_leaves=25,
+)
+#: JSON shaped like the payloads adapters expect, with wrong types inside.
+_keys = st.sampled_from(
+    [
+        "products",
+        "variants",
+        "prices",
+        "data",
+        "filteredProducts",
+        "filteredDispensaries",
+        "stores",
+        "posts",
+        "links",
+        "offers",
+        "Options",
+        "Prices",
+        "recSpecialPrices",
+        "POSMetaData",
+        "children",
+        "queryInfo",
+        "totalPages",
+        "price",
+        "id",
+        "_id",
+        "Name",
+        "title",
+        "name",
+    ]
+)
+_shaped = st.recursive(
+    _scalars,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(_keys, children, max_size=6),
+    max_leaves=40,
+)
+_markup = st.lists(
+    st.sampled_from(
+        [
+            "<html>",
+            "<head>",
+            "<body>",
+            '<script type="application/ld+json">',
+            "</script>",
+            '{"@type": "Product", "name": "x", "offers": {"price": ',
+            '"12,5"',
+            "[",
+            "{",
+            "}",
+            '<div itemscope itemtype="http://schema.org/Product">',
+            '<span itemprop="price">',
+            '<meta property="product:price:amount" content="',
+            '"/>',
+            "<rss><channel><item><link>",
+            "<feed xmlns='http://www.w3.org/2005/Atom'><entry>",
+            "</item>",
+            "&amp;",
+            "<!DOCTYPE x>",
+            '<div vocab="https://schema.org/" typeof="Product">',
+            '<span property="name">',
+        ]
+    )
+    | st.text(max_size=15),
+    max_size=30,
+).map("".join)
+
+
+def _check(text: str, name: str | None) -> None:
+    task = CrawlTask(
+        job_id="j", lease_id="l", attempt=1, kind="catalog", url=URL, platform_store_id="d1"
+    )
+    request = Request(URL, "POST", json={"variables": {"page": 0, "perPage": 1}})
+    try:
+        extract_page(Page(url=URL, text=text, request=request), task, adapter_name=name)
+    except ExtractionError:
+        pass
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, default=str)
+
+
+fast = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.parametrize("name", [*NAMES, None])
+@fast
+@given(body=st.binary(max_size=400))
+def test_random_bytes(name: str | None, body: bytes) -> None:
+    _check(decode(body)[0], name)
+
+
+@pytest.mark.parametrize("name", [*NAMES, None])
+@fast
+@given(text=_markup)
+def test_random_markup(name: str | None, text: str) -> None:
+    _check(text, name)
+
+
+@pytest.mark.parametrize("name", [*NAMES, None])
+@fast
+@given(value=_json | _shaped)
+def test_random_json(name: str | None, value: object) -> None:
+    _check(_dumps(value), name)
+
+
+@given(
+    price=st.decimals(allow_nan=False, allow_infinity=False, places=2, min_value=0, max_value=10**6)
+)
+@settings(max_examples=50, deadline=None)
+def test_shopify_prices_survive_exactly(price: Decimal) -> None:
+    payload = {
+        "products": [
+            {
+                "id": 1,
+                "title": "t",
+                "handle": "t",
+                "variants": [{"title": "v", "price": str(price)}],
+            }
+        ]
+    }
+    _, found = extract_page(
+        Page(url="https://s.example/products.json", text=_dumps(payload)), adapter_name="shopify"
+    )
+    assert found.observations[0].offers[0].price == price

@@ -1,0 +1,122 @@
+"""Generic product pages: JSON-LD, microdata, RDFa, OpenGraph, visible price."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+from domain.values import Observation
+from workers.adapters.base import Page
+from workers.charset import decode
+from workers.extraction import extract_page
+
+PAGES = Path(__file__).parent.parent / "fixtures" / "pages"
+URL = "https://northpeak.example/products/trail-runner-2"
+
+
+def products(name: str, url: str = URL) -> tuple[Observation, ...]:
+    text, _ = decode((PAGES / name).read_bytes())
+    adapter, found = extract_page(Page(url=url, text=text))
+    assert adapter.name == "schema_org"
+    return found.observations
+
+
+def test_main_product_sale_price_and_related_products_ignored() -> None:
+    (runner,) = products("product_jsonld_sale_related.html")
+    assert (runner.name, runner.sku, runner.brand) == ("Trail Runner 2", "TR2", "Northpeak")
+    assert runner.provider_product_id == "TR2"
+    assert runner.url == URL
+    assert runner.image_url == "https://northpeak.example/img/tr2.jpg"
+    nine, ten = runner.offers
+    # StrikethroughPrice is the regular price; the offer's price is the sale price
+    assert (nine.option, nine.price, nine.special_price, nine.currency) == (
+        "US 9",
+        Decimal("119.99"),
+        Decimal("89.99"),
+        "USD",
+    )
+    assert (ten.price, ten.special_price, ten.availability) == (
+        Decimal("119.99"),
+        None,
+        "out_of_stock",
+    )
+    assert runner.availability == "in_stock"
+
+
+def test_main_product_found_by_canonical_url_even_when_not_first() -> None:
+    # the page URL has tracking junk; the canonical link names the product
+    (runner,) = products("product_jsonld_sale_related.html", URL + "?utm_source=mail")
+    assert runner.sku == "TR2"
+
+
+def test_a_related_block_before_the_product_is_not_the_main_product() -> None:
+    (jacket,) = products("product_related_first.html", "https://coats.example/field-jacket")
+    assert (jacket.name, jacket.sku) == ("Field Jacket", "FJ-77")
+    assert jacket.offers[0].price == Decimal("149.00") and jacket.offers[0].currency == "GBP"
+    assert jacket.availability == "limited"
+
+
+def test_invalid_jsonld_does_not_hide_valid_microdata() -> None:
+    (kettle,) = products("product_invalid_jsonld_microdata.html", "https://cafe.example/kettle")
+    assert (kettle.name, kettle.sku, kettle.brand) == ("Gooseneck Kettle", "GK-1", "Kiln & Co")
+    assert (kettle.offers[0].price, kettle.offers[0].currency) == (Decimal("64.50"), "EUR")
+    assert kettle.availability == "preorder"
+
+
+def test_latin1_page_with_comma_decimal_price() -> None:
+    (cream,) = products("product_latin1.html", "https://patisserie.example/creme")
+    assert cream.name == "Crème brûlée à l'érable"
+    assert (cream.offers[0].price, cream.offers[0].currency) == (Decimal("12.50"), "EUR")
+
+
+def test_cp1251_page_with_rouble_price_text() -> None:
+    (tea,) = products("product_cp1251.html", "https://chai.example/utro")
+    assert (tea.name, tea.brand, tea.sku) == ("Чай чёрный «Утро»", "Самовар", "ЧАЙ-1")
+    assert (tea.offers[0].price, tea.offers[0].currency) == (Decimal("1299.00"), "RUB")
+
+
+def test_aggregate_offer_range_gives_the_low_price() -> None:
+    (beans,) = products("product_aggregate_offer.html", "https://roast.example/beans")
+    assert (beans.provider_product_id, beans.brand) == ("EB-250", "Roastery 9")
+    assert (beans.offers[0].price, beans.offers[0].currency) == (Decimal("12.90"), "EUR")
+
+
+def test_missing_price_keeps_the_product_without_offers() -> None:
+    (table,) = products("product_missing_price.html", "https://wood.example/table")
+    assert table.offers == () and table.availability == "backorder"
+    assert table.url == "https://wood.example/table"
+
+
+def test_category_page_lists_every_product() -> None:
+    listed = products("category_itemlist.html", "https://tea.example/c/teas")
+    assert [p.sku for p in listed] == ["T-1", "T-2", "T-3"]
+    assert listed[0].url == "https://tea.example/tea/sencha"
+    assert listed[1].availability == "out_of_stock"
+    assert listed[2].offers == ()
+
+
+def test_rdfa_product() -> None:
+    (lamp,) = products("product_rdfa.html", "https://lamps.example/desk")
+    assert (lamp.name, lamp.sku, lamp.offers[0].price) == ("Desk Lamp", "DL-3", Decimal("45.00"))
+    assert lamp.availability == "in_stock"
+
+
+def test_opengraph_fallback() -> None:
+    (shirt,) = products("product_opengraph.html", "https://shirts.example/linen")
+    assert (shirt.name, shirt.brand, shirt.availability) == ("Linen Shirt", "Loom", "out_of_stock")
+    assert (shirt.offers[0].price, shirt.offers[0].currency) == (Decimal("59.00"), "CAD")
+    assert shirt.url == "https://shirts.example/linen"
+    assert shirt.image_url == "https://shirts.example/img/linen.jpg"
+
+
+def test_visible_price_is_the_last_resort() -> None:
+    (spoon,) = products("product_visible_price.html", "https://kitchen.example/spoon")
+    assert spoon.name == "Wooden Spoon"
+    assert (spoon.offers[0].price, spoon.offers[0].currency) == (Decimal("1234.56"), "PLN")
+
+
+def test_a_page_without_products_yields_nothing() -> None:
+    page = Page(
+        url="https://blog.example/", text="<html><body><h1>Hello</h1><p>no prices</p></body></html>"
+    )
+    assert extract_page(page)[1].observations == ()

@@ -1,0 +1,77 @@
+"""Which schema.org Products a page is about.
+
+A product page is about one product: the one whose url/@id is the page (or
+its canonical URL), else the first top-level one. Products reachable only
+through `isRelatedTo`/`isSimilarTo`, or listed in a "related" ItemList, are
+other products and never chosen. A category page (an ItemList and no
+top-level Product) is about every product it lists.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from workers.adapters.payload import as_dicts, text
+from workers.adapters.schema_product import is_type
+from workers.urls import normalize_url
+
+__all__ = ["page_products"]
+
+_RELATED_LIST = re.compile(r"related|similar|also|recommend|recently", re.IGNORECASE)
+_CONTAINER_KEYS = ("@graph", "mainEntity", "mainEntityOfPage", "about")
+
+
+def page_products(items: list[dict[str, Any]], page_urls: list[str]) -> list[dict[str, Any]]:
+    """The main product alone, or every listed product of a category page."""
+    tops: list[dict[str, Any]] = []
+    listed: list[dict[str, Any]] = []
+    for item in items:
+        _collect(item, tops, listed, depth=0)
+    if tops:
+        return [_main(tops, page_urls)]
+    return listed
+
+
+def _collect(
+    node: dict[str, Any], tops: list[dict[str, Any]], listed: list[dict[str, Any]], depth: int
+) -> None:
+    if depth > 4:
+        return
+    if is_type(node, "Product") or is_type(node, "ProductGroup"):
+        tops.append(node)  # its isRelatedTo/isSimilarTo are deliberately not walked
+        return
+    if is_type(node, "ItemList"):
+        if not _RELATED_LIST.search(text(node.get("name")) or ""):
+            listed.extend(_list_products(node))
+        return
+    for key in _CONTAINER_KEYS:
+        for child in as_dicts(node.get(key)):
+            _collect(child, tops, listed, depth + 1)
+
+
+def _list_products(node: dict[str, Any]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for element in as_dicts(node.get("itemListElement")):
+        item = element.get("item") if is_type(element, "ListItem") else element
+        if isinstance(item, dict) and is_type(item, "Product"):
+            found.append(item)
+    return found
+
+
+def _main(tops: list[dict[str, Any]], page_urls: list[str]) -> dict[str, Any]:
+    wanted = {_norm(url) for url in page_urls} - {None}
+    base = page_urls[0] if page_urls else None
+    for product in tops:
+        ids = (text(product.get("url")), text(product.get("@id")))
+        if any(_norm(value, base) in wanted for value in ids if value):
+            return product
+    return tops[0]
+
+
+def _norm(url: str | None, base: str | None = None) -> str | None:
+    # normalize_url drops fragments, so "…/p#product" matches "…/p".
+    try:
+        return normalize_url(url, base) if url else None
+    except ValueError:
+        return None

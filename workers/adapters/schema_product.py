@@ -1,0 +1,168 @@
+"""A schema.org `Product` (from JSON-LD, microdata or RDFa) -> `Observation`.
+
+Offers may be one `Offer`, a list, or an `AggregateOffer` (with or without
+nested offers); prices may sit on the offer or in a `priceSpecification`.
+A StrikethroughPrice/ListPrice specification is the regular price, which
+makes the offer's own price the special (sale) price.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from domain.values import Observation, Offer
+from workers.adapters.offers import make_offer, overall_availability
+from workers.adapters.payload import as_dicts, as_list, first_text, text
+from workers.availability import to_availability
+from workers.prices import parse_price
+from workers.urls import normalize_url
+
+__all__ = ["is_type", "product_observation"]
+
+_REGULAR_TYPES = {"strikethroughprice", "listprice", "msrp", "srp"}
+
+
+def is_type(node: Any, name: str) -> bool:
+    if not isinstance(node, dict):
+        return False
+    wanted = name.lower()
+    return any(
+        isinstance(t, str) and t.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].lower() == wanted
+        for t in as_list(node.get("@type"))
+    )
+
+
+def product_observation(
+    node: dict[str, Any], page_url: str, hint: str | None, default_url: str | None = None
+) -> Observation | None:
+    """`default_url` is the page's own URL, for the main product of a product page."""
+    name = _scalar(node.get("name"))
+    if not name:
+        return None
+    url = _url(_scalar(node.get("url")) or _scalar(node.get("@id")) or default_url, page_url)
+    offers = _offers(node.get("offers"), hint)
+    sku = _scalar(node.get("sku"))
+    return Observation(
+        provider_product_id=sku or _scalar(node.get("productID")) or url or page_url,
+        name=name,
+        offers=offers,
+        availability=_availability(offers, node.get("offers")),
+        brand=_brand(node.get("brand")),
+        category=_scalar(node.get("category")),
+        url=url,
+        image_url=_image(node.get("image"), page_url),
+        sku=sku,
+    )
+
+
+def _availability(offers: tuple[Offer, ...], raw: Any) -> str:
+    # An offer without a usable price is dropped, but what it says about stock
+    # ("BackOrder", "Price on request, out of stock") still counts.
+    found = overall_availability(offers)
+    if found != "unknown":
+        return found
+    said = (to_availability(node.get("availability")) for node in _flat_offers(raw, depth=0))
+    return next((value for value in said if value != "unknown"), "unknown")
+
+
+def _scalar(value: Any) -> str | None:
+    if isinstance(value, list):
+        return first_text(*value)
+    return text(value)
+
+
+def _url(value: str | None, page_url: str) -> str | None:
+    if not value:
+        return None
+    try:
+        return normalize_url(value, page_url)
+    except ValueError:
+        return None
+
+
+def _brand(value: Any) -> str | None:
+    for item in as_list(value):
+        found = _scalar(item.get("name")) if isinstance(item, dict) else text(item)
+        if found:
+            return found
+    return None
+
+
+def _image(value: Any, page_url: str) -> str | None:
+    for item in as_list(value):
+        raw = (
+            first_text(item.get("url"), item.get("contentUrl"))
+            if isinstance(item, dict)
+            else text(item)
+        )
+        if raw and (found := _url(raw, page_url)):
+            return found
+    return None
+
+
+def _offers(value: Any, hint: str | None) -> tuple[Offer, ...]:
+    nodes = _flat_offers(value, depth=0)
+    offers = [_offer(node, index, len(nodes), hint) for index, node in enumerate(nodes)]
+    return tuple(offer for offer in offers if offer is not None)
+
+
+def _flat_offers(value: Any, depth: int) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for node in as_dicts(value):
+        nested = as_dicts(node.get("offers")) if depth < 3 else []
+        if is_type(node, "AggregateOffer") and nested:
+            found.extend(_flat_offers(nested, depth + 1))
+        else:
+            found.append(node)
+    return found
+
+
+def _offer(node: dict[str, Any], index: int, count: int, hint: str | None) -> Offer | None:
+    currency_hint = _scalar(node.get("priceCurrency")) or hint
+    current, currency = _money(node.get("price") or node.get("lowPrice"), currency_hint)
+    regular, spec_current, spec_currency = _specifications(
+        node.get("priceSpecification"), currency_hint
+    )
+    current = current if current is not None else spec_current
+    if current is None and regular is None:
+        return None
+    option = _scalar(node.get("name")) or _scalar(node.get("sku"))
+    return make_offer(
+        option or ("default" if count == 1 else f"offer {index + 1}"),
+        regular=regular,
+        current=current,
+        currency=currency or spec_currency or (currency_hint or "").upper() or None,
+        availability=to_availability(node.get("availability")),
+        quantity=_quantity(node.get("inventoryLevel")),
+    )
+
+
+def _money(value: Any, hint: str | None) -> tuple[Decimal | None, str | None]:
+    money = parse_price(
+        _scalar(value) if not isinstance(value, Decimal) else value, hint, structured=True
+    )
+    return (money.amount, money.currency) if money else (None, None)
+
+
+def _specifications(
+    value: Any, hint: str | None
+) -> tuple[Decimal | None, Decimal | None, str | None]:
+    """(regular price, current price, currency) from `priceSpecification`s."""
+    regular = current = currency = None
+    for spec in as_dicts(value):
+        spec_hint = _scalar(spec.get("priceCurrency")) or hint
+        amount, found_currency = _money(spec.get("price"), spec_hint)
+        kind = (_scalar(spec.get("priceType")) or "").rsplit("/", 1)[-1].lower()
+        if kind in _REGULAR_TYPES:
+            regular = amount if regular is None else regular
+        elif current is None:
+            current = amount
+        currency = currency or found_currency
+    return regular, current, currency
+
+
+def _quantity(value: Any) -> int | None:
+    node = value if isinstance(value, dict) else {"value": value}
+    amount = _money(node.get("value"), None)[0]
+    return int(amount) if amount is not None and amount == amount.to_integral_value() else None

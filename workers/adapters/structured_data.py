@@ -1,0 +1,129 @@
+"""Structured data of an HTML page: JSON-LD, microdata, RDFa and OpenGraph.
+
+Each syntax is read on its own, so one broken block (invalid JSON-LD, RDFa
+the parser chokes on) never hides the others. Sections that are visibly
+"related products" are cut out first: their items must never be mistaken for
+the page's own product.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from typing import Any
+
+import extruct
+import lxml.etree
+import lxml.html
+
+from workers.adapters.rdfa import flatten_rdfa
+
+__all__ = [
+    "PageData", "parse_html", "read_head_data", "read_page_data", "with_embedded_markup",
+]
+
+#: class/id words that mark a block of other products (recommendations).
+_RELATED = re.compile(
+    r"related|similar|recommend|upsell|up-sell|cross-?sell|also-?(bought|viewed|like)"
+    r"|you-may-(also-)?like|recently-viewed",
+    re.IGNORECASE,
+)
+_KEEP_TAGS = {"html", "body", "main", "head"}
+
+
+@dataclass(frozen=True)
+class PageData:
+    jsonld: tuple[dict[str, Any], ...] = ()
+    microdata: tuple[dict[str, Any], ...] = ()
+    rdfa: tuple[dict[str, Any], ...] = ()
+    opengraph: dict[str, str] = field(default_factory=dict)
+    canonical: str | None = None
+
+
+def parse_html(text: str) -> lxml.html.HtmlElement | None:
+    """An lxml tree, or None when there is no markup to speak of."""
+    # lxml refuses str input that carries its own encoding declaration.
+    cleaned = re.sub(r"^\s*<\?xml[^>]*>", "", text.replace("\x00", ""))
+    if not cleaned.strip():
+        return None
+    try:
+        return lxml.html.fromstring(cleaned)
+    except (lxml.etree.ParserError, ValueError):
+        return None
+
+
+def read_page_data(tree: lxml.html.HtmlElement, url: str) -> PageData:
+    return with_embedded_markup(read_head_data(tree), tree, url)
+
+
+def read_head_data(tree: lxml.html.HtmlElement) -> PageData:
+    """JSON-LD, OpenGraph and the canonical link: the cheap part of `read_page_data`.
+
+    Cuts the related sections out of `tree` first, as `read_page_data` does.
+    """
+    _drop_related_sections(tree)
+    return PageData(jsonld=tuple(_jsonld(tree)), opengraph=_opengraph(tree),
+                    canonical=_canonical(tree))
+
+
+def with_embedded_markup(data: PageData, tree: lxml.html.HtmlElement, url: str) -> PageData:
+    """`data` plus the page's microdata and RDFa (extruct: ~90 % of a page's extraction)."""
+    rdfa = _extruct(lxml.html.tostring(tree, encoding="unicode"), "rdfa", url)
+    return replace(data, microdata=tuple(_extruct(tree, "microdata", url)),
+                   rdfa=tuple(flatten_rdfa(rdfa)))
+
+
+def _drop_related_sections(tree: lxml.html.HtmlElement) -> None:
+    # only elements with a class or id can be marked (the others' marks are blank)
+    for element in tree.xpath("descendant-or-self::*[@class or @id]"):
+        if not isinstance(element.tag, str) or element.tag in _KEEP_TAGS:
+            continue
+        marks = f"{element.get('class', '')} {element.get('id', '')}"
+        parent = element.getparent()
+        if parent is not None and _RELATED.search(marks):
+            parent.remove(element)
+
+
+def _jsonld(tree: lxml.html.HtmlElement) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for script in tree.xpath('//script[contains(@type, "ld+json")]'):
+        try:
+            data = json.loads(script.text_content() or "", parse_float=Decimal, strict=False)
+        except (ValueError, RecursionError):
+            continue  # a broken block: the rest of the page may still be fine
+        items.extend(
+            item for item in (data if isinstance(data, list) else [data]) if isinstance(item, dict)
+        )
+    return items
+
+
+def _extruct(document: Any, syntax: str, url: str) -> list[dict[str, Any]]:
+    # extruct and rdflib emit deprecation/parse warnings on odd markup, and pytest
+    # runs with warnings as errors; here they are noise about third-party code.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            found = extruct.extract(document, base_url=url, syntaxes=[syntax], uniform=True)
+        except Exception:  # noqa: BLE001 - a parser failing on hostile markup is "no items"
+            return []
+    return [item for item in found.get(syntax, []) if isinstance(item, dict)]
+
+
+def _opengraph(tree: lxml.html.HtmlElement) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for meta in tree.xpath("//meta[@property or @name]"):
+        key = (meta.get("property") or meta.get("name") or "").strip().lower()
+        content = meta.get("content")
+        if key.startswith(("og:", "product:")) and content and key not in found:
+            found[key] = content.strip()
+    return found
+
+
+def _canonical(tree: lxml.html.HtmlElement) -> str | None:
+    hrefs = tree.xpath(
+        '//link[contains(concat(" ", normalize-space(@rel), " "), " canonical ")]/@href'
+    )
+    return str(hrefs[0]).strip() if hrefs else None

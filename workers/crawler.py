@@ -1,0 +1,227 @@
+"""The worker API: `await Crawler(...).crawl(task) -> CrawlOutcome`, never raising.
+
+For each page: politeness first (robots, spacing, concurrency, pauses), then
+fetch, archive the raw body, extract; pagination (`next_request`) repeats that
+up to `max_pages`. The adapter is chosen by the task (`adapter_name_for`), or,
+when the task names no platform, detected from the first page's content. The
+crawler knows nothing about which driver (embedded runner, Faust) called it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Protocol
+
+import httpx
+
+from domain.values import CrawlFailure, CrawlOutcome, CrawlSuccess, CrawlTask
+from workers.adapters.base import Adapter, Extraction, ExtractionError, Page, Request
+from workers.archive import RawArchive, content_hash
+from workers.errors import FetchError, failure
+from workers.fetch import Decode, Fetcher, FetchLimits, decode_body
+from workers.http import RobotsFetcher
+from workers.politeness import Politeness, PolitenessConfig
+
+__all__ = ["AdapterRegistry", "Crawler", "adapter_name_for", "build_crawler"]
+
+log = logging.getLogger(__name__)
+
+_DEFAULT_LIMITS = FetchLimits()
+_DEFAULT_CONFIG = PolitenessConfig()
+_NEEDS_PRODUCTS = frozenset({"catalog", "product_page"})
+_BY_KIND = {"store_discovery": "locator", "feed": "feeds"}
+
+
+class AdapterRegistry(Protocol):
+    """What the crawler needs of `workers.adapters` (the module satisfies it)."""
+
+    def by_name(self, name: str) -> Adapter: ...
+
+    def detect(self, page: Page) -> Adapter | None: ...
+
+
+def adapter_name_for(task: CrawlTask) -> str | None:
+    """The adapter a task names, or None to detect it from the content."""
+    if task.kind in _BY_KIND:
+        return _BY_KIND[task.kind]
+    if task.kind == "entry_point" and task.platform == "dispensary":
+        return "dispensary-resolver"
+    return task.platform
+
+
+@dataclass
+class _Pages:
+    """What the pages of one crawl add up to."""
+
+    pages: list[Page] = field(default_factory=list)
+    refs: list[str] = field(default_factory=list)
+    extractions: list[Extraction] = field(default_factory=list)
+
+
+class Crawler:
+    """Crawls one task at a time per call; calls may run concurrently."""
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        politeness: Politeness,
+        archive: RawArchive,
+        adapters: AdapterRegistry,
+        max_pages: int = 200,
+        limits: FetchLimits = _DEFAULT_LIMITS,
+        decode: Decode = decode_body,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._fetcher = Fetcher(client, limits, decode)
+        self._politeness = politeness
+        self._archive = archive
+        self._adapters = adapters
+        self._max_pages = max_pages
+        self._clock = clock
+
+    async def crawl(self, task: CrawlTask) -> CrawlOutcome:
+        """The outcome of crawling `task`; failures are values, never raised."""
+        started = self._clock()
+        try:
+            outcome = await self._crawl(task)
+        except FetchError as error:
+            outcome = _gone(task, error) or error.to_failure()
+        except ExtractionError as error:
+            outcome = failure("parse_error", f"{task.url}: {error}")
+        except Exception as error:  # a bug must not take the worker down
+            log.exception("crawl of job %s (%s) failed unexpectedly", task.job_id, task.url)
+            outcome = failure("worker_error", f"{task.url}: {type(error).__name__}: {error}")
+        return replace(outcome, duration=self._clock() - started)
+
+    async def _crawl(self, task: CrawlTask) -> CrawlOutcome:
+        crawl = _Pages()
+        name = adapter_name_for(task)
+        adapter = self._adapters.by_name(name) if name else None
+        first = adapter.start(task) if adapter else Request(task.url)
+        page = await self._fetch(first, task, crawl)
+        if adapter is None:
+            adapter = self._detect(page)
+        extraction = self._extract(adapter, page, task, crawl)
+        seen = {_key(first)}
+        while extraction.next_request is not None:
+            request = extraction.next_request
+            self._check_pagination(request, seen, len(crawl.pages))
+            page = await self._fetch(request, task, crawl)
+            extraction = self._extract(adapter, page, task, crawl)
+        # a multi-page crawl stores a manifest: file I/O, off the event loop
+        raw_ref = await asyncio.to_thread(self._archive.crawl_ref, crawl.refs)
+        return self._outcome(task, adapter, crawl, raw_ref)
+
+    async def _fetch(self, request: Request, task: CrawlTask, crawl: _Pages) -> Page:
+        policy = task.policy
+        async with self._politeness.slot(request.url, policy):
+            page = await self._fetcher.fetch(request, self._politeness.user_agent(policy))
+        # file I/O and compression off the event loop
+        crawl.refs.append(await asyncio.to_thread(self._archive.put, page.body))
+        crawl.pages.append(page)
+        return page
+
+    def _detect(self, page: Page) -> Adapter:
+        adapter = self._adapters.detect(page)
+        if adapter is None:
+            raise ExtractionError(f"no adapter recognises the content at {page.url}")
+        return adapter
+
+    @staticmethod
+    def _extract(adapter: Adapter, page: Page, task: CrawlTask, crawl: _Pages) -> Extraction:
+        try:
+            extraction = adapter.extract(page, task)
+        except ExtractionError:
+            raise
+        except Exception as error:
+            # an adapter tripping over a page is a parse failure of that page
+            log.warning("adapter %s crashed on %s", adapter.name, page.url, exc_info=True)
+            raise ExtractionError(
+                f"{adapter.name} could not read {page.url}: {type(error).__name__}: {error}"
+            ) from error
+        crawl.extractions.append(extraction)
+        return extraction
+
+    def _check_pagination(self, request: Request, seen: set[str], pages: int) -> None:
+        if pages >= self._max_pages:
+            # a truncated catalog would wrongly report products as gone
+            raise FetchError(
+                "too_large", f"{request.url}: pagination exceeds max_pages={self._max_pages}"
+            )
+        key = _key(request)
+        if key in seen:
+            raise ExtractionError(f"pagination loop: {request.method} {request.url} again")
+        seen.add(key)
+
+    def _outcome(self, task: CrawlTask, adapter: Adapter, crawl: _Pages,
+                 raw_ref: str) -> CrawlOutcome:
+        last = crawl.pages[-1]
+        found = _merge(crawl.extractions)
+        if task.kind in _NEEDS_PRODUCTS and not found.observations:
+            return CrawlFailure(
+                "no_products",
+                f"{adapter.name} found no products at {last.url} ({len(crawl.pages)} page(s))",
+                retryable=False,
+                http_status=last.status,
+            )
+        return CrawlSuccess(
+            http_status=last.status,
+            final_url=crawl.pages[0].url,
+            extractor=adapter.name,
+            extractor_version=adapter.version,
+            content_hash=content_hash([page.body for page in crawl.pages]),
+            raw_ref=raw_ref,
+            pages=len(crawl.pages),
+            bytes=sum(len(page.body) for page in crawl.pages),
+            observations=found.observations,
+            stores=found.stores,
+            platform_store_id=found.platform_store_id,
+            catalog_url=found.catalog_url,
+            links=found.links,
+        )
+
+
+def _gone(task: CrawlTask, error: FetchError) -> CrawlSuccess | None:
+    """A product page answering 404/410 is an answer: the product is no longer offered."""
+    if task.kind != "product_page" or error.http_status not in (404, 410):
+        return None
+    return CrawlSuccess(http_status=error.http_status, final_url=task.url, extractor="gone",
+                        extractor_version="gone/1", content_hash=f"gone:{error.http_status}",
+                        gone=True)
+
+
+def _merge(extractions: list[Extraction]) -> Extraction:
+    return Extraction(
+        observations=tuple(o for e in extractions for o in e.observations),
+        stores=tuple(s for e in extractions for s in e.stores),
+        platform_store_id=next(
+            (e.platform_store_id for e in extractions if e.platform_store_id), None
+        ),
+        catalog_url=next((e.catalog_url for e in extractions if e.catalog_url), None),
+        links=tuple(dict.fromkeys(link for e in extractions for link in e.links)),
+    )
+
+
+def _key(request: Request) -> str:
+    body = json.dumps(request.json, sort_keys=True, default=str)
+    return f"{request.method} {request.url} {body}"
+
+
+def build_crawler(
+    client: httpx.AsyncClient,
+    data_dir: Path | str,
+    adapters: AdapterRegistry,
+    *,
+    config: PolitenessConfig = _DEFAULT_CONFIG,
+    limits: FetchLimits = _DEFAULT_LIMITS,
+    max_pages: int = 200,
+) -> Crawler:
+    """A Crawler with real time, robots.txt over `client` and the data dir's archive."""
+    politeness = Politeness(RobotsFetcher.on(client), time.monotonic, asyncio.sleep, config)
+    return Crawler(client, politeness, RawArchive(data_dir), adapters, max_pages, limits)

@@ -1,0 +1,167 @@
+"""The fetcher: one request -> a decoded `Page`, or a typed `FetchError`.
+
+It streams the body through an injected `httpx.AsyncClient` and enforces:
+connect/read timeouts (httpx), a total timeout around everything including
+redirects and the body (asyncio), a maximum (decoded) body size while
+streaming, and a redirect limit, recording the final URL. Compressed bodies
+are decoded by httpx (gzip/deflate, and br/zstd when their packages exist).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import httpx
+
+from workers import charset
+from workers.adapters.base import Page, Request
+from workers.backoff import parse_retry_after
+from workers.errors import FetchError, from_status, from_transport_error, status_kind
+
+__all__ = ["Decode", "FetchLimits", "Fetcher", "decode_body"]
+
+#: any byte-order mark (charset.decode reads it first)
+_BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)
+
+#: bytes + Content-Type header -> text (see workers/charset.py)
+Decode = Callable[[bytes, str], str]
+
+
+@dataclass(frozen=True)
+class FetchLimits:
+    connect_timeout: float = 10.0
+    read_timeout: float = 20.0
+    total_timeout: float = 60.0
+    max_bytes: int = 8 * 1024 * 1024
+    max_redirects: int = 5
+
+
+def decode_body(body: bytes, content_type: str) -> str:
+    """Bytes -> text the way a browser would (`workers.charset`); never raises."""
+    if not body.startswith(_BOMS):
+        # charset.decode's first candidates, without computing its charset guess
+        # (charset-normalizer, ~1 ms a page): it is only tried when these fail.
+        for encoding in (charset.declared_charset(body, content_type), "utf-8"):
+            if encoding is None:
+                continue
+            try:
+                return body.decode(encoding)
+            except (UnicodeDecodeError, LookupError):
+                continue
+    return charset.decode(body, content_type)[0]
+
+
+class Fetcher:
+    """Fetches `Request`s; see the module docstring for the limits it enforces."""
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        limits: FetchLimits = FetchLimits(),
+        decode: Decode = decode_body,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._client = client
+        self._limits = limits
+        self._decode = decode
+        self._wall_clock = wall_clock
+        self._timeout = httpx.Timeout(
+            limits.read_timeout, connect=limits.connect_timeout, pool=limits.total_timeout
+        )
+
+    async def fetch(self, request: Request, user_agent: str) -> Page:
+        """The final page after redirects; raises `FetchError` on any failure."""
+        try:
+            async with asyncio.timeout(self._limits.total_timeout):
+                return await self._follow(request, self._build(request, user_agent))
+        except TimeoutError:
+            total = self._limits.total_timeout
+            message = f"{request.method} {request.url}: timed out after {total:g}s total"
+            raise FetchError("timeout", message) from None
+        except httpx.HTTPError as exc:
+            raise from_transport_error(exc, request.method, request.url) from exc
+        except httpx.InvalidURL as exc:
+            raise FetchError(
+                "http_4xx", f"{request.method} {request.url}: invalid URL: {exc}"
+            ) from exc
+
+    def _build(self, request: Request, user_agent: str) -> httpx.Request:
+        headers = {"User-Agent": user_agent, **request.headers}
+        return self._client.build_request(
+            request.method, request.url, json=request.json, headers=headers,
+            timeout=self._timeout,
+        )
+
+    async def _follow(self, original: Request, request: httpx.Request) -> Page:
+        first = request
+        for _ in range(self._limits.max_redirects + 1):
+            response = await self._client.send(request, stream=True, follow_redirects=False)
+            try:
+                if not response.is_redirect or response.next_request is None:
+                    return await self._read(response, original)
+                request = response.next_request
+            finally:
+                await response.aclose()
+        raise FetchError(
+            "too_many_redirects",
+            f"{first.method} {first.url}: more than {self._limits.max_redirects} redirects"
+            f" (stopped at {request.url})",
+        )
+
+    async def _read(self, response: httpx.Response, request: Request) -> Page:
+        self._raise_for_status(response)
+        self._check_declared_size(response)
+        body = await self._read_body(response)
+        content_type = response.headers.get("content-type", "")
+        return Page(
+            url=str(response.url),
+            text=self._decode(body, content_type),
+            status=response.status_code,
+            content_type=content_type,
+            body=body,
+            request=request,
+        )
+
+    def _raise_for_status(self, response: httpx.Response) -> None:
+        if status_kind(response.status_code) is None:
+            return
+        retry_after = None
+        if response.status_code in (429, 503):
+            retry_after = parse_retry_after(response.headers.get("retry-after"), self._wall_clock())
+        request = response.request
+        raise from_status(
+            request.method,
+            str(request.url),
+            response.status_code,
+            response.reason_phrase,
+            retry_after,
+        )
+
+    def _check_declared_size(self, response: httpx.Response) -> None:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self._limits.max_bytes:
+            raise self._too_large(response, f"Content-Length {declared}")
+
+    async def _read_body(self, response: httpx.Response) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > self._limits.max_bytes:
+                # stop here: closing the response drops the connection
+                raise self._too_large(response, f"more than {size} bytes read")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _too_large(self, response: httpx.Response, detail: str) -> FetchError:
+        request = response.request
+        return FetchError(
+            "too_large",
+            f"{request.method} {request.url}: body over the {self._limits.max_bytes}-byte"
+            f" limit ({detail})",
+            http_status=response.status_code,
+        )

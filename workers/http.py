@@ -1,0 +1,69 @@
+"""The HTTP client factory and the robots.txt fetcher built on it.
+
+The transport is `httpx-aiohttp`'s: on loopback (2,000 GETs of a 20 KB page,
+concurrency 32, server in the same process) it did ~1,600-2,150 req/s against
+~320-350 req/s for httpx's default pool (httpcore's pool assignment is
+quadratic in waiting requests). The httpx API stays the same either way.
+"""
+
+from __future__ import annotations
+
+import httpx
+from httpx_aiohttp import AiohttpTransport
+
+from workers.adapters.base import Request
+from workers.errors import FetchError, status_kind
+from workers.fetch import Fetcher, FetchLimits
+from workers.politeness import DEFAULT_USER_AGENT
+from workers.robots import RobotsFile
+
+__all__ = ["ROBOTS_LIMITS", "RobotsFetcher", "build_client"]
+
+#: RFC 9309: parse at least 500 KiB; follow at most five redirects.
+ROBOTS_LIMITS = FetchLimits(
+    connect_timeout=10.0,
+    read_timeout=10.0,
+    total_timeout=30.0,
+    max_bytes=512 * 1024,
+    max_redirects=5,
+)
+
+
+def build_client(
+    *,
+    max_connections: int = 256,
+    proxy: str | None = None,
+    user_agent: str = DEFAULT_USER_AGENT,
+) -> httpx.AsyncClient:
+    """An `httpx.AsyncClient` on the aiohttp transport; the caller closes it.
+
+    `proxy` is an operator-configured egress proxy (plain infrastructure).
+    """
+    transport = AiohttpTransport(
+        limits=httpx.Limits(max_connections=max_connections, keepalive_expiry=30.0),
+        proxy=httpx.Proxy(proxy) if proxy else None,
+    )
+    return httpx.AsyncClient(
+        transport=transport, headers={"User-Agent": user_agent}, follow_redirects=False
+    )
+
+
+class RobotsFetcher:
+    """Fetches robots.txt; failures come back as a `RobotsFile`, never raised."""
+
+    def __init__(self, fetcher: Fetcher) -> None:
+        self._fetcher = fetcher
+
+    @classmethod
+    def on(cls, client: httpx.AsyncClient) -> RobotsFetcher:
+        return cls(Fetcher(client, ROBOTS_LIMITS))
+
+    async def __call__(self, robots_url: str, user_agent: str) -> RobotsFile:
+        try:
+            page = await self._fetcher.fetch(Request(robots_url), user_agent)
+        except FetchError as error:
+            # only an HTTP status says "unavailable" (4xx); anything else, even an
+            # oversized file, counts as unreachable: disallow for a while
+            status = error.http_status if status_kind(error.http_status or 0) else None
+            return RobotsFile(status, detail=error.message)
+        return RobotsFile(page.status, page.text)
