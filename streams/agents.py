@@ -7,7 +7,7 @@ never on the event loop.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterable, Sequence
+from collections.abc import AsyncIterable, Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -17,7 +17,7 @@ from domain.timeutil import iso
 from ledger.bootstrap import Ledger
 from ledger.scheduler import Scheduler
 from ledger.work import JobWorker, worker_name
-from streams.kafka_projection import Consumed, apply_consumed
+from streams.kafka_projection import Consumed, apply_consumed, stored_offsets
 from streams.records import WorkItem
 from streams.resources import Resources
 
@@ -78,6 +78,47 @@ async def project(res: Resources, stream: Any, consumer: str) -> None:
         batch = [Consumed(e.message.topic, e.message.partition, e.message.offset,
                           Envelope.from_json(e.value)) for e in events]
         await res.call(apply_batch, consumer, batch)
+
+
+def projector_offsets(ledger: Ledger, consumer: str) -> tuple[dict[tuple[str, int], int],
+                                                              dict[tuple[str, int], int]]:
+    """(applied, published): next offset applied with the rows, and the relay's acknowledged end."""
+    from streams.relay_position import RelayPositionStore
+
+    return stored_offsets(ledger.db, consumer), RelayPositionStore(ledger.db).offsets()
+
+
+class StallWatchdog:
+    """Finds partitions whose projection stopped short of what the relay published.
+
+    A partition is stalled when, at two consecutive checks while this worker
+    owned it, its applied offset was behind the relay's acknowledged end and
+    did not move: the messages in between were lost on their way to the agent
+    (see `apply_consumed`). Seeking there makes the broker deliver them again;
+    a needless seek only re-delivers messages that are then dropped.
+    """
+
+    def __init__(self) -> None:
+        self._behind: dict[tuple[str, int], int] = {}
+
+    def stalled(self, assigned: set[tuple[str, int]], applied: dict[tuple[str, int], int],
+                published: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        behind = {tp: applied.get(tp, 0) for tp in assigned
+                  if applied.get(tp, 0) < published.get(tp, 0)}
+        stuck = {tp: offset for tp, offset in behind.items() if self._behind.get(tp) == offset}
+        self._behind = {tp: offset for tp, offset in behind.items() if tp not in stuck}
+        return stuck
+
+
+async def unstall(res: Resources, consumer: str, watchdog: StallWatchdog,
+                  assigned: set[tuple[str, int]],
+                  seek: Callable[[str, int, int], Awaitable[None]]) -> None:
+    """One watchdog check: seek every stalled partition back to its applied offset."""
+    applied, published = await res.call(projector_offsets, consumer)
+    for (topic, partition), offset in sorted(watchdog.stalled(assigned, applied, published).items()):
+        log.warning("projection of %s[%d] stalled at offset %d (relay is at %d): reading it again",
+                    topic, partition, offset, published[(topic, partition)])
+        await seek(topic, partition, offset)
 
 
 def leader_tick(ledger: Ledger, now: Any) -> tuple[int, int]:

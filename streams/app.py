@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import faust
+from faust.types import TP
 
 from ledger.settings import Settings
 from streams import agents
@@ -126,3 +127,15 @@ def _project(app: faust.App, res: Resources, consumer: str) -> None:
     @app.agent(public, name="project")
     async def project(stream: Any) -> None:
         await agents.project(res, stream, consumer)
+
+    watchdog = agents.StallWatchdog()
+
+    async def seek(topic: str, partition: int, offset: int) -> None:
+        await app.consumer.seek(TP(topic, partition), offset)
+
+    @app.timer(res.options.stall_check, name="project-watchdog")
+    async def unstall() -> None:
+        assigned = {(tp.topic, tp.partition) for tp in app.consumer.assignment()
+                    if tp.topic in PUBLIC_TOPICS}
+        if assigned:
+            await agents.unstall(res, consumer, watchdog, assigned, seek)

@@ -7,9 +7,14 @@ Instead, in one transaction per batch:
 - the batch's topic-partition rows in `kafka_offsets` are locked (PostgreSQL
   `FOR UPDATE`, in a fixed order), so two consumers that briefly own the same
   partition during a rebalance apply its batches one after the other;
-- messages at or below the stored offset are dropped (redelivery after a
-  restart), the rest go through the projections' handlers, which skip any
-  stream version a row has already seen;
+- messages below the stored offset are dropped (redelivery after a restart
+  or a seek); per partition only the run of messages that continues exactly
+  at the stored offset is applied, so a message the consumer lost (Faust can
+  drop fetched messages during a rebalance) is never stepped over: the
+  partition stalls at the gap until the projector seeks back to the stored
+  offset (`StallWatchdog`) and the lost message arrives again;
+- the applied messages go through the projections' handlers, which skip
+  any stream version a row has already seen;
 - the new offsets are written with the rows.
 """
 
@@ -59,17 +64,34 @@ def apply_consumed(db: Database, projections: Sequence[Projection], consumer: st
         return 0
     with db.transaction() as tx:
         offsets = _lock_offsets(tx, db, consumer, sorted({(m.topic, m.partition) for m in batch}))
-        fresh = [m for m in batch if m.offset >= offsets[(m.topic, m.partition)]]
+        fresh = contiguous(batch, offsets)
         envelopes = [m.envelope for m in fresh]
         for projection in projections:
             _apply(tx, projection, envelopes)
-        ends: dict[tuple[str, int], int] = {}
-        for m in fresh:
-            ends[(m.topic, m.partition)] = max(ends.get((m.topic, m.partition), 0), m.offset + 1)
+        ends = {(m.topic, m.partition): m.offset + 1 for m in fresh}  # fresh is in offset order
         tx.executemany(f"UPDATE {OFFSETS} SET next_offset = ? "
                        f"WHERE consumer = ? AND topic = ? AND part = ?",
                        [(end, consumer, t, p) for (t, p), end in ends.items()])
         return len(fresh)
+
+
+def contiguous(batch: Sequence[Consumed], offsets: dict[tuple[str, int], int]) -> list[Consumed]:
+    """The messages that extend each partition's applied run without a hole, in offset order.
+
+    Duplicates and messages below the stored offset are dropped; a message
+    beyond a hole (an offset the consumer never delivered) and everything
+    after it in that partition wait for the hole to be filled. Partitions
+    are independent (each aggregate lives in one), so the order across them
+    does not matter.
+    """
+    expected = dict(offsets)
+    fresh = []
+    for m in sorted(batch, key=lambda m: (m.topic, m.partition, m.offset)):
+        tp = (m.topic, m.partition)
+        if m.offset == expected[tp]:
+            fresh.append(m)
+            expected[tp] += 1
+    return fresh
 
 
 def _lock_offsets(tx: Tx, db: Database, consumer: str,
@@ -97,4 +119,4 @@ def _apply(tx: Tx, projection: Projection, envelopes: Sequence[Envelope]) -> Non
     rows.flush()
 
 
-__all__ = ["OFFSETS", "Consumed", "apply_consumed", "create_tables", "stored_offsets"]
+__all__ = ["OFFSETS", "Consumed", "apply_consumed", "contiguous", "create_tables", "stored_offsets"]

@@ -56,6 +56,7 @@ class WorkerOptions:
     heartbeat_interval: float = 2.0
     batch_size: int = 1000
     batch_within: float = 0.2
+    stall_check: float = 5.0       # seconds between checks for a projection stuck behind the relay
     db_threads: int = 4
     clock_file: str | None = None  # a FileClock instead of the system clock (demo only)
 

@@ -28,6 +28,8 @@ def register(sub: Any) -> None:
                         help="no leader tick/reaper: an external driver schedules (demo clock)")
     worker.add_argument("--redrive-after", type=float, default=60.0,
                         help="re-send work for jobs dispatched but unleased this long (s)")
+    worker.add_argument("--stall-check", type=float, default=5.0,
+                        help="seconds between checks for a projection stuck behind the relay")
     worker.add_argument("--clock-file", default=None,
                         help="read 'now' from this file (the demo's simulated clock)")
     worker.add_argument("--loglevel", default="info")
@@ -53,6 +55,6 @@ def run(args: argparse.Namespace) -> int:
     options = WorkerOptions(partitions=args.partitions, crawl_concurrency=args.concurrency,
                             lease_ttl=args.lease_ttl, tick_interval=args.tick,
                             timers=not args.no_timers, redrive_after=args.redrive_after,
-                            clock_file=args.clock_file)
+                            stall_check=args.stall_check, clock_file=args.clock_file)
     run_worker(create_app(settings, roles, options), loglevel=args.loglevel)
     return 0
