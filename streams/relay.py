@@ -29,6 +29,7 @@ from domain.envelope import Envelope
 from projections.source import EventSource
 from streams.relay_position import Offsets, RelayPositionStore
 from streams.topics import topic_for
+from streams.wakeup import PollWakeup, Wakeup
 
 log = logging.getLogger(__name__)
 
@@ -191,15 +192,18 @@ class Relay:
         return total
 
     def run(self, stop: threading.Event, poll_interval: float = 0.1,
-            on_step: Callable[[RelayMetrics], None] | None = None) -> None:
-        """Relay until `stop` is set; idle polls every `poll_interval` seconds."""
+            on_step: Callable[[RelayMetrics], None] | None = None,
+            wakeup: Wakeup | None = None) -> None:
+        """Relay until `stop` is set. When idle it waits for `wakeup` (a NOTIFY from the
+        store: events are published as soon as they commit), at most `poll_interval` s."""
+        wakeup = wakeup or PollWakeup(stop)
         while not stop.is_set():
             published = self.step()
             if on_step is not None:
                 on_step(self.metrics())
-            if published < self.batch_size:
+            if published < self.batch_size and not stop.is_set():
                 self._head = self.source.head()
-                stop.wait(poll_interval)
+                wakeup.wait(poll_interval)
 
 
 def relay_status(source: EventSource, positions: RelayPositionStore) -> dict[str, Any]:

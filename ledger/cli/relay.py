@@ -21,6 +21,7 @@ from ledger.settings import Settings
 from streams.relay import Relay, RelayMetrics, kafka_producer, relay_status
 from streams.relay_position import RelayPositionStore
 from streams.topics import DEFAULT_PARTITIONS, ensure_topics
+from streams.wakeup import wakeup_for
 
 
 def register(sub: Any) -> None:
@@ -56,11 +57,13 @@ def run_relay(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     producer = kafka_producer(servers)
+    wakeup = wakeup_for(ledger.app.recorder, settings.postgres.conninfo, stop)
     try:
         relay = Relay(ledger.source, RelayPositionStore(ledger.db), producer,
                       batch_size=args.batch_size, gap_timeout=args.gap_timeout)
-        relay.run(stop, on_step=None if args.quiet else _status_printer())
+        relay.run(stop, on_step=None if args.quiet else _status_printer(), wakeup=wakeup)
     finally:
+        wakeup.close()
         producer.close(5)
         ledger.close()
     return 0

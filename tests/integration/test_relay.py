@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -12,9 +13,11 @@ import pytest
 from kafka_fixtures import KAFKA_WARNINGS, pg_store_url, read_topics, seed_stores, tansu_broker  # noqa: F401
 
 from ledger.bootstrap import Ledger
+from ledger.settings import parse_postgres
 from streams.relay import Relay, kafka_producer
 from streams.relay_position import RelayPositionStore
 from streams.topics import PUBLIC_TOPICS, STORES, ensure_topics
+from streams.wakeup import NotifyWakeup, wakeup_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, KAFKA_WARNINGS]
 
@@ -102,7 +105,7 @@ def test_gap_waits_then_is_recorded_and_skipped(ledger: Ledger, tansu_broker: st
     servers = [tansu_broker]
     ensure_topics(servers, 2)
     seed_stores(ledger.app, 2, changes=1)
-    (store_id,) = [r["store_id"] for r in []] or [_first_store(ledger)]
+    store_id = _first_store(ledger)
     stale = ledger.app.get_store(store_id)
     ledger.app.change_store_policy(store_id, crawl_delay=9.0)
     stale.change_policy(crawl_delay=7.0)
@@ -139,3 +142,18 @@ def test_wire_value_is_exactly_the_envelope_json(ledger: Ledger) -> None:
 
     for env in ledger.source.read(0, 100):
         assert wire_value(env) == env.to_json().encode()
+
+
+def test_listen_wakeup_returns_when_an_event_commits(ledger: Ledger, pg_store_url: str) -> None:  # noqa: F811
+    wakeup = wakeup_for(ledger.app.recorder, parse_postgres(pg_store_url).conninfo)
+    try:
+        assert isinstance(wakeup, NotifyWakeup)
+        assert wakeup.wait(0.05) is False  # nothing committed: the timeout ends the wait
+        woken: list[bool] = []
+        waiter = threading.Thread(target=lambda: woken.append(wakeup.wait(120)))
+        waiter.start()
+        seed_stores(ledger.app, 1, changes=0)
+        waiter.join(120)
+        assert woken == [True]  # woken by the insert's NOTIFY, not by the timeout
+    finally:
+        wakeup.close()

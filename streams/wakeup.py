@@ -1,0 +1,82 @@
+"""Waking the relay when new events commit, instead of only polling.
+
+The PostgreSQL recorder sends `NOTIFY <channel>` in every insert
+transaction; `NotifyWakeup` LISTENs on its own connection and returns from
+`wait` as soon as one arrives (or after the timeout, so a lost connection or
+a missed notification only costs one poll interval). Other stores poll.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+
+class Wakeup(Protocol):
+    def wait(self, timeout: float) -> bool:
+        """Wait at most `timeout` seconds; True when woken by a commit."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class PollWakeup:
+    """Sleep for the timeout (or until `stop` is set)."""
+
+    def __init__(self, stop: threading.Event | None = None) -> None:
+        self.stop = stop or threading.Event()
+
+    def wait(self, timeout: float) -> bool:
+        self.stop.wait(timeout)
+        return False
+
+    def close(self) -> None:
+        pass
+
+
+class NotifyWakeup:
+    """LISTEN on the recorder's channel: returns when an insert commits or after the timeout."""
+
+    def __init__(self, conninfo: str, channel: str) -> None:
+        import psycopg
+        from psycopg.sql import SQL, Identifier
+
+        self._listen = SQL("LISTEN {0}").format(Identifier(channel))
+        self._conninfo = conninfo
+        self._psycopg = psycopg
+        self._conn: Any = None
+        self._open()
+
+    def _open(self) -> None:
+        self._conn = self._psycopg.connect(self._conninfo, autocommit=True)
+        self._conn.execute(self._listen)
+
+    def wait(self, timeout: float) -> bool:
+        try:
+            if self._conn is None or self._conn.closed:
+                self._open()
+            return any(True for _ in self._conn.notifies(timeout=timeout, stop_after=1))
+        except Exception as error:  # the database restarted: poll until it is back
+            log.warning("relay: lost the LISTEN connection (%s); polling", error)
+            self._conn = None
+            threading.Event().wait(timeout)
+            return False
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def wakeup_for(recorder: Any, conninfo: str | None, stop: threading.Event | None = None) -> Wakeup:
+    """LISTEN for a PostgreSQL recorder (the channel it notifies), polling otherwise."""
+    channel = getattr(recorder, "channel_name", None)
+    if conninfo and channel:
+        return NotifyWakeup(conninfo, channel)
+    return PollWakeup(stop)
+
+
+__all__ = ["NotifyWakeup", "PollWakeup", "Wakeup", "wakeup_for"]
