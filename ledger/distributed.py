@@ -167,6 +167,7 @@ def lag(ledger: Ledger, group: str) -> dict[str, int]:
     Projector lag compares the offsets the relay had acknowledged with the
     offsets applied with the rows, not with the broker's end offsets.
     """
+    from streams.ddl import create_racing
     from streams.kafka_projection import create_tables, stored_offsets
     from streams.relay import relay_status
     from streams.relay_position import RelayPositionStore
@@ -174,7 +175,7 @@ def lag(ledger: Ledger, group: str) -> dict[str, int]:
 
     positions = RelayPositionStore(ledger.db)
     relay = relay_status(ledger.source, positions)
-    create_tables(ledger.db, ())
+    create_racing(lambda: create_tables(ledger.db, ()))
     applied = stored_offsets(ledger.db, group)
     published = {tp: end for tp, end in positions.offsets().items() if tp[0] in PUBLIC_TOPICS}
     behind = sum(max(end - applied.get(tp, 0), 0) for tp, end in published.items())

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from projections.db import Database
+from streams.ddl import create_racing
 
 POSITION_TABLE = "relay_position"
 GAPS_TABLE = "relay_gaps"
@@ -30,6 +31,9 @@ class RelayPositionStore:
         self.name = name
 
     def create(self) -> None:
+        create_racing(self._create)  # the relay and `relay status`/lag readers may race
+
+    def _create(self) -> None:
         text, num = self.db.column_type("text"), self.db.column_type("int")
         with self.db.transaction() as tx:
             tx.execute(f"CREATE TABLE IF NOT EXISTS {POSITION_TABLE} (name {text} PRIMARY KEY, "

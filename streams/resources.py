@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from ledger.bootstrap import Ledger, bootstrap, crawler_for
 from ledger.clock import Clock, SystemClock
 from ledger.settings import Settings
 from ledger.work import CrawlerPort, DbThread
+from streams.ddl import create_racing
 from streams.kafka_projection import create_tables
 
 T = TypeVar("T")
@@ -61,17 +61,9 @@ class WorkerOptions:
     clock_file: str | None = None  # a FileClock instead of the system clock (demo only)
 
 
-def create_read_models(ledger: Ledger, attempts: int = 5) -> None:
-    """Create the read-model and offset tables; retried, since concurrent
-    `CREATE TABLE IF NOT EXISTS` in PostgreSQL can fail on its catalog."""
-    for attempt in range(attempts):
-        try:
-            create_tables(ledger.db, ledger.projections())
-            return
-        except Exception:
-            if attempt == attempts - 1:
-                raise
-            time.sleep(0.2 * (attempt + 1))
+def create_read_models(ledger: Ledger) -> None:
+    """Create the read-model and offset tables (several workers may start at once)."""
+    create_racing(lambda: create_tables(ledger.db, ledger.projections()))
 
 
 @dataclass
