@@ -1,10 +1,27 @@
-"""`crawl-ledger events tail [--after POSITION] [--json] [--follow]`."""
+"""The event log, for scripts and auditors.
+
+    crawl-ledger events tail [--after POSITION] [--limit N] [--json] [--follow]
+    crawl-ledger events export -o FILE [--stream ID] [--until POSITION]
+
+`export` writes envelopes (JSON Lines, the `tail --json` objects) of the
+whole log or of one stream. A whole-log export also prints the audit hash
+chain at its last event: the value `audit checkpoint` records for the same
+position, which `audit verify-file FILE --expect HASH` checks offline.
+"""
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import os
+import sys
 import time
+import uuid
+from pathlib import Path
 from typing import Any
+
+from rich.console import Console
+from rich.progress import Progress
 
 from ledger.cli.context import open_ledger
 from ledger.cli.errors import CommandError
@@ -20,6 +37,11 @@ def register(sub: Any) -> None:
     tail.add_argument("--json", action="store_true", help="one envelope per line")
     tail.add_argument("--follow", action="store_true", help="keep waiting for new events")
     tail.set_defaults(handler=tail_events)
+    export = actions.add_parser("export", help="write the log, or one stream, as JSON Lines")
+    export.add_argument("-o", "--output", required=True, help="file to write (- for stdout)")
+    export.add_argument("--stream", help="only this stream (aggregate id)")
+    export.add_argument("--until", type=int, help="last global position to include")
+    export.set_defaults(handler=export_events)
 
 
 def tail_events(args: argparse.Namespace) -> int:
@@ -40,4 +62,61 @@ def tail_events(args: argparse.Namespace) -> int:
                 break
             if not batch:
                 time.sleep(0.5)  # polling the log: SQLite has no notifications
+    return 0
+
+
+def _stream_id(text: str) -> str:
+    try:
+        return str(uuid.UUID(text))
+    except ValueError:
+        raise CommandError(f"--stream: {text!r} is not an aggregate id (a UUID)") from None
+
+
+def export_events(args: argparse.Namespace) -> int:
+    from projections.audit import GENESIS, link
+
+    stream = _stream_id(args.stream) if args.stream else None
+    if args.until is not None and args.until < 1:
+        raise CommandError("--until must be >= 1")
+    to_stdout = args.output == "-"
+    target = Path(args.output)
+    if not to_stdout and not target.parent.is_dir():
+        raise CommandError(f"cannot write {args.output}: {target.parent} is not a directory")
+    scratch = target.with_name(f".{target.name}.partial")
+    digest, chain, count, last = hashlib.sha256(), GENESIS, 0, 0
+    console = Console(stderr=True, soft_wrap=True)  # hashes stay on one line
+    with open_ledger(fresh=False) as ledger:
+        head = ledger.source.head() if args.until is None else min(args.until, ledger.source.head())
+        out = sys.stdout if to_stdout else scratch.open("w", encoding="utf-8")
+        try:
+            with Progress(console=console, transient=True, disable=not console.is_terminal) as bar:
+                task = bar.add_task("exporting", total=head)
+                position = 0
+                while position < head:
+                    batch = [e for e in ledger.source.read(position, 5000) if e.position <= head]
+                    if not batch:
+                        break
+                    for env in batch:
+                        chain = link(chain, env)
+                        if stream is None or env.stream_id == stream:
+                            line = env.to_json() + "\n"
+                            out.write(line)
+                            digest.update(line.encode())
+                            count, last = count + 1, env.position
+                    position = batch[-1].position
+                    bar.update(task, completed=position)
+        finally:
+            if not to_stdout:
+                out.close()
+        if stream is not None and count == 0:
+            if not to_stdout:
+                scratch.unlink()
+            raise CommandError(f"no events for stream {stream}")
+        if not to_stdout:
+            os.replace(scratch, target)  # a complete file or none
+    where = "stdout" if to_stdout else args.output
+    console.print(f"exported {count} events (last position {last}) to {where}; "
+                  f"file sha256 {digest.hexdigest()}", highlight=False)
+    if stream is None:
+        console.print(f"audit chain hash at position {position}: {chain}", highlight=False)
     return 0
