@@ -8,31 +8,34 @@ records nothing.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import IntegrityError
+from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
+from eventsourcing.domain import Aggregate, MutableOrImmutableAggregate
+from eventsourcing.persistence import IntegrityError, JSONTranscoder
 from eventsourcing.utils import Environment
 
 from domain import ids
-from domain.batch_load import BINARY_INSERT_RECORDER, select_many, select_versions
+from domain.batch_load import BINARY_INSERT_RECORDER, select_after, select_latest, select_versions
 from domain.cache import AggregateCache
 from domain.chaining import DEFAULT_CATALOG_INTERVAL, Chain
 from domain.crawl_job import CrawlJob, RetryPolicy
 from domain.errors import Conflict, InvalidInput, InvalidTransition, NotFound
 from domain.outcome import outcome_payload, unique_observations
 from domain.product import Product
+from domain.snapshots import register as register_snapshot_transcodings
 from domain.store import PLATFORMS, Store
 from domain.timeutil import utc
 from domain.urls import normalize_url
 from domain.values import CrawlFailure, CrawlSuccess, CrawlTask, Policy
 
+log = logging.getLogger(__name__)
 A = TypeVar("A", bound=Aggregate)
 R = TypeVar("R")
 PRODUCT_KINDS = frozenset({"catalog", "product_page"})
@@ -55,11 +58,18 @@ class CrawlLedger(Application[UUID]):
 
     name = "CrawlLedger"
     RECORD_RETRIES = 3
+    #: a snapshot every so many events (domain.snapshots): loading replays at most that many
+    snapshotting_intervals: ClassVar[dict[type[MutableOrImmutableAggregate[Any]], int]] = {
+        Store: 50, CrawlJob: 100, Product: 100}
 
     def __init__(self, env: Any = None) -> None:
         super().__init__(env)
         self.products: AggregateCache[Product] = AggregateCache(
             int(self.env.get("PRODUCT_CACHE_SIZE") or 100_000))
+
+    def register_transcodings(self, transcoder: JSONTranscoder) -> None:
+        super().register_transcodings(transcoder)
+        register_snapshot_transcodings(transcoder)  # aggregate state in snapshots
 
     def construct_env(self, name: str, env: Any = None) -> Environment:
         environment = super().construct_env(name, env)
@@ -106,11 +116,19 @@ class CrawlLedger(Application[UUID]):
         return agg if isinstance(agg, cls) else None
 
     def find_many(self, cls: type[A], aggregate_ids: Iterable[UUID]) -> dict[UUID, A]:
-        """Load many aggregates in one query (missing ids are left out)."""
+        """Load many aggregates in a few queries: their latest snapshots, then the events
+        after them (missing ids are left out)."""
+        wanted = list(dict.fromkeys(aggregate_ids))
+        snapshots = select_latest(self.snapshots.recorder, wanted) if self.snapshots else {}
+        events = select_after(self.recorder, wanted,
+                              {i: snap.originator_version for i, snap in snapshots.items()})
         found: dict[UUID, A] = {}
-        for aggregate_id, stored in select_many(self.recorder, aggregate_ids).items():
+        for aggregate_id in wanted:
             aggregate: Any = None
-            for event in stored:
+            if aggregate_id in snapshots:
+                snapshot: Any = self.mapper.to_domain_event(snapshots[aggregate_id])
+                aggregate = snapshot.mutate(None)
+            for event in events.get(aggregate_id, ()):
                 domain_event: Any = self.mapper.to_domain_event(event)
                 aggregate = domain_event.mutate(aggregate)
             if isinstance(aggregate, cls):
@@ -123,6 +141,28 @@ class CrawlLedger(Application[UUID]):
         if not events:
             raise NotFound(f"unknown id {aggregate_id}")
         return events
+
+    def _take_snapshots(self, processing_event: ProcessingEvent[UUID]) -> None:
+        """Snapshot every saved aggregate whose new events reached a multiple of its interval,
+        from the aggregate in hand (its state is the stored state) and in one insert; the
+        library would reload each one first. The events are committed by now: a snapshot
+        that cannot be written is only logged (loading then replays a little more)."""
+        if self.snapshots is None:
+            return
+        aggregates: dict[UUID, Any] = dict(processing_event.aggregates)
+        due: set[UUID] = set()
+        for event in processing_event.events:
+            aggregate = aggregates.get(event.originator_id)
+            interval = self.snapshotting_intervals.get(type(aggregate)) if aggregate else None
+            if interval and event.originator_version % interval == 0:
+                due.add(event.originator_id)
+        if not due:
+            return
+        try:
+            self.snapshots.put([type(aggregates[i]).Snapshot.take(aggregates[i]) for i in due])
+        except Exception:
+            log.warning("could not write %d snapshots; loading replays their events", len(due),
+                        exc_info=True)
 
     def _save(self, *aggregates: Aggregate | None) -> None:
         try:

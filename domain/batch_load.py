@@ -9,7 +9,7 @@ PostgreSQL inserts them with one binary statement (`BinaryInsertRecorder`).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -24,17 +24,43 @@ from psycopg.sql import SQL, Identifier
 CHUNK = 500  # ids per query (SQLite's parameter limit is far above this)
 
 
-def select_many(recorder: AggregateRecorder, ids: Iterable[UUID]) -> dict[UUID, list[StoredEvent]]:
-    """Every stored event of each id, in version order; ids without events are absent."""
+def select_after(recorder: AggregateRecorder, ids: Iterable[UUID],
+                 after: Mapping[UUID, int] | None = None) -> dict[UUID, list[StoredEvent]]:
+    """The stored events of each id after version `after[id]` (all of them for ids not in
+    `after`), in version order; ids without such events are absent.
+
+    One query per distinct starting version: snapshots are taken at multiples
+    of an interval, so the ids of one catalog share a handful of them.
+    """
+    after = after or {}
+    by_floor: dict[int, list[UUID]] = defaultdict(list)
+    for i in dict.fromkeys(ids):
+        by_floor[after.get(i, 0)].append(i)
     found: dict[UUID, list[StoredEvent]] = defaultdict(list)
-    rows = _select(recorder, "originator_id, originator_version, topic, state",
-                   "ORDER BY originator_id, originator_version", ids)
-    for r in rows:
-        originator = _originator(recorder, r["originator_id"])
-        found[originator].append(StoredEvent(originator_id=originator,
-                                             originator_version=r["originator_version"],
-                                             topic=r["topic"], state=bytes(r["state"])))
+    for floor, group in sorted(by_floor.items()):
+        rows = _select(recorder, "originator_id, originator_version, topic, state",
+                       f"AND originator_version > {int(floor)} "
+                       "ORDER BY originator_id, originator_version", group)
+        for r in rows:
+            found[_originator(recorder, r["originator_id"])].append(_stored(recorder, r))
     return dict(found)
+
+
+def select_latest(recorder: AggregateRecorder, ids: Iterable[UUID]) -> dict[UUID, StoredEvent]:
+    """The highest-version record of each id (used on the snapshots table)."""
+    if isinstance(recorder, PostgresAggregateRecorder):
+        rows = _select(recorder, "DISTINCT ON (originator_id) originator_id, originator_version, "
+                       "topic, state", "ORDER BY originator_id, originator_version DESC", ids)
+    else:  # SQLite: the bare columns come from the row holding the max()
+        rows = _select(recorder, "originator_id, max(originator_version) AS originator_version, "
+                       "topic, state", "GROUP BY originator_id", ids)
+    return {_originator(recorder, r["originator_id"]): _stored(recorder, r) for r in rows}
+
+
+def _stored(recorder: AggregateRecorder, row: Any) -> StoredEvent:
+    return StoredEvent(originator_id=_originator(recorder, row["originator_id"]),
+                       originator_version=int(row["originator_version"]),
+                       topic=row["topic"], state=bytes(row["state"]))
 
 
 def select_versions(recorder: AggregateRecorder, ids: Iterable[UUID]) -> dict[UUID, int]:

@@ -28,6 +28,7 @@ from eventsourcing.domain import Aggregate, event
 
 from domain import ids
 from domain.errors import InvalidInput, InvalidTransition, LeaseLost
+from domain.snapshot_event import LedgerSnapshot
 from domain.values import JOB_KINDS
 
 TERMINAL = frozenset({"completed", "cancelled"})
@@ -71,6 +72,9 @@ def _check_ttl(ttl: float) -> None:
 
 class CrawlJob(Aggregate):
     """A crawl of one URL for one store; its id is derived from (kind, normalised URL)."""
+
+    Snapshot = LedgerSnapshot
+    TUPLE_FIELDS = ("children",)
 
     @staticmethod
     def create_id(kind: str, url_norm: str, **_: Any) -> UUID:

@@ -17,6 +17,7 @@ from uuid import UUID
 from eventsourcing.domain import Aggregate, event
 
 from domain import ids
+from domain.snapshot_event import LedgerSnapshot
 from domain.values import UNAVAILABLE, Observation
 
 MISSES_FOR_OUT_OF_STOCK = 3
@@ -29,6 +30,8 @@ def offer_key(offer: dict[str, Any]) -> str:
 
 class Product(Aggregate):
     """A store's product; its id is derived from (store, provider product id)."""
+
+    Snapshot = LedgerSnapshot
 
     @staticmethod
     def create_id(store_id: str, provider_product_id: str, **_: Any) -> UUID:

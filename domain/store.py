@@ -10,6 +10,7 @@ from eventsourcing.domain import Aggregate, event
 
 from domain import ids
 from domain.errors import InvalidInput, InvalidTransition
+from domain.snapshot_event import LedgerSnapshot
 from domain.values import Policy
 
 PLATFORMS = ("dispensary", "shopify", "woocommerce", "jsonld", "microdata", "generic", "locator", "feed")
@@ -17,6 +18,8 @@ PLATFORMS = ("dispensary", "shopify", "woocommerce", "jsonld", "microdata", "gen
 
 class Store(Aggregate):
     """A store we crawl; its id is derived from its base URL."""
+
+    Snapshot = LedgerSnapshot
 
     @staticmethod
     def create_id(base_url: str, **_: Any) -> UUID:

@@ -1,0 +1,132 @@
+"""Snapshots keep loading cheap and change nothing: an aggregate loaded from its latest
+snapshot plus the events after it equals the one replayed from all its events (both backends)."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import backends
+import pytest
+
+from domain import application as application_module
+from domain.application import CrawlLedger
+from domain.batch_load import select_latest
+from domain.crawl_job import CrawlJob
+from domain.product import Product
+from domain.store import Store
+from domain.values import CrawlFailure, CrawlSuccess, Observation, Offer
+from ledger.bootstrap import Ledger, bootstrap
+
+T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
+SMALL = {Store: 2, CrawlJob: 5, Product: 3}  # small intervals: many snapshots in a short test
+
+
+@pytest.fixture(params=backends.BACKENDS)
+def ledger(request: pytest.FixtureRequest, tmp_path: Path,
+           monkeypatch: pytest.MonkeyPatch) -> Iterator[Ledger]:
+    monkeypatch.setattr(CrawlLedger, "snapshotting_intervals", SMALL)
+    with backends.store_url(request.param, tmp_path) as url, \
+            backends.open_ledger(url, tmp_path) as opened:
+        yield opened
+
+
+def observations(cycle: int) -> tuple[Observation, ...]:
+    return tuple(
+        Observation(provider_product_id=f"p{i}", name=f"Product {i}", brand="Brand",
+                    offers=(Offer("1g", Decimal(10 + (i + cycle) % 4), "USD"),),
+                    availability="in_stock" if (i + cycle) % 7 else "out_of_stock")
+        for i in range(12) if (i * cycle) % 5 != 1)  # products vanish and come back
+
+
+def crawl(app: CrawlLedger, job: UUID, cycles: range) -> None:
+    for cycle in cycles:
+        now = T0 + timedelta(hours=cycle)
+        task = app.lease(job, "w", 300, now)
+        if cycle % 6 == 5:
+            app.record_failure(job, task.lease_id, CrawlFailure("http_5xx", "boom", True), now)
+            continue
+        app.record_success(job, task.lease_id, CrawlSuccess(
+            200, task.url, "shopify", "shopify/1", f"h{cycle}", observations=observations(cycle)), now)
+        if cycle % 4 == 0:
+            app.change_store_policy(app.get_job(job).store_id, crawl_delay=float(cycle % 3 + 1))
+
+
+def state(aggregate: Any) -> dict[str, Any]:
+    public = {k: v for k, v in vars(aggregate).items() if not k.startswith("_")}
+    return copy.deepcopy(public) | {"id": aggregate.id, "version": aggregate.version,
+                                    "created_on": aggregate.created_on,
+                                    "modified_on": aggregate.modified_on}
+
+
+def replayed(app: CrawlLedger, aggregate_id: UUID) -> dict[str, Any]:
+    aggregate: Any = None
+    for event in app.events.get(aggregate_id):
+        aggregate = event.mutate(aggregate)
+    return state(aggregate)
+
+
+def setup_catalog(app: CrawlLedger) -> tuple[UUID, UUID]:
+    store = app.register_store(name="S", base_url="https://s.example", platform="shopify", now=T0)
+    job = app.schedule_job(kind="catalog", url="https://s.example/products.json", now=T0,
+                           store_id=store, every=3600)
+    return UUID(str(store)), UUID(str(job))
+
+
+def test_loading_from_snapshots_equals_replaying_every_event(ledger: Ledger) -> None:
+    store, job = setup_catalog(ledger.app)
+    crawl(ledger.app, job, range(1, 24))
+    products = sorted(UUID(p) for p in ledger.app.get_job(job).products)
+    ids = [store, job, *products]
+    latest = select_latest(ledger.app.snapshots.recorder, ids)
+    assert set(latest) == set(ids)  # every aggregate has passed an interval
+    assert latest[job].originator_version >= 20
+
+    fresh = bootstrap(ledger.settings)  # no caches: everything comes from the database
+    try:
+        floors: list[dict[UUID, int]] = []
+        real = application_module.select_after
+
+        def spy(recorder: Any, wanted: Any, after: Any = None) -> Any:
+            floors.append(dict(after or {}))
+            return real(recorder, wanted, after)
+
+        application_module.select_after = spy  # type: ignore[assignment]
+        try:
+            loaded = fresh.app.find_many(Product, products)
+        finally:
+            application_module.select_after = real
+        assert floors == [{p: latest[p].originator_version for p in products}]
+        assert {p: state(loaded[p]) for p in products} == {p: replayed(fresh.app, p) for p in products}
+        assert state(fresh.app.get_job(job)) == replayed(fresh.app, job)
+        assert state(fresh.app.get_store(store)) == replayed(fresh.app, store)
+
+        # carrying on from snapshot-loaded state records the same as carrying on from a replay
+        crawl(fresh.app, job, range(24, 40))
+        for aggregate_id in ids:
+            assert state(fresh.app.repository.get(aggregate_id)) == replayed(fresh.app, aggregate_id)
+    finally:
+        fresh.close()
+
+
+def test_a_snapshot_that_cannot_be_written_does_not_fail_the_command(
+        ledger: Ledger, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    store, job = setup_catalog(ledger.app)
+
+    def broken(*_: Any, **__: Any) -> None:
+        raise RuntimeError("disk full")
+
+    assert ledger.app.snapshots is not None
+    monkeypatch.setattr(ledger.app.snapshots, "put", broken)
+    with caplog.at_level(logging.WARNING, logger="domain.application"):
+        crawl(ledger.app, job, range(1, 8))
+    assert "could not write" in caplog.text
+    assert select_latest(ledger.app.snapshots.recorder, [store, job]) == {}
+    assert ledger.app.get_job(job).runs == 7  # every result was recorded
+    assert state(ledger.app.get_job(job)) == replayed(ledger.app, job)
