@@ -166,9 +166,26 @@ class CrawlLedger(Application[UUID]):
 
     def _save(self, *aggregates: Aggregate | None) -> None:
         try:
-            self.save(*[a for a in aggregates if a is not None])
+            self._save_aggregates([a for a in aggregates if a is not None])
         except IntegrityError as error:
             raise Conflict(f"a concurrent command changed the same aggregate first: {error}") from None
+
+    def _save_aggregates(self, aggregates: list[Aggregate]) -> None:
+        """`Application.save` for our own aggregates, steps unchanged, minus its type checks.
+
+        `ProcessingEvent.collect_events` asks `isinstance` of two runtime-checkable
+        protocols for every object; on Python 3.11 each check walks the protocol's
+        MRO (~10 µs), a tenth of recording a 500-product result. Ours are all
+        `Aggregate`s (never events), so collect their events directly.
+        """
+        processing_event: ProcessingEvent[UUID] = ProcessingEvent()
+        for aggregate in aggregates:
+            processing_event.events.extend(aggregate.collect_events())
+            processing_event.aggregates[aggregate.id] = aggregate
+        recordings = self._record(processing_event)
+        self._take_snapshots(processing_event)
+        self._notify(recordings)
+        self.notify(processing_event.events)  # deprecated in the library, still called by save
 
     # stores -----------------------------------------------------------------
     def register_store(self, *, name: str, base_url: str, platform: str, now: datetime,
