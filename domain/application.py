@@ -60,7 +60,7 @@ class CrawlLedger(Application[UUID]):
     RECORD_RETRIES = 3
     #: a snapshot every so many events (domain.snapshots): loading replays at most that many
     snapshotting_intervals: ClassVar[dict[type[MutableOrImmutableAggregate[Any]], int]] = {
-        Store: 50, CrawlJob: 100, Product: 100}
+        Store: 20, CrawlJob: 30, Product: 20}
 
     def __init__(self, env: Any = None) -> None:
         super().__init__(env)
@@ -143,10 +143,14 @@ class CrawlLedger(Application[UUID]):
         return events
 
     def _take_snapshots(self, processing_event: ProcessingEvent[UUID]) -> None:
-        """Snapshot every saved aggregate whose new events reached a multiple of its interval,
+        """Snapshot every saved aggregate whose new events reached its next snapshot version,
         from the aggregate in hand (its state is the stored state) and in one insert; the
-        library would reload each one first. The events are committed by now: a snapshot
-        that cannot be written is only logged (loading then replays a little more)."""
+        library would reload each one first.
+
+        Each aggregate's snapshot versions are offset by its id, so the products
+        a catalog discovered together do not all snapshot in the same save. The
+        events are committed by now: a snapshot that cannot be written is only
+        logged (loading then replays a little more)."""
         if self.snapshots is None:
             return
         aggregates: dict[UUID, Any] = dict(processing_event.aggregates)
@@ -154,7 +158,7 @@ class CrawlLedger(Application[UUID]):
         for event in processing_event.events:
             aggregate = aggregates.get(event.originator_id)
             interval = self.snapshotting_intervals.get(type(aggregate)) if aggregate else None
-            if interval and event.originator_version % interval == 0:
+            if interval and (event.originator_version + event.originator_id.int) % interval == 0:
                 due.add(event.originator_id)
         if not due:
             return

@@ -117,14 +117,13 @@ def test_loading_from_snapshots_equals_replaying_every_event(ledger: Ledger) -> 
 
 def test_a_snapshot_that_cannot_be_written_does_not_fail_the_command(
         ledger: Ledger, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    store, job = setup_catalog(ledger.app)
-
     def broken(*_: Any, **__: Any) -> None:
         raise RuntimeError("disk full")
 
     assert ledger.app.snapshots is not None
     monkeypatch.setattr(ledger.app.snapshots, "put", broken)
     with caplog.at_level(logging.WARNING, logger="domain.application"):
+        store, job = setup_catalog(ledger.app)
         crawl(ledger.app, job, range(1, 8))
     assert "could not write" in caplog.text
     assert select_latest(ledger.app.snapshots.recorder, [store, job]) == {}
