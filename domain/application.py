@@ -18,11 +18,18 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.domain import Aggregate, MutableOrImmutableAggregate
-from eventsourcing.persistence import IntegrityError, JSONTranscoder
+from eventsourcing.persistence import EventStore, IntegrityError, JSONTranscoder
+from eventsourcing.postgres import PostgresFactory
 from eventsourcing.utils import Environment
 
 from domain import ids
-from domain.batch_load import BINARY_INSERT_RECORDER, select_after, select_latest, select_versions
+from domain.batch_load import (
+    BINARY_INSERT_RECORDER,
+    BinarySnapshotRecorder,
+    select_after,
+    select_latest,
+    select_versions,
+)
 from domain.cache import AggregateCache
 from domain.chaining import DEFAULT_CATALOG_INTERVAL, Chain
 from domain.crawl_job import CrawlJob, RetryPolicy
@@ -77,6 +84,17 @@ class CrawlLedger(Application[UUID]):
             # binary batch insert: same rows, a fraction of the client CPU (domain.batch_load)
             environment.setdefault("APPLICATION_RECORDER_TOPIC", BINARY_INSERT_RECORDER)
         return environment
+
+    def construct_snapshot_store(self) -> EventStore[UUID]:
+        """The library's snapshot store; on PostgreSQL with the binary batch insert."""
+        factory: Any = self.factory
+        if not isinstance(factory, PostgresFactory):
+            return super().construct_snapshot_store()
+        recorder = BinarySnapshotRecorder(
+            factory.datastore, events_table_name=f"{factory.env.name.lower() or 'stored'}_snapshots")
+        if factory.env_create_table():
+            recorder.create_table()
+        return factory.event_store(mapper=self.mapper, recorder=recorder)
 
     @property
     def catalog_interval(self) -> int:

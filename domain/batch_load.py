@@ -127,6 +127,21 @@ def _originator(recorder: Any, value: Any) -> UUID:
     return UUID(str(recorder.convert_originator_id(value)))
 
 
+def _binary_insert(datastore: PostgresDatastore, table: str, returning: str = "") -> Any:
+    return SQL(
+        "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state) "
+        "SELECT * FROM unnest(%b::{id_type}[], %b::bigint[], %b::text[], %b::bytea[])" + returning
+    ).format(schema=Identifier(datastore.schema), table=Identifier(table),
+             id_type=Identifier(datastore.originator_id_type))
+
+
+def _binary_columns(stored_events: Sequence[StoredEvent]) -> tuple[list[Any], ...]:
+    return ([e.originator_id for e in stored_events],
+            [e.originator_version for e in stored_events],
+            [e.topic for e in stored_events],
+            [e.state for e in stored_events])
+
+
 class BinaryInsertRecorder(PostgresApplicationRecorder):
     """The library's PostgreSQL recorder, inserting a batch as four binary arrays.
 
@@ -140,23 +155,27 @@ class BinaryInsertRecorder(PostgresApplicationRecorder):
     def __init__(self, datastore: PostgresDatastore, *,
                  events_table_name: str = "stored_events") -> None:
         super().__init__(datastore, events_table_name=events_table_name)
-        self.binary_insert_statement = SQL(
-            "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state) "
-            "SELECT * FROM unnest(%b::{id_type}[], %b::bigint[], %b::text[], %b::bytea[]) "
-            "RETURNING notification_id"
-        ).format(schema=Identifier(datastore.schema), table=Identifier(events_table_name),
-                 id_type=Identifier(datastore.originator_id_type))
+        self.binary_insert_statement = _binary_insert(datastore, events_table_name,
+                                                      " RETURNING notification_id")
 
     def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent],
                               **_: Any) -> None:
         self._lock_table(curs)
         self._notify_channel(curs)
-        curs.execute(self.binary_insert_statement, (
-            [e.originator_id for e in stored_events],
-            [e.originator_version for e in stored_events],
-            [e.topic for e in stored_events],
-            [e.state for e in stored_events],
-        ))
+        curs.execute(self.binary_insert_statement, _binary_columns(stored_events))
+
+
+class BinarySnapshotRecorder(PostgresAggregateRecorder):
+    """The library's PostgreSQL aggregate recorder (the snapshot table) with the same
+    binary batch insert: snapshots hold whole aggregate states, the largest rows we write."""
+
+    def __init__(self, datastore: PostgresDatastore, *, events_table_name: str) -> None:
+        super().__init__(datastore, events_table_name=events_table_name)
+        self.binary_insert_statement = _binary_insert(datastore, events_table_name)
+
+    def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent],
+                              **_: Any) -> None:
+        curs.execute(self.binary_insert_statement, _binary_columns(stored_events))
 
 
 BINARY_INSERT_RECORDER = f"{__name__}:{BinaryInsertRecorder.__qualname__}"
