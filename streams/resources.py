@@ -77,6 +77,7 @@ class Resources:
     _crawler: CrawlerPort | None = field(default=None, init=False)
     _stack: AsyncExitStack = field(default_factory=AsyncExitStack, init=False)
     _crawler_lock: asyncio.Lock | None = field(default=None, init=False)
+    _closed: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         self.db = DbThread(self.options.db_threads)
@@ -104,9 +105,16 @@ class Resources:
                 self._crawler = await self._stack.enter_async_context(crawler_for(self.settings))
         return self._crawler
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         try:
-            await self._stack.aclose()  # the HTTP client (its loop may be gone by now)
+            await self._stack.aclose()  # the HTTP client
         finally:
             try:
                 if self._ledger is not None:

@@ -12,22 +12,33 @@ from streams.app import resources
 
 
 def run_worker(app: faust.App, loglevel: str = "info") -> None:
-    """Run until SIGTERM/SIGINT (Faust handles both: agents stop, offsets commit)."""
+    """Run until SIGTERM/SIGINT (Faust handles both: agents stop, offsets commit).
+
+    The shared resources (HTTP client, database pool) are closed on the
+    worker's own loop once the agents have stopped; if the worker never got
+    that far, on a fresh loop afterwards.
+    """
     from faust.worker import Worker
 
+    class LedgerWorker(Worker):
+        async def on_shutdown(self) -> None:
+            await super().on_shutdown()
+            await _close(app)
+
     Path(app.conf.datadir).parent.mkdir(parents=True, exist_ok=True)
-    worker = Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
+    worker = LedgerWorker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
     try:
         worker.execute_from_commandline()
     except SystemExit as stop:
         if stop.code not in (0, None):
             raise
     finally:
-        _close(app)
+        if not resources(app).closed:
+            asyncio.run(_close(app))
 
 
-def _close(app: faust.App) -> None:
+async def _close(app: faust.App) -> None:
     try:
-        asyncio.run(resources(app).close())
+        await resources(app).close()
     except Exception:
         logging.getLogger(__name__).exception("closing worker resources failed")
