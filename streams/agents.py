@@ -144,8 +144,20 @@ async def schedule(res: Resources) -> None:
 
 
 async def redrive(res: Resources, work_topic: Any) -> None:
-    """Re-send work for jobs stuck in `dispatched` (a work item lost with a crash)."""
-    before = res.clock.now() - timedelta(seconds=res.options.redrive_after)
+    """Re-send work for jobs stuck in `dispatched` (a work item lost with a crash).
+
+    A job is sent again at most once per `redrive_after`: under a backlog the
+    first copy may simply still be queued, and every extra copy is a wasted
+    lease attempt when it arrives.
+    """
+    now = res.clock.now()
+    before = now - timedelta(seconds=res.options.redrive_after)
+    sent = res.redriven
+    for job_id in [j for j, at in sent.items() if at < before]:
+        del sent[job_id]
     for item in await res.call(stale_dispatched, iso(before)):
+        if item.job_id in sent:
+            continue
         log.warning("job %s still dispatched: sending its work item again", item.job_id)
         await send_work(work_topic, item)
+        sent[item.job_id] = now

@@ -78,6 +78,8 @@ class Resources:
     _stack: AsyncExitStack = field(default_factory=AsyncExitStack, init=False)
     _crawler_lock: asyncio.Lock | None = field(default=None, init=False)
     _closed: bool = field(default=False, init=False)
+    #: when the leader last re-sent each job's work item (`agents.redrive`)
+    redriven: dict[str, datetime] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.db = DbThread(self.options.db_threads)

@@ -1,12 +1,17 @@
-"""Projecting consumed messages: no message is stepped over, stalled partitions are found."""
+"""Stream agents' bookkeeping: no consumed message is stepped over, stalled partitions are
+found, and stuck work is re-sent without piling up copies."""
 
 from __future__ import annotations
 
-from typing import cast
+import asyncio
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+from typing import Any, cast
 
 from domain.envelope import Envelope
-from streams.agents import StallWatchdog
+from streams.agents import StallWatchdog, redrive
 from streams.kafka_projection import Consumed, contiguous
+from streams.records import WorkItem
 
 ENV = cast(Envelope, None)  # the envelope plays no part in the offset bookkeeping
 
@@ -60,3 +65,46 @@ def test_watchdog_leaves_moving_caught_up_and_foreign_partitions_alone() -> None
     dog.stalled({tp}, {tp: 6}, {tp: 9})
     assert dog.stalled(set(), {tp: 6}, {tp: 9}) == {}
     assert dog.stalled({tp}, {tp: 6}, {tp: 9}) == {}
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.at = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def now(self) -> datetime:
+        return self.at
+
+
+class FakeTopic:
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    async def send(self, key: bytes, value: WorkItem) -> Any:
+        self.sent.append(value.job_id)
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done.set_result(None)
+        return done
+
+
+def test_redrive_resends_a_stuck_job_once_per_interval() -> None:
+    clock, topic = FakeClock(), FakeTopic()
+    stuck = [WorkItem(job_id="j1", url="http://a.test/x", host="a.test"),
+             WorkItem(job_id="j2", url="http://b.test/y", host="b.test")]
+
+    async def call(fn: Any, before: str) -> list[WorkItem]:
+        return list(stuck)
+
+    res = SimpleNamespace(clock=clock, options=SimpleNamespace(redrive_after=60.0),
+                          redriven={}, call=call)
+    def run() -> None:
+        asyncio.run(redrive(cast(Any, res), topic))
+
+    run()
+    assert topic.sent == ["j1", "j2"]
+    clock.at += timedelta(seconds=15)  # the leader's next tick: still queued, not sent again
+    run()
+    assert topic.sent == ["j1", "j2"]
+    stuck.pop()  # j2 got leased meanwhile
+    clock.at += timedelta(seconds=61)  # a whole interval later j1 is still stuck: once more
+    run()
+    assert topic.sent == ["j1", "j2", "j1"]
