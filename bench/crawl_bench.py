@@ -47,6 +47,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from crawl_server import PRIVATE_EVERY, Server  # noqa: E402
 
+from ledger.embedded import run_loop  # noqa: E402  (asyncio.run on uvloop)
+
 SCRAPY_VENV = Path(os.environ.get("SCRAPY_VENV", "/tmp/scrapy-venv"))
 
 #: Each run's data dir (archive, ledger) is fresh, and removed only when the bench ends:
@@ -103,7 +105,7 @@ def bench_ours(server: Server, per_host: int, profile: str | None = None) -> dic
     profiler = cProfile.Profile() if profile else None
     if profiler:
         profiler.enable()
-    elapsed, results = asyncio.run(
+    elapsed, results = run_loop(
         _crawl_all(urls, data_dir, per_host, per_host * len(server.bases)))
     if profiler:
         profiler.disable()
@@ -143,7 +145,7 @@ def bench_embedded(server: Server, per_host: int) -> dict[str, Any]:
                 return await runner.run(until_idle=True)
 
         started = time.perf_counter()
-        stats = asyncio.run(run())
+        stats = run_loop(run())
         elapsed = time.perf_counter() - started
         counts = ledger.read.job_counts()
     finally:
