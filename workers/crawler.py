@@ -188,7 +188,9 @@ class Crawler:
             final_url=crawl.pages[0].url,
             extractor=adapter.name,
             extractor_version=adapter.version,
-            content_hash=content_hash([page.body for page in crawl.pages]),
+            # one page: its archive ref is the same sha256 (`content_hash` of one body)
+            content_hash=(crawl.refs[0] if len(crawl.refs) == 1
+                          else content_hash([page.body for page in crawl.pages])),
             raw_ref=raw_ref,
             pages=len(crawl.pages),
             bytes=sum(len(page.body) for page in crawl.pages),
