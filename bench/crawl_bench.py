@@ -47,7 +47,26 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from crawl_server import PRIVATE_EVERY, Server  # noqa: E402
 
+from ledger.embedded import run_loop  # noqa: E402  (asyncio.run on uvloop)
+
 SCRAPY_VENV = Path(os.environ.get("SCRAPY_VENV", "/tmp/scrapy-venv"))
+
+#: Each run's data dir (archive, ledger) is fresh, and removed only when the bench ends:
+#: ext4 skips inodes freed in the last ~30 s (`recently_deleted`) one by one when it
+#: allocates, so deleting 6,000 files and directories right before the next run made
+#: every file and directory that run creates several times dearer (perf: ~70 % of the
+#: archive's kernel time), a cost of the bench's own cleanup, not of crawling.
+SCRATCH: list[Path] = []
+
+
+def scratch_dir(prefix: str) -> Path:
+    SCRATCH.append(Path(tempfile.mkdtemp(prefix=prefix)))
+    return SCRATCH[-1]
+
+
+def remove_scratch() -> None:
+    while SCRATCH:
+        shutil.rmtree(SCRATCH.pop(), ignore_errors=True)
 
 
 # -- (a) our pipeline --------------------------------------------------------------
@@ -82,18 +101,15 @@ async def _crawl_all(urls: list[str], data_dir: Path, per_host: int, workers: in
 
 def bench_ours(server: Server, per_host: int, profile: str | None = None) -> dict[str, Any]:
     urls = server.urls()
-    data_dir = Path(tempfile.mkdtemp(prefix="crawl-bench-"))
+    data_dir = scratch_dir("crawl-bench-")
     profiler = cProfile.Profile() if profile else None
-    try:
-        if profiler:
-            profiler.enable()
-        elapsed, results = asyncio.run(
-            _crawl_all(urls, data_dir, per_host, per_host * len(server.bases)))
-        if profiler:
-            profiler.disable()
-            profiler.dump_stats(profile)  # type: ignore[arg-type]
-    finally:
-        shutil.rmtree(data_dir, ignore_errors=True)
+    if profiler:
+        profiler.enable()
+    elapsed, results = run_loop(
+        _crawl_all(urls, data_dir, per_host, per_host * len(server.bases)))
+    if profiler:
+        profiler.disable()
+        profiler.dump_stats(profile)  # type: ignore[arg-type]
     return {"pages": results["ok"], "elapsed": elapsed, "results": dict(results)}
 
 
@@ -105,7 +121,7 @@ def bench_embedded(server: Server, per_host: int) -> dict[str, Any]:
     from ledger.embedded import EmbeddedRunner
     from ledger.settings import Settings
 
-    data_dir = Path(tempfile.mkdtemp(prefix="crawl-bench-ledger-"))
+    data_dir = scratch_dir("crawl-bench-ledger-")
     settings = Settings.from_env({"LEDGER_DATA_DIR": str(data_dir)})
     ledger = bootstrap(settings)
     clock = SystemClock()
@@ -129,12 +145,11 @@ def bench_embedded(server: Server, per_host: int) -> dict[str, Any]:
                 return await runner.run(until_idle=True)
 
         started = time.perf_counter()
-        stats = asyncio.run(run())
+        stats = run_loop(run())
         elapsed = time.perf_counter() - started
         counts = ledger.read.job_counts()
     finally:
         ledger.close()
-        shutil.rmtree(data_dir, ignore_errors=True)
     return {"pages": stats.succeeded, "elapsed": elapsed, "failures": dict(stats.failures),
             "jobs": counts, "latency_p50": _pct(latencies, 50),
             "latency_p99": _pct(latencies, 99), "latency_n": len(latencies),
@@ -258,11 +273,15 @@ def main() -> None:
             "scrapy": lambda: bench_scrapy(server, python, args.per_host),  # type: ignore[arg-type]
         }
         order = [name for name in benches if name in only and (name != "scrapy" or python)]
-        for run in range(args.runs):
-            # rotated each run, so no pipeline always runs first (or last) on a drifting machine
-            for name in order[run % len(order):] + order[:run % len(order)]:
-                rows[name].append(benches[name]())
-                _show(run, name, rows[name][-1])
+        try:
+            for run in range(args.runs):
+                # rotated each run, so no pipeline always runs first (or last) on a drifting
+                # machine
+                for name in order[run % len(order):] + order[:run % len(order)]:
+                    rows[name].append(benches[name]())
+                    _show(run, name, rows[name][-1])
+        finally:
+            remove_scratch()
         hits = server.hits()
     print(f"server hits: {dict(hits)}  (private must be 0)")
     _table(rows, "scrapy" in only and python is None)

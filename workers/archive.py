@@ -12,12 +12,12 @@ ref in order (`crawl_ref`; `page_refs` resolves either form). Its
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,6 +26,7 @@ __all__ = ["ArchiveError", "RawArchive", "content_hash", "ref_of"]
 _PREFIX = "sha256:"
 _MANIFEST_MARK = "crawl-ledger-manifest"
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+_TEMPORARY_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 
 
 class ArchiveError(Exception):
@@ -51,15 +52,20 @@ class RawArchive:
     # bytes; the archive's refs and contents are the same at any level.
     def __init__(self, data_dir: Path | str, compresslevel: int = 1) -> None:
         self._root = Path(data_dir) / "raw"
+        self._root_name = str(self._root)
         self._level = compresslevel
+        #: `ab/cd` directories known to exist: no mkdir (a syscall) for them again
+        self._dirs: set[str] = set()
 
     def put(self, body: bytes) -> str:
         """Store `body` (once) and return its ref `sha256:<hex>`."""
-        ref = ref_of(body)
-        path = self.path_of(ref)
-        if not path.exists():
-            self._write_atomically(path, gzip.compress(body, self._level, mtime=0))
-        return ref
+        hexdigest = hashlib.sha256(body).hexdigest()
+        # plain strings and os calls: pathlib's objects cost more than the stat
+        directory = os.path.join(self._root_name, hexdigest[:2], hexdigest[2:4])
+        name = f"{hexdigest}.gz"
+        if not os.path.exists(os.path.join(directory, name)):
+            self._write_atomically(directory, name, gzip.compress(body, self._level, mtime=0))
+        return _PREFIX + hexdigest
 
     def get(self, raw_ref: str) -> bytes:
         """The body stored under `raw_ref`, verified against its hash."""
@@ -100,14 +106,37 @@ class RawArchive:
             raise ArchiveError(f"malformed raw ref {raw_ref!r}")
         return self._root / hexdigest[:2] / hexdigest[2:4] / f"{hexdigest}.gz"
 
-    @staticmethod
-    def _write_atomically(path: Path, data: bytes) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    def _write_atomically(self, directory: str, name: str, data: bytes) -> None:
+        if directory not in self._dirs:
+            os.makedirs(directory, exist_ok=True)
+            self._dirs.add(directory)
         try:
-            with os.fdopen(fd, "wb") as tmp_file:
-                tmp_file.write(data)
-            os.replace(tmp, path)  # atomic; a concurrent writer wrote the same bytes
+            fd, tmp = _create_temporary(directory, name)
+        except FileNotFoundError:  # the directory went away since: make it again
+            os.makedirs(directory, exist_ok=True)
+            fd, tmp = _create_temporary(directory, name)
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+            # atomic; a concurrent writer wrote the same bytes
+            os.replace(tmp, os.path.join(directory, name))
         except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
             raise
+
+
+def _create_temporary(directory: str, name: str) -> tuple[int, str]:
+    """A new temporary file beside `name`, as `tempfile.mkstemp` makes one (O_EXCL,
+    0600, a random part), without its Python overhead: (fd, path)."""
+    for _ in range(100):
+        tmp = os.path.join(directory, f".{name}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, _TEMPORARY_FLAGS, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {directory}")

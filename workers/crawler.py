@@ -14,9 +14,10 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import httpx
 
@@ -36,6 +37,9 @@ _DEFAULT_LIMITS = FetchLimits()
 _DEFAULT_CONFIG = PolitenessConfig()
 _NEEDS_PRODUCTS = frozenset({"catalog", "product_page"})
 _BY_KIND = {"store_discovery": "locator", "feed": "feeds"}
+_T = TypeVar("_T")
+#: threads writing to the raw archive (see `Crawler.__init__`)
+ARCHIVE_THREADS = 2
 
 
 class AdapterRegistry(Protocol):
@@ -84,6 +88,10 @@ class Crawler:
         self._adapters = adapters
         self._max_pages = max_pages
         self._clock = clock
+        # The archive's own threads: file creation is most of a write, and it is the
+        # kernel's time (the GIL is free). Few threads, so they rarely hold the GIL the
+        # event loop waits for; idle ones end when the crawler is garbage-collected.
+        self._io = ThreadPoolExecutor(ARCHIVE_THREADS, thread_name_prefix="archive")
 
     async def crawl(self, task: CrawlTask) -> CrawlOutcome:
         """The outcome of crawling `task`; failures are values, never raised."""
@@ -114,8 +122,9 @@ class Crawler:
             self._check_pagination(request, seen, len(crawl.pages))
             page = await self._fetch(request, task, crawl)
             extraction = self._extract(adapter, page, task, crawl)
-        # a multi-page crawl stores a manifest: file I/O, off the event loop
-        raw_ref = await asyncio.to_thread(self._archive.crawl_ref, crawl.refs)
+        # one page is its own ref; several store a manifest: file I/O, off the event loop
+        raw_ref = (crawl.refs[0] if len(crawl.refs) == 1
+                   else await self._off_loop(self._archive.crawl_ref, crawl.refs))
         return self._outcome(task, adapter, crawl, raw_ref)
 
     async def _fetch(self, request: Request, task: CrawlTask, crawl: _Pages) -> Page:
@@ -123,9 +132,13 @@ class Crawler:
         async with self._politeness.slot(request.url, policy):
             page = await self._fetcher.fetch(request, self._politeness.user_agent(policy))
         # file I/O and compression off the event loop
-        crawl.refs.append(await asyncio.to_thread(self._archive.put, page.body))
+        crawl.refs.append(await self._off_loop(self._archive.put, page.body))
         crawl.pages.append(page)
         return page
+
+    async def _off_loop(self, call: Callable[[_T], str], argument: _T) -> str:
+        """`call(argument)` on the archive's threads (no context copy: it needs none)."""
+        return await asyncio.get_running_loop().run_in_executor(self._io, call, argument)
 
     def _detect(self, page: Page) -> Adapter:
         adapter = self._adapters.detect(page)
@@ -175,7 +188,9 @@ class Crawler:
             final_url=crawl.pages[0].url,
             extractor=adapter.name,
             extractor_version=adapter.version,
-            content_hash=content_hash([page.body for page in crawl.pages]),
+            # one page: its archive ref is the same sha256 (`content_hash` of one body)
+            content_hash=(crawl.refs[0] if len(crawl.refs) == 1
+                          else content_hash([page.body for page in crawl.pages])),
             raw_ref=raw_ref,
             pages=len(crawl.pages),
             bytes=sum(len(page.body) for page in crawl.pages),

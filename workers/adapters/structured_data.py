@@ -32,6 +32,12 @@ _RELATED = re.compile(
     re.IGNORECASE,
 )
 _KEEP_TAGS = {"html", "body", "main", "head"}
+#: elements (tree and descendants) whose "class id" `$pattern` matches, ignoring case
+_MARKED = lxml.etree.XPath(
+    "descendant-or-self::*[(@class or @id) and re:test(concat(@class, ' ', @id), $pattern, 'i')]",
+    namespaces={"re": "http://exslt.org/regular-expressions"},
+)
+_XML_SPACE = re.compile(r"[ \t\r\n]+")
 
 
 @dataclass(frozen=True)
@@ -65,8 +71,16 @@ def read_head_data(tree: lxml.html.HtmlElement) -> PageData:
     Cuts the related sections out of `tree` first, as `read_page_data` does.
     """
     _drop_related_sections(tree)
-    return PageData(jsonld=tuple(_jsonld(tree)), opengraph=_opengraph(tree),
-                    canonical=_canonical(tree))
+    # one walk of the document for the three (what `//script`, `//meta` and `//link`
+    # from `tree` would find, in document order)
+    scripts: list[lxml.html.HtmlElement] = []
+    metas: list[lxml.html.HtmlElement] = []
+    links: list[lxml.html.HtmlElement] = []
+    by_tag = {"script": scripts, "meta": metas, "link": links}
+    for element in tree.getroottree().getroot().iter("script", "meta", "link"):
+        by_tag[element.tag].append(element)
+    return PageData(jsonld=tuple(_jsonld(scripts)), opengraph=_opengraph(metas),
+                    canonical=_canonical(links))
 
 
 def with_embedded_markup(data: PageData, tree: lxml.html.HtmlElement, url: str) -> PageData:
@@ -77,19 +91,22 @@ def with_embedded_markup(data: PageData, tree: lxml.html.HtmlElement, url: str) 
 
 
 def _drop_related_sections(tree: lxml.html.HtmlElement) -> None:
-    # only elements with a class or id can be marked (the others' marks are blank)
-    for element in tree.xpath("descendant-or-self::*[@class or @id]"):
+    # Only elements with a class or id can be marked (the others' marks are blank).
+    # The XPath tests "class id" with `_RELATED` itself (EXSLT re:test is Python's
+    # `re`, IGNORECASE): only the marked elements become Python objects.
+    for element in _MARKED(tree, pattern=_RELATED.pattern):
         if not isinstance(element.tag, str) or element.tag in _KEEP_TAGS:
             continue
-        marks = f"{element.get('class', '')} {element.get('id', '')}"
         parent = element.getparent()
-        if parent is not None and _RELATED.search(marks):
+        if parent is not None:
             parent.remove(element)
 
 
-def _jsonld(tree: lxml.html.HtmlElement) -> list[dict[str, Any]]:
+def _jsonld(scripts: list[lxml.html.HtmlElement]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
-    for script in tree.xpath('//script[contains(@type, "ld+json")]'):
+    for script in scripts:
+        if "ld+json" not in script.get("type", ""):  # contains(@type, "ld+json")
+            continue
         try:
             data = json.loads(script.text_content() or "", parse_float=Decimal, strict=False)
         except (ValueError, RecursionError):
@@ -112,9 +129,11 @@ def _extruct(document: Any, syntax: str, url: str) -> list[dict[str, Any]]:
     return [item for item in found.get(syntax, []) if isinstance(item, dict)]
 
 
-def _opengraph(tree: lxml.html.HtmlElement) -> dict[str, str]:
+def _opengraph(metas: list[lxml.html.HtmlElement]) -> dict[str, str]:
     found: dict[str, str] = {}
-    for meta in tree.xpath("//meta[@property or @name]"):
+    for meta in metas:
+        if meta.get("property") is None and meta.get("name") is None:
+            continue
         key = (meta.get("property") or meta.get("name") or "").strip().lower()
         content = meta.get("content")
         if key.startswith(("og:", "product:")) and content and key not in found:
@@ -122,8 +141,11 @@ def _opengraph(tree: lxml.html.HtmlElement) -> dict[str, str]:
     return found
 
 
-def _canonical(tree: lxml.html.HtmlElement) -> str | None:
-    hrefs = tree.xpath(
-        '//link[contains(concat(" ", normalize-space(@rel), " "), " canonical ")]/@href'
-    )
-    return str(hrefs[0]).strip() if hrefs else None
+def _canonical(links: list[lxml.html.HtmlElement]) -> str | None:
+    # the first <link> whose rel has the token "canonical" and that has an href (XPath's
+    # normalize-space splits on XML whitespace only)
+    for link in links:
+        href = link.get("href")
+        if href is not None and "canonical" in _XML_SPACE.split(link.get("rel", "")):
+            return str(href).strip()
+    return None
