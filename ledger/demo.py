@@ -10,7 +10,6 @@ simulated clock on by one catalog interval.
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -20,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ledger.bootstrap import Ledger, bootstrap, crawler_for
 from ledger.clock import SimulatedClock
-from ledger.embedded import EmbeddedRunner, RunStats
+from ledger.embedded import EmbeddedRunner, RunStats, run_loop
 from ledger.settings import ConfigError, Settings, parse_postgres
 from ledger.simulator import FaultConfig, SimulatorThread
 
@@ -145,7 +144,7 @@ def run_embedded_demo(settings: Settings, config: DemoConfig,
         total = RunStats()
 
         def until_idle() -> None:
-            stats = asyncio.run(_run_once(ledger, settings, clock, config, on_change, total))
+            stats = run_loop(_run_once(ledger, settings, clock, config, on_change, total))
             _accumulate(total, stats)
 
         run_cycles(sim, clock, config, until_idle, on_cycle)

@@ -11,7 +11,7 @@ from ledger.bootstrap import bootstrap, crawler_for
 from ledger.cli.errors import CommandError
 from ledger.cli.progress import LiveStats, stats_table
 from ledger.clock import SystemClock
-from ledger.embedded import DataDirLock, EmbeddedRunner, RunnerLocked, RunStats
+from ledger.embedded import DataDirLock, EmbeddedRunner, RunnerLocked, RunStats, run_loop
 from ledger.settings import Settings
 
 
@@ -33,7 +33,7 @@ def run_embedded(args: argparse.Namespace) -> int:
                            " (see README, Scaling out)")
     try:
         with DataDirLock(settings.data_dir):
-            stats = asyncio.run(_run(settings, args))
+            stats = run_loop(_run(settings, args))
     except RunnerLocked as error:
         raise CommandError(str(error)) from None
     LiveStats().console.print(stats_table(stats, "run finished"))
