@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from domain.envelope import Envelope
+from domain.envelope import Envelope, gc_paused
 from projections.db import Database
 from projections.framework import Projection
-from projections.source import EventSource
+from projections.source import EventSource, batches
 
 
 def apply_envelopes(db: Database, projections: Sequence[Projection],
@@ -15,7 +15,7 @@ def apply_envelopes(db: Database, projections: Sequence[Projection],
     """Apply one batch to every projection in a single transaction (with positions)."""
     if not envelopes:
         return
-    with db.transaction() as tx:
+    with gc_paused(), db.transaction() as tx:
         for projection in projections:
             projection.apply_batch(tx, envelopes)
 
@@ -43,13 +43,30 @@ class ProjectionRunner:
         return len(envelopes)
 
     def catch_up(self, progress: Callable[[int, int], None] | None = None) -> int:
-        """Apply everything recorded so far; returns the number of events read."""
+        """Apply everything recorded so far; returns the number of events read.
+
+        Batches come from `batches` (read ahead while this thread applies). Each
+        batch moves every projection to its last position; should the tracked
+        position say otherwise (another writer), reading restarts from there.
+        """
         total = 0
         head = self.source.head()
+        after = self.position()
         while True:
-            count = self.run_batch()
-            total += count
-            if progress is not None:
-                progress(self.position(), head)
-            if count < self.batch_size:
-                return total
+            stream = batches(self.source, after, self.batch_size)
+            try:
+                for envelopes in stream:
+                    apply_envelopes(self.db, self.projections, envelopes)
+                    total += len(envelopes)
+                    reached = self.position()
+                    if progress is not None:
+                        progress(reached, head)
+                    if len(envelopes) < self.batch_size:
+                        return total
+                    if reached != envelopes[-1].position:
+                        after = reached
+                        break
+                else:
+                    return total
+            finally:
+                stream.close()

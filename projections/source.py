@@ -5,11 +5,17 @@ it does not go through the library's `select_notifications` (a dict row and
 a `Notification` object per event, bytea sent as hex text): one SQL query
 per batch fetches plain tuples — binary protocol on PostgreSQL — and
 `from_stored_rows` decodes the whole batch at once.
+
+A long catch-up (`batches`: rebuilds, the embedded runner far behind) reads
+ahead: while the caller applies one batch, a worker thread decodes the next
+and another fetches the one after, so the database's time (the fetch, the
+caller's own writes) overlaps with Python's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
 from eventsourcing.persistence import ApplicationRecorder
@@ -38,12 +44,61 @@ class NotificationLogSource:
     def __init__(self, recorder: ApplicationRecorder) -> None:
         self.recorder = recorder
         self._select = _selector(recorder)
+        # PostgreSQL sends the ids as `uuid::text`: canonical, no UUID objects to make
+        self._canonical = self._select is _postgres_rows
 
     def read(self, after: int, limit: int) -> list[Envelope]:
-        return from_stored_rows(self._select(self.recorder, after, limit))
+        return from_stored_rows(self._select(self.recorder, after, limit), self._canonical)
 
     def head(self) -> int:
         return self.recorder.max_notification_id() or 0
+
+    def batches(self, after: int, limit: int) -> Generator[list[Envelope], None, None]:
+        """`read` batch after batch until a short one (yielded too, even if empty).
+
+        The first batch is read in the caller's thread; only when it is full do two
+        worker threads read ahead: one fetches batch n+2 while the other decodes
+        batch n+1 and the caller works on batch n (at most three batches in memory).
+        """
+        rows = self._select(self.recorder, after, limit)
+        if len(rows) < limit:  # the usual live catch-up: one short batch, no threads
+            yield from_stored_rows(rows, self._canonical)
+            return
+        with ThreadPoolExecutor(2, thread_name_prefix="read-ahead") as pool:
+            def fetch(after: int) -> list[StoredRow]:
+                return self._select(self.recorder, after, limit)
+
+            def decode(fetched: Future[list[StoredRow]]
+                       ) -> tuple[list[Envelope], Future[list[StoredRow]] | None]:
+                rows = fetched.result()
+                ahead = pool.submit(fetch, rows[-1][0]) if len(rows) == limit else None
+                return from_stored_rows(rows, self._canonical), ahead
+
+            first: Future[list[StoredRow]] = Future()
+            first.set_result(rows)
+            pending: Future[tuple[list[Envelope], Future[list[StoredRow]] | None]] | None
+            pending = pool.submit(decode, first)
+            while pending is not None:
+                envelopes, ahead = pending.result()
+                pending = pool.submit(decode, ahead) if ahead is not None else None
+                yield envelopes
+
+
+def batches(source: EventSource, after: int, limit: int) -> Generator[list[Envelope], None, None]:
+    """Batches of `limit` envelopes after `after` until a short one (yielded too).
+
+    Reads ahead when the source can (`NotificationLogSource.batches`), else one
+    `read` after the other.
+    """
+    if isinstance(source, NotificationLogSource):
+        yield from source.batches(after, limit)
+        return
+    while True:
+        envelopes = source.read(after, limit)
+        yield envelopes
+        if len(envelopes) < limit:
+            return
+        after = envelopes[-1].position
 
 
 def _selector(recorder: ApplicationRecorder) -> Callable[[Any, int, int], list[StoredRow]]:
@@ -61,7 +116,7 @@ def _library_rows(recorder: ApplicationRecorder, after: int, limit: int) -> list
 
 def _postgres_rows(recorder: Any, after: int, limit: int) -> list[StoredRow]:
     statement = SQL(
-        "SELECT notification_id, originator_id, originator_version, topic, state "
+        "SELECT notification_id, originator_id::text, originator_version, topic, state "
         "FROM {schema}.{table} WHERE notification_id > %s ORDER BY notification_id LIMIT %s"
     ).format(schema=Identifier(recorder.datastore.schema),
              table=Identifier(recorder.events_table_name))
