@@ -45,28 +45,40 @@ class ProjectionRunner:
     def catch_up(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Apply everything recorded so far; returns the number of events read.
 
-        Batches come from `batches` (read ahead while this thread applies). Each
-        batch moves every projection to its last position; should the tracked
-        position say otherwise (another writer), reading restarts from there.
+        Reads of at most `READ_SIZE` come from `batches` (read ahead while this
+        thread applies); as many whole reads as fit in `batch_size` make one
+        transaction. Each transaction moves every projection to its last
+        position; should the tracked position say otherwise (another writer),
+        reading restarts from there.
         """
         total = 0
         head = self.source.head()
         after = self.position()
+        size = min(self.batch_size, READ_SIZE)
         while True:
-            stream = batches(self.source, after, self.batch_size)
+            stream = batches(self.source, after, size)
             try:
+                pending: list[Envelope] = []
                 for envelopes in stream:
-                    apply_envelopes(self.db, self.projections, envelopes)
-                    total += len(envelopes)
+                    pending += envelopes
+                    if len(envelopes) == size and len(pending) + size <= self.batch_size:
+                        continue  # another read fits in this transaction
+                    apply_envelopes(self.db, self.projections, pending)
+                    total += len(pending)
                     reached = self.position()
                     if progress is not None:
                         progress(reached, head)
-                    if len(envelopes) < self.batch_size:
+                    if len(envelopes) < size:
                         return total
-                    if reached != envelopes[-1].position:
+                    if reached != pending[-1].position:
                         after = reached
                         break
+                    pending = []
                 else:
                     return total
             finally:
                 stream.close()
+
+
+#: the most envelopes one read fetches and decodes (a batch is read in such pieces)
+READ_SIZE = 5000

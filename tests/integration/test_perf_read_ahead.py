@@ -93,3 +93,23 @@ def test_gc_paused_restores_the_collector() -> None:
     with pytest.raises(RuntimeError), gc_paused():
         raise RuntimeError
     assert gc.isenabled()
+
+
+def test_runner_applies_several_reads_per_transaction(ledger: Ledger,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import projections.runner as runner
+
+    record(ledger, 25)
+    monkeypatch.setattr(runner, "READ_SIZE", 3)
+    applied: list[int] = []
+    real = runner.apply_envelopes
+    monkeypatch.setattr(runner, "apply_envelopes",
+                        lambda db, ps, envs: (applied.append(len(envs)), real(db, ps, envs))[1])
+    pieces = ProjectionRunner(ledger.source, ledger.db, read_models("pieces_"), batch_size=10)
+    assert pieces.catch_up() == ledger.source.head()
+    assert applied[:-1] == [9] * (len(applied) - 1) and sum(applied) == ledger.source.head()
+    whole = ProjectionRunner(ledger.source, ledger.db, read_models("whole_"), batch_size=10_000)
+    whole.catch_up()
+    for projection in read_models():
+        for table in projection.tables:
+            assert table_rows(ledger.db, table, "pieces_") == table_rows(ledger.db, table, "whole_")
