@@ -7,15 +7,14 @@ per batch fetches plain tuples — binary protocol on PostgreSQL — and
 `from_stored_rows` decodes the whole batch at once.
 
 A long catch-up (`batches`: rebuilds, the embedded runner far behind) reads
-ahead: while the caller applies one batch, a worker thread decodes the next
-and another fetches the one after, so the database's time (the fetch, the
-caller's own writes) overlaps with Python's.
+ahead: a worker thread fetches the next batch while the caller decodes and
+applies the current one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from eventsourcing.persistence import ApplicationRecorder
@@ -56,32 +55,24 @@ class NotificationLogSource:
     def batches(self, after: int, limit: int) -> Generator[list[Envelope], None, None]:
         """`read` batch after batch until a short one (yielded too, even if empty).
 
-        The first batch is read in the caller's thread; only when it is full do two
-        worker threads read ahead: one fetches batch n+2 while the other decodes
-        batch n+1 and the caller works on batch n (at most three batches in memory).
+        The first batch is read in the caller's thread; only when it is full does a
+        worker thread read ahead: it fetches batch n+1 while the caller decodes and
+        works on batch n (decoding stays in the caller's thread: two threads of
+        Python work would only take turns with the GIL, and the fetch's waiting for
+        the server is what can overlap).
         """
         rows = self._select(self.recorder, after, limit)
-        if len(rows) < limit:  # the usual live catch-up: one short batch, no threads
+        if len(rows) < limit:  # the usual live catch-up: one short batch, no thread
             yield from_stored_rows(rows, self._canonical)
             return
-        with ThreadPoolExecutor(2, thread_name_prefix="read-ahead") as pool:
-            def fetch(after: int) -> list[StoredRow]:
-                return self._select(self.recorder, after, limit)
-
-            def decode(fetched: Future[list[StoredRow]]
-                       ) -> tuple[list[Envelope], Future[list[StoredRow]] | None]:
-                rows = fetched.result()
-                ahead = pool.submit(fetch, rows[-1][0]) if len(rows) == limit else None
-                return from_stored_rows(rows, self._canonical), ahead
-
-            first: Future[list[StoredRow]] = Future()
-            first.set_result(rows)
-            pending: Future[tuple[list[Envelope], Future[list[StoredRow]] | None]] | None
-            pending = pool.submit(decode, first)
-            while pending is not None:
-                envelopes, ahead = pending.result()
-                pending = pool.submit(decode, ahead) if ahead is not None else None
-                yield envelopes
+        with ThreadPoolExecutor(1, thread_name_prefix="read-ahead") as pool:
+            while True:
+                ahead = pool.submit(self._select, self.recorder, rows[-1][0], limit)
+                yield from_stored_rows(rows, self._canonical)
+                rows = ahead.result()
+                if len(rows) < limit:
+                    yield from_stored_rows(rows, self._canonical)
+                    return
 
 
 def batches(source: EventSource, after: int, limit: int) -> Generator[list[Envelope], None, None]:
