@@ -53,15 +53,20 @@ class Rows:
         self.prefix = prefix
         self._rows: dict[tuple[str, tuple[Any, ...]], Row | None] = {}
         self._dirty: set[tuple[str, tuple[Any, ...]]] = set()
+        # per table: its key column when it has one (the usual case), else None
+        self._single = {name: t.key[0] if len(t.key) == 1 else None for name, t in tables.items()}
 
     def get(self, table: str, *key: Any) -> Row | None:
         slot = (table, key)
-        if slot not in self._rows:
-            spec = self.tables[table]
-            where = " AND ".join(f"{k} = ?" for k in spec.key)
-            found = self.tx.execute(f"SELECT * FROM {self.prefix}{table} WHERE {where}", key)
-            self._rows[slot] = found[0] if found else None
-        return self._rows[slot]
+        try:
+            return self._rows[slot]
+        except KeyError:
+            pass
+        spec = self.tables[table]
+        where = " AND ".join(f"{k} = ?" for k in spec.key)
+        found = self.tx.execute(f"SELECT * FROM {self.prefix}{table} WHERE {where}", key)
+        row = self._rows[slot] = found[0] if found else None
+        return row
 
     def prefetch(self, table: str, keys: Iterable[Any], chunk: int = 500) -> None:
         """Load many single-key rows in a few queries (instead of one per `get`)."""
@@ -78,18 +83,22 @@ class Rows:
                 self._rows.setdefault((table, (key,)), None)
 
     def put(self, table: str, row: Row) -> None:
-        spec = self.tables[table]
-        key = tuple(row[k] for k in spec.key)
-        self._rows[(table, key)] = row
-        self._dirty.add((table, key))
+        column = self._single[table]
+        slot = (table, (row[column],) if column is not None
+                else tuple([row[k] for k in self.tables[table].key]))
+        self._rows[slot] = row
+        self._dirty.add(slot)
 
     def flush(self) -> int:
         by_table: dict[str, list[list[Any]]] = {}
-        for table, key in self._dirty:
-            row = self._rows[(table, key)]
+        for slot in self._dirty:
+            row = self._rows[slot]
             assert row is not None
-            spec = self.tables[table]
-            by_table.setdefault(table, []).append([row.get(c) for c in spec.columns])
+            table = slot[0]
+            values = by_table.get(table)
+            if values is None:
+                values = by_table[table] = []
+            values.append(list(map(row.get, self.tables[table].columns)))
         for table, values in by_table.items():
             spec = self.tables[table]
             self.tx.upsert(self.prefix + table, spec.key, spec.columns, values)
@@ -135,22 +144,24 @@ class Projection(ABC):
         return int(rows[0]["position"]) if rows else 0
 
     def apply_batch(self, tx: Tx, envelopes: Sequence[Envelope]) -> int:
-        """Apply the envelopes after this projection's position; returns how many applied."""
+        """Apply the envelopes (in log order) after this projection's position.
+
+        Returns how many were past the position (applied, or of a type it ignores).
+        """
         position = self.position(tx)
-        handlers = self.handlers()
+        get = self.handlers().get
         rows = Rows(tx, self.table_map(), self.prefix)
-        streams = [e.stream_id for e in envelopes if e.position > position and e.event_type in handlers]
+        todo = (envelopes if envelopes and envelopes[0].position > position  # the usual case
+                else [e for e in envelopes if e.position > position])
+        work = [(handler, env) for env in todo
+                if (handler := get(env.event_type)) is not None]
+        streams = [env.stream_id for _, env in work]
         for table in self.tables:
             if len(table.key) == 1:
                 rows.prefetch(table.name, streams)
-        applied = 0
-        for env in envelopes:
-            if env.position <= position:
-                continue
-            handler = handlers.get(env.event_type)
-            if handler is not None:
-                handler(env, rows)
-            applied += 1
+        for handler, env in work:
+            handler(env, rows)
+        applied = len(todo)
         rows.flush()
         if envelopes and envelopes[-1].position > position:
             tx.execute(
@@ -171,8 +182,13 @@ def fresh(row: Row | None, env: Envelope) -> bool:
     return row is not None and int(row.get("version") or 0) < env.version
 
 
+#: what `json.dumps(value, sort_keys=True, separators=(",", ":"))` uses, built once
+#: (`dumps` with options builds a new encoder for every call)
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
 def dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 def loads(text: str | None) -> Any:
@@ -192,16 +208,21 @@ Change = Callable[[Row, dict[str, Any]], dict[str, Any]]
 
 
 def updater(table: str, change: Change, stamp: str | None = None) -> Handler:
-    """A handler that updates the stream's row with `change(row, payload)`, once per version."""
+    """A handler that updates the stream's row with `change(row, payload)`, once per version.
+
+    The row is updated in place: it is the batch cache's own dict (a fresh one per
+    `Rows`, read from the table or built by a creator), and `change` has read what it
+    needs from it before the update.
+    """
     def apply(env: Envelope, rows: Rows) -> None:
         row = rows.get(table, env.stream_id)
-        if not fresh(row, env):
+        if row is None or int(row.get("version") or 0) >= env.version:  # see `fresh`
             return
-        assert row is not None
-        updated = dict(row, **change(row, env.payload), version=env.version)
+        row.update(change(row, env.payload))
+        row["version"] = env.version
         if stamp:
-            updated[stamp] = env.occurred_at
-        rows.put(table, updated)
+            row[stamp] = env.occurred_at
+        rows.put(table, row)
     return apply
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from domain.envelope import Envelope
+from domain.envelope import Envelope, gc_paused
 from projections.db import Database
 from projections.framework import Projection
-from projections.source import EventSource
+from projections.source import EventSource, batches
 
 
 def apply_envelopes(db: Database, projections: Sequence[Projection],
@@ -15,7 +15,7 @@ def apply_envelopes(db: Database, projections: Sequence[Projection],
     """Apply one batch to every projection in a single transaction (with positions)."""
     if not envelopes:
         return
-    with db.transaction() as tx:
+    with gc_paused(), db.transaction() as tx:
         for projection in projections:
             projection.apply_batch(tx, envelopes)
 
@@ -43,13 +43,42 @@ class ProjectionRunner:
         return len(envelopes)
 
     def catch_up(self, progress: Callable[[int, int], None] | None = None) -> int:
-        """Apply everything recorded so far; returns the number of events read."""
+        """Apply everything recorded so far; returns the number of events read.
+
+        Reads of at most `READ_SIZE` come from `batches` (read ahead while this
+        thread applies); as many whole reads as fit in `batch_size` make one
+        transaction. Each transaction moves every projection to its last
+        position; should the tracked position say otherwise (another writer),
+        reading restarts from there.
+        """
         total = 0
         head = self.source.head()
+        after = self.position()
+        size = min(self.batch_size, READ_SIZE)
         while True:
-            count = self.run_batch()
-            total += count
-            if progress is not None:
-                progress(self.position(), head)
-            if count < self.batch_size:
-                return total
+            stream = batches(self.source, after, size)
+            try:
+                pending: list[Envelope] = []
+                for envelopes in stream:
+                    pending += envelopes
+                    if len(envelopes) == size and len(pending) + size <= self.batch_size:
+                        continue  # another read fits in this transaction
+                    apply_envelopes(self.db, self.projections, pending)
+                    total += len(pending)
+                    reached = self.position()
+                    if progress is not None:
+                        progress(reached, head)
+                    if len(envelopes) < size:
+                        return total
+                    if reached != pending[-1].position:
+                        after = reached
+                        break
+                    pending = []
+                else:
+                    return total
+            finally:
+                stream.close()
+
+
+#: the most envelopes one read fetches and decodes (a batch is read in such pieces)
+READ_SIZE = 5000
