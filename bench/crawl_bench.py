@@ -182,7 +182,8 @@ def _instrument(ledger: Any, db_seconds: collections.Counter[str]) -> list[float
     app.record_success = wrap_record(app.record_success)
     app.record_failure = wrap_record(app.record_failure)
     ledger.catch_up = catching_up
-    for name in ("lease", "record_success", "dispatch_due", "reap_expired_leases"):
+    for name in ("lease", "record_success", "dispatch_due", "dispatch_and_lease",
+                 "reap_expired_leases"):
         setattr(app, name, _timed(name, getattr(app, name), db_seconds))
     ledger.catch_up = _timed("catch_up", ledger.catch_up, db_seconds)
     ledger.read.due_jobs = _timed("due_jobs", ledger.read.due_jobs, db_seconds)

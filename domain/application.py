@@ -292,6 +292,44 @@ class CrawlLedger(Application[UUID]):
             dispatched.append(job.id)
         return dispatched
 
+    def dispatch_and_lease(self, job_ids: Sequence[UUID | str], worker: str, ttl: float,
+                           now: datetime) -> list[CrawlTask]:
+        """`Dispatched` then `Leased` for each candidate still due, all in one save.
+
+        For a single process that both schedules and crawls (the embedded runner):
+        two commands per job become one transaction per slot. Jobs of disabled
+        stores are left as they are. If another writer changed one of the jobs
+        first, the slot is done one job at a time instead.
+        """
+        at = utc(now)
+        wanted = [_uuid(j, "job") for j in job_ids]
+        jobs = self.find_many(CrawlJob, wanted)
+        stores = self.find_many(Store, {UUID(j.store_id) for j in jobs.values() if j.store_id})
+        chosen: list[tuple[CrawlJob, Store | None]] = []
+        for job_id in wanted:
+            job = jobs.get(job_id)
+            if job is None or not job.is_due(at):
+                continue
+            store = stores.get(UUID(job.store_id)) if job.store_id else None
+            if store is not None and not store.enabled:
+                continue
+            job.dispatch(at)
+            job.lease(worker, uuid.uuid4().hex, ttl, at)
+            chosen.append((job, store))
+        if not chosen:
+            return []
+        try:
+            self._save(*(job for job, _ in chosen))
+        except Conflict:
+            tasks = []
+            for job_id in self.dispatch_due([job.id for job, _ in chosen], at):
+                try:
+                    tasks.append(self.lease(job_id, worker, ttl, at))
+                except (Conflict, InvalidTransition):
+                    continue
+            return tasks
+        return [self.task_for(job, store) for job, store in chosen]
+
     # jobs: running --------------------------------------------------------
     def lease(self, job_id: UUID | str, worker: str, ttl: float, now: datetime) -> CrawlTask:
         """Lease a due or dispatched job; of two racing leases exactly one wins."""

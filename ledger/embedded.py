@@ -4,15 +4,17 @@ One asyncio loop drives it; ledger calls go through one database thread
 (SQLite has one writer). The loop:
 
 1. catch the read models up, reap expired leases;
-2. when the work queue runs low, dispatch the next slot of due jobs
-   (`Scheduler.tick`, interleaved by host so no burst hits one store);
-3. workers lease, crawl and record (`JobWorker`), waking the loop when done.
+2. when the work queue runs low, dispatch and lease the next slot of due
+   jobs in one save (`Scheduler.tick_and_lease`, interleaved by host so no
+   burst hits one store; the queue holds at most two slots' worth);
+3. workers crawl and record (`JobWorker.run_task`), waking the loop when done.
 
-Stopping (Ctrl-C) lets in-flight crawls finish and be recorded; nothing is
-half-recorded because each result is one atomic command. Jobs still queued
-stay `dispatched` and are picked up at the next start; a lease left behind
-by a killed process is expired at the next start (the embedded runner is
-the only one per data dir, guarded by a lock file).
+Stopping (Ctrl-C) takes no new slot; the crawls already leased (running or
+queued) finish and are recorded; nothing is half-recorded because each
+result is one atomic command. Jobs left `dispatched` by an earlier run are
+leased one by one at the next start; a lease left behind by a killed process
+is expired at the next start (the embedded runner is the only one per data
+dir, guarded by a lock file).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import IO, Any, TypeVar
 
 import uvloop
 
-from domain.values import CrawlFailure
+from domain.values import CrawlFailure, CrawlTask
 from ledger.bootstrap import Ledger
 from ledger.clock import Clock
 from ledger.scheduler import Scheduler
@@ -122,7 +124,11 @@ class EmbeddedRunner:
         self.workers = [JobWorker(ledger, crawler, clock, self.db, worker_name(i), lease_ttl)
                         for i in range(concurrency)]
         self.stats = RunStats()
-        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        # a job id (dispatched earlier: the worker leases it) or a task already leased to
+        # this runner together with its dispatch (one save per slot)
+        self._queue: asyncio.Queue[str | CrawlTask] = asyncio.Queue()
+        self.lease_ttl = lease_ttl
+        self.holder = worker_name(0).rsplit(":", 1)[0] + ":runner"
         self._wake = asyncio.Event()
         self._stopping = False
         self._finished = 0  # jobs finished so far: a change during a step means "not idle"
@@ -182,11 +188,13 @@ class EmbeddedRunner:
         await self.projector.call(self.ledger.catch_up)
         now = self.clock.now()
         self.stats.reaped += len(await self.db.call(self.scheduler.reap, now))
-        dispatched = []
+        dispatched: list[CrawlTask] = []
         if self._queue.qsize() < self.concurrency:
-            dispatched = await self.db.call(self.scheduler.tick, now)
-            for job_id in dispatched:
-                self._queue.put_nowait(str(job_id))
+            room = 2 * self.concurrency - self._queue.qsize() - self.stats.in_flight
+            dispatched = await self.db.call(self.scheduler.tick_and_lease, now, self.holder,
+                                            self.lease_ttl, room)
+            for task in dispatched:
+                self._queue.put_nowait(task)
             self.stats.dispatched += len(dispatched)
         self.stats.queued = self._queue.qsize()
         self.on_change(self.stats)
@@ -202,12 +210,17 @@ class EmbeddedRunner:
 
     async def _work(self, worker: JobWorker) -> None:
         while True:
-            job_id = await self._queue.get()
-            if self._stopping or not job_id:
+            item = await self._queue.get()
+            if isinstance(item, CrawlTask):  # leased: it runs even when stopping
+                job_id = item.job_id
+            elif self._stopping or not item:
                 return
+            else:
+                job_id = item
             self.stats.in_flight += 1
             try:
-                report = await worker.run(job_id)
+                report = await (worker.run_task(item) if isinstance(item, CrawlTask)
+                                else worker.run(job_id))
                 if report is not None:
                     self.stats.note(report)
                     self._recorded.set()

@@ -13,6 +13,7 @@ from datetime import datetime
 from urllib.parse import urlsplit
 from uuid import UUID
 
+from domain.values import CrawlTask
 from ledger.bootstrap import Ledger
 from projections.db import Row
 
@@ -43,6 +44,17 @@ class Scheduler:
         chosen = interleave_by_host(due)[: self.slot_size]
         dispatched = self.ledger.app.dispatch_due([r["job_id"] for r in chosen], now)
         return dispatched
+
+    def tick_and_lease(self, now: datetime, worker: str, ttl: float,
+                       limit: int | None = None) -> list[CrawlTask]:
+        """`tick` for a scheduler that also crawls: the slot is dispatched and leased to
+        `worker` in one save (`CrawlLedger.dispatch_and_lease`)."""
+        size = self.slot_size if limit is None else max(0, min(limit, self.slot_size))
+        if not size:
+            return []
+        due = self.ledger.read.due_jobs(now, limit=size * 4)
+        chosen = interleave_by_host(due)[:size]
+        return self.ledger.app.dispatch_and_lease([r["job_id"] for r in chosen], worker, ttl, now)
 
     def reap(self, now: datetime) -> list[UUID]:
         expired = [r["job_id"] for r in self.ledger.read.expired_leases(now)]

@@ -77,6 +77,10 @@ class JobWorker:
         except LedgerError as refused:
             log.info("job %s not leased: %s", job_id, refused)
             return None
+        return await self.run_task(task)
+
+    async def run_task(self, task: CrawlTask) -> RunReport:
+        """Crawl an already leased job (keeping its lease alive) and record the outcome."""
         heartbeat = asyncio.create_task(self._heartbeat(task))
         try:
             outcome = await self.crawler.crawl(task)

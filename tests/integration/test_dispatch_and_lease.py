@@ -1,0 +1,81 @@
+"""`dispatch_and_lease`: the embedded runner's slot, dispatched and leased in one save."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import backends
+import pytest
+
+from ledger.bootstrap import Ledger, bootstrap
+
+T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
+
+
+@pytest.fixture(params=backends.BACKENDS)
+def ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ledger]:
+    with backends.store_url(request.param, tmp_path) as url, \
+            backends.open_ledger(url, tmp_path) as opened:
+        yield opened
+
+
+def jobs(ledger: Ledger) -> dict[str, UUID]:
+    app = ledger.app
+    shop = app.register_store(name="Shop", base_url="https://shop.example", platform="shopify", now=T0)
+    gone = app.register_store(name="Gone", base_url="https://gone.example", platform="shopify", now=T0)
+    made = {
+        "due": app.schedule_job(kind="product_page", url="https://shop.example/p/1", now=T0,
+                                store_id=shop),
+        "also_due": app.schedule_job(kind="catalog", url="https://shop.example/products.json",
+                                     now=T0, store_id=shop, every=3600),
+        "later": app.schedule_job(kind="product_page", url="https://shop.example/p/2", now=T0,
+                                  store_id=shop, start_at=T0 + timedelta(hours=1)),
+        "disabled": app.schedule_job(kind="product_page", url="https://gone.example/p/1", now=T0,
+                                     store_id=gone),
+    }
+    app.disable_store(gone, "asked us to stop")
+    return {k: UUID(str(v)) for k, v in made.items()}
+
+
+def test_due_jobs_are_dispatched_and_leased_in_one_transaction(ledger: Ledger) -> None:
+    app, made = ledger.app, jobs(ledger)
+    head = ledger.source.head()
+    tasks = app.dispatch_and_lease(list(made.values()), "runner", 300, T0)
+    assert [UUID(t.job_id) for t in tasks] == [made["due"], made["also_due"]]
+    recorded = ledger.source.read(head, 100)
+    assert [(UUID(e.stream_id), e.event_type) for e in recorded] == [
+        (made["due"], "CrawlJob.Dispatched"), (made["due"], "CrawlJob.Leased"),
+        (made["also_due"], "CrawlJob.Dispatched"), (made["also_due"], "CrawlJob.Leased")]
+    for task in tasks:
+        job = app.get_job(task.job_id)
+        assert (job.state, job.lease_id, job.worker) == ("leased", task.lease_id, "runner")
+        assert task.platform == "shopify" and task.attempt == job.attempt
+    assert app.get_job(made["later"]).state == "scheduled"
+    assert app.get_job(made["disabled"]).state == "scheduled"
+    assert app.dispatch_and_lease(list(made.values()), "runner", 300, T0) == []  # nothing left
+
+
+def test_a_job_changed_by_another_writer_meanwhile_is_skipped(ledger: Ledger,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    app, made = ledger.app, jobs(ledger)
+    other = bootstrap(ledger.settings)  # another process on the same store
+    real = type(app).find_many
+
+    def then_another_leases(self: Any, cls: Any, ids: Any) -> Any:
+        found = real(self, cls, ids)
+        if made["also_due"] in found:
+            other.app.lease(made["also_due"], "elsewhere", 300, T0)
+        return found
+
+    try:
+        monkeypatch.setattr(type(app), "find_many", then_another_leases)
+        tasks = app.dispatch_and_lease([made["due"], made["also_due"]], "runner", 300, T0)
+    finally:
+        other.close()
+    assert [UUID(t.job_id) for t in tasks] == [made["due"]]
+    assert app.get_job(made["due"]).worker == "runner"
+    assert app.get_job(made["also_due"]).worker == "elsewhere"
