@@ -24,8 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ledger_bench import drop  # noqa: E402
-from relay_bench import new_job, record, start_tansu  # noqa: E402
+from relay_bench import new_job, record, start_tansu, tear_down  # noqa: E402
 
 from ledger.bootstrap import Ledger, bootstrap  # noqa: E402
 from ledger.distributed import Cluster, lag, wait_caught_up  # noqa: E402
@@ -102,10 +101,7 @@ def main() -> None:
         print(f"  of which commit -> published by the relay: "
               f"p50 {statistics.median(relayed) * 1000:.0f} ms, max {relayed[-1] * 1000:.0f} ms")
     finally:
-        ledger.close()
-        drop(args.pg, schema)
-        broker.kill()
-        broker.wait(5)
+        tear_down(ledger, args.pg, schema, broker)
 
 
 if __name__ == "__main__":

@@ -68,6 +68,14 @@ def start_tansu() -> tuple[subprocess.Popen[bytes], str]:
     raise TimeoutError("tansu did not start")
 
 
+def tear_down(ledger: Any, pg: str, schema: str, broker: subprocess.Popen[bytes]) -> None:
+    """Close the ledger, drop its schema, stop the broker."""
+    ledger.close()
+    drop(pg, schema)
+    broker.kill()
+    broker.wait(5)
+
+
 def record(app: Any, job: Any, cycle: int, products: int) -> None:
     from datetime import timedelta
 
@@ -193,10 +201,7 @@ def main() -> None:
               f"p50 {statistics.median(latencies) * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms "
               "(budget p99 < 250 ms)")
     finally:
-        ledger.close()
-        drop(args.pg, schema)
-        broker.kill()
-        broker.wait(5)
+        tear_down(ledger, args.pg, schema, broker)
 
 
 if __name__ == "__main__":
