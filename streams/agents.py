@@ -121,6 +121,22 @@ async def unstall(res: Resources, consumer: str, watchdog: StallWatchdog,
         await seek(topic, partition, offset)
 
 
+def catch_up_snapshots(ledger: Ledger) -> int:
+    """The Parquet snapshot projection, caught up from the event store in log order."""
+    from projections.snapshots import SnapshotWriter
+
+    return SnapshotWriter(ledger.settings.data_dir, ledger.source).catch_up()
+
+
+async def write_snapshots(res: Resources) -> None:
+    """The leader's turn: extend the Parquet snapshots (a file lock guards the directory
+    against an analyst's `crawl-ledger analytics` catching up at the same time)."""
+    try:
+        await res.call(catch_up_snapshots)
+    except Exception:  # the next turn tries again; the read models are unaffected
+        log.exception("could not catch the Parquet snapshots up")
+
+
 def leader_tick(ledger: Ledger, now: Any) -> tuple[int, int]:
     scheduler = Scheduler(ledger)
     reaped = scheduler.reap(now)

@@ -5,7 +5,10 @@ Roles (a worker process runs one or more):
 - `dispatch`: `CrawlJob.Dispatched` -> `ledger.work.v1` keyed by host; with
   `timers`, the leader's scheduler tick and lease reaper (once per cluster);
 - `crawl`: `ledger.work.v1` -> lease, crawl, record (`JobWorker`);
-- `project`: the public topics -> read models in PostgreSQL, with offsets.
+- `project`: the public topics -> read models in PostgreSQL, with offsets; the
+  leader of the projecting workers also keeps the Parquet snapshots for
+  analysts caught up with the event store (they need the log's total order,
+  which the per-aggregate topics do not keep).
 
 The consumer group (the Faust app id) is derived from the role set, so
 processes with the same roles share the work and different role sets each
@@ -127,6 +130,11 @@ def _project(app: faust.App, res: Resources, consumer: str) -> None:
     @app.agent(public, name="project")
     async def project(stream: Any) -> None:
         await agents.project(res, stream, consumer)
+
+    if res.options.snapshot_every > 0:
+        @app.timer(res.options.snapshot_every, on_leader=True, name="parquet-snapshots")
+        async def parquet_snapshots() -> None:
+            await agents.write_snapshots(res)
 
     watchdog = agents.StallWatchdog()
 

@@ -57,6 +57,7 @@ class WorkerOptions:
     batch_size: int = 1000
     batch_within: float = 0.2
     stall_check: float = 5.0       # seconds between checks for a projection stuck behind the relay
+    snapshot_every: float = 30.0   # seconds between Parquet snapshot catch-ups (leader; 0: off)
     db_threads: int = 4
     clock_file: str | None = None  # a FileClock instead of the system clock (demo only)
 

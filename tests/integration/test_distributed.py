@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from kafka_fixtures import KAFKA_WARNINGS, pg_store_url, read_topics, seed_stores, tansu_broker  # noqa: F401
 
+from analytics import connect
+from analytics.schema import DATASETS
 from ledger.bootstrap import Ledger, bootstrap
 from ledger.clock import SimulatedClock, SystemClock
 from ledger.demo import DEMO_START, DemoConfig, run_cycles, run_embedded_demo, seed_jobs
@@ -19,6 +21,7 @@ from ledger.settings import Settings
 from ledger.simulator import SimulatorThread
 from projections.framework import table_rows
 from projections.runner import ProjectionRunner
+from projections.snapshots import SnapshotWriter
 from streams.relay import Relay, kafka_producer
 from streams.relay_position import RelayPositionStore
 from streams.resources import FileClock, create_read_models
@@ -103,9 +106,18 @@ def test_projector_reads_again_what_its_consumer_lost(dist: Ledger) -> None:
     assert_equal_to_rebuild(dist, may_be_empty=frozenset({"job_status", "current_products", "stock_status"}))
 
 
-def test_kill_worker_and_relay_mid_run(dist: Ledger) -> None:
+def parquet_rows(snapshot_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
+    con = connect(snapshot_dir)
+    try:
+        return {name: con.sql(f"SELECT * FROM {name} ORDER BY ALL").fetchall() for name in DATASETS}
+    finally:
+        con.close()
+
+
+def test_kill_worker_and_relay_mid_run(dist: Ledger, tmp_path: Path) -> None:
     settings = dist.settings
-    args = ["--lease-ttl", "6", "--tick", "0.3", "--redrive-after", "5", "--partitions", "4"]
+    args = ["--lease-ttl", "6", "--tick", "0.3", "--redrive-after", "5", "--partitions", "4",
+            "--snapshot-every", "0.5"]
     with SimulatorThread(stores=3, seed=11) as sim, \
             Cluster(settings, workers=[("all",), ("all",)], worker_args=args) as cluster:
         seed_jobs(dist, sim.urls.locator_url, sim.urls.control_url, SystemClock())
@@ -119,6 +131,9 @@ def test_kill_worker_and_relay_mid_run(dist: Ledger) -> None:
         cluster.start_process("worker-1")
         run_until_idle(dist, group, SystemClock(), scheduler=False, timeout=150)
         wait_caught_up(dist, group, 30)
+        # the projecting leader keeps the analysts' Parquet snapshots caught up too
+        written = SnapshotWriter(settings.data_dir, dist.source)
+        wait_until(lambda: written.position() == dist.source.head(), 60, "the Parquet snapshots")
 
     states = Counter(job["state"] for job in dist.read.jobs())
     assert set(states) <= {"scheduled", "completed", "dead"}, states
@@ -126,6 +141,10 @@ def test_kill_worker_and_relay_mid_run(dist: Ledger) -> None:
     published = read_topics(settings.broker_servers, PUBLIC_TOPICS, len(stored))
     assert {e.event_id for e in stored} <= {env.event_id for _, _, env in published}
     assert_equal_to_rebuild(dist)
+    clean = SnapshotWriter(tmp_path / "clean", dist.source)
+    clean.catch_up()
+    assert parquet_rows(written.root) == parquet_rows(clean.root)
+    assert parquet_rows(written.root)["price_observations"]
 
 
 def product_events(ledger: Ledger) -> Counter[tuple[Any, ...]]:
