@@ -8,42 +8,29 @@ records nothing.
 
 from __future__ import annotations
 
-import logging
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, TypeVar
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
-from eventsourcing.domain import Aggregate, MutableOrImmutableAggregate
-from eventsourcing.persistence import EventStore, IntegrityError, JSONTranscoder
-from eventsourcing.postgres import PostgresFactory
-from eventsourcing.utils import Environment
+from eventsourcing.domain import MutableOrImmutableAggregate
 
 from domain import ids
-from domain.batch_load import (
-    BINARY_INSERT_RECORDER,
-    BinarySnapshotRecorder,
-    select_after,
-    select_latest,
-    select_versions,
-)
+from domain.batch_load import select_versions
 from domain.cache import AggregateCache
 from domain.chaining import DEFAULT_CATALOG_INTERVAL, Chain
 from domain.crawl_job import CrawlJob, RetryPolicy
-from domain.errors import Conflict, InvalidInput, InvalidTransition, NotFound
+from domain.errors import Conflict, InvalidInput, InvalidTransition
 from domain.outcome import outcome_payload, unique_observations
+from domain.persistence import LedgerApplication, as_uuid
 from domain.product import Product
-from domain.snapshots import register as register_snapshot_transcodings
 from domain.store import PLATFORMS, Store
 from domain.timeutil import utc
 from domain.urls import normalize_url
 from domain.values import CrawlFailure, CrawlSuccess, CrawlTask, Policy
 
-log = logging.getLogger(__name__)
-A = TypeVar("A", bound=Aggregate)
 R = TypeVar("R")
 PRODUCT_KINDS = frozenset({"catalog", "product_page"})
 
@@ -60,7 +47,7 @@ class RecordResult:
     children: tuple[str, ...] = ()
 
 
-class CrawlLedger(Application[UUID]):
+class CrawlLedger(LedgerApplication):
     """Stores, crawl jobs and products, and every command on them."""
 
     name = "CrawlLedger"
@@ -74,28 +61,6 @@ class CrawlLedger(Application[UUID]):
         self.products: AggregateCache[Product] = AggregateCache(
             int(self.env.get("PRODUCT_CACHE_SIZE") or 100_000))
 
-    def register_transcodings(self, transcoder: JSONTranscoder) -> None:
-        super().register_transcodings(transcoder)
-        register_snapshot_transcodings(transcoder)  # aggregate state in snapshots
-
-    def construct_env(self, name: str, env: Any = None) -> Environment:
-        environment = super().construct_env(name, env)
-        if environment.get("PERSISTENCE_MODULE") == "eventsourcing.postgres":
-            # binary batch insert: same rows, a fraction of the client CPU (domain.batch_load)
-            environment.setdefault("APPLICATION_RECORDER_TOPIC", BINARY_INSERT_RECORDER)
-        return environment
-
-    def construct_snapshot_store(self) -> EventStore[UUID]:
-        """The library's snapshot store; on PostgreSQL with the binary batch insert."""
-        factory: Any = self.factory
-        if not isinstance(factory, PostgresFactory):
-            return super().construct_snapshot_store()
-        recorder = BinarySnapshotRecorder(
-            factory.datastore, events_table_name=f"{factory.env.name.lower() or 'stored'}_snapshots")
-        if factory.env_create_table():
-            recorder.create_table()
-        return factory.event_store(mapper=self.mapper, recorder=recorder)
-
     @property
     def catalog_interval(self) -> int:
         """Interval of catalog and product-page jobs created by chaining (seconds)."""
@@ -106,108 +71,6 @@ class CrawlLedger(Application[UUID]):
         """Crawl delay given to stores found by discovery (None: the Policy default)."""
         value = self.env.get("DEFAULT_CRAWL_DELAY")
         return float(value) if value else None
-
-    # loading ----------------------------------------------------------------
-    def _get(self, cls: type[A], aggregate_id: UUID | str, what: str) -> A:
-        try:
-            agg: Any = self.repository.get(_uuid(aggregate_id, what))
-        except AggregateNotFoundError:
-            raise NotFound(f"unknown {what} id {aggregate_id}") from None
-        if not isinstance(agg, cls):
-            raise NotFound(f"unknown {what} id {aggregate_id}")
-        return agg
-
-    def get_store(self, store_id: UUID | str) -> Store:
-        return self._get(Store, store_id, "store")
-
-    def get_job(self, job_id: UUID | str) -> CrawlJob:
-        return self._get(CrawlJob, job_id, "job")
-
-    def get_product(self, product_id: UUID | str) -> Product:
-        return self._get(Product, product_id, "product")
-
-    def find(self, cls: type[A], aggregate_id: UUID) -> A | None:
-        try:
-            agg: Any = self.repository.get(aggregate_id)
-        except AggregateNotFoundError:
-            return None
-        return agg if isinstance(agg, cls) else None
-
-    def find_many(self, cls: type[A], aggregate_ids: Iterable[UUID]) -> dict[UUID, A]:
-        """Load many aggregates in a few queries: their latest snapshots, then the events
-        after them (missing ids are left out)."""
-        wanted = list(dict.fromkeys(aggregate_ids))
-        snapshots = select_latest(self.snapshots.recorder, wanted) if self.snapshots else {}
-        events = select_after(self.recorder, wanted,
-                              {i: snap.originator_version for i, snap in snapshots.items()})
-        found: dict[UUID, A] = {}
-        for aggregate_id in wanted:
-            aggregate: Any = None
-            if aggregate_id in snapshots:
-                snapshot: Any = self.mapper.to_domain_event(snapshots[aggregate_id])
-                aggregate = snapshot.mutate(None)
-            for event in events.get(aggregate_id, ()):
-                domain_event: Any = self.mapper.to_domain_event(event)
-                aggregate = domain_event.mutate(aggregate)
-            if isinstance(aggregate, cls):
-                found[aggregate_id] = aggregate
-        return found
-
-    def history(self, aggregate_id: UUID | str) -> list[Any]:
-        """Every stored event of one aggregate, oldest first (decoded)."""
-        events = list(self.events.get(_uuid(aggregate_id, "aggregate")))
-        if not events:
-            raise NotFound(f"unknown id {aggregate_id}")
-        return events
-
-    def _take_snapshots(self, processing_event: ProcessingEvent[UUID]) -> None:
-        """Snapshot every saved aggregate whose new events reached its next snapshot version,
-        from the aggregate in hand (its state is the stored state) and in one insert; the
-        library would reload each one first.
-
-        Each aggregate's snapshot versions are offset by its id, so the products
-        a catalog discovered together do not all snapshot in the same save. The
-        events are committed by now: a snapshot that cannot be written is only
-        logged (loading then replays a little more)."""
-        if self.snapshots is None:
-            return
-        aggregates: dict[UUID, Any] = dict(processing_event.aggregates)
-        due: set[UUID] = set()
-        for event in processing_event.events:
-            aggregate = aggregates.get(event.originator_id)
-            interval = self.snapshotting_intervals.get(type(aggregate)) if aggregate else None
-            if interval and (event.originator_version + event.originator_id.int) % interval == 0:
-                due.add(event.originator_id)
-        if not due:
-            return
-        try:
-            self.snapshots.put([type(aggregates[i]).Snapshot.take(aggregates[i]) for i in due])
-        except Exception:
-            log.warning("could not write %d snapshots; loading replays their events", len(due),
-                        exc_info=True)
-
-    def _save(self, *aggregates: Aggregate | None) -> None:
-        try:
-            self._save_aggregates([a for a in aggregates if a is not None])
-        except IntegrityError as error:
-            raise Conflict(f"a concurrent command changed the same aggregate first: {error}") from None
-
-    def _save_aggregates(self, aggregates: list[Aggregate]) -> None:
-        """`Application.save` for our own aggregates, steps unchanged, minus its type checks.
-
-        `ProcessingEvent.collect_events` asks `isinstance` of two runtime-checkable
-        protocols for every object; on Python 3.11 each check walks the protocol's
-        MRO (~10 µs), a tenth of recording a 500-product result. Ours are all
-        `Aggregate`s (never events), so collect their events directly.
-        """
-        processing_event: ProcessingEvent[UUID] = ProcessingEvent()
-        for aggregate in aggregates:
-            processing_event.events.extend(aggregate.collect_events())
-            processing_event.aggregates[aggregate.id] = aggregate
-        recordings = self._record(processing_event)
-        self._take_snapshots(processing_event)
-        self._notify(recordings)
-        self.notify(processing_event.events)  # deprecated in the library, still called by save
 
     # stores -----------------------------------------------------------------
     def register_store(self, *, name: str, base_url: str, platform: str, now: datetime,
@@ -302,7 +165,7 @@ class CrawlLedger(Application[UUID]):
         first, the slot is done one job at a time instead.
         """
         at = utc(now)
-        wanted = [_uuid(j, "job") for j in job_ids]
+        wanted = [as_uuid(j, "job") for j in job_ids]
         jobs = self.find_many(CrawlJob, wanted)
         stores = self.find_many(Store, {UUID(j.store_id) for j in jobs.values() if j.store_id})
         chosen: list[tuple[CrawlJob, Store | None]] = []
@@ -499,12 +362,3 @@ class CrawlLedger(Application[UUID]):
                 self._save(job)
                 requeued.append(job.id)
         return requeued
-
-
-def _uuid(value: UUID | str, what: str) -> UUID:
-    if isinstance(value, UUID):
-        return value
-    try:
-        return UUID(str(value))
-    except ValueError:
-        raise NotFound(f"unknown {what} id {value!r} (not a valid id)") from None

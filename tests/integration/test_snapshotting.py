@@ -15,7 +15,7 @@ from uuid import UUID
 import backends
 import pytest
 
-from domain import application as application_module
+from domain import persistence as persistence_module
 from domain.application import CrawlLedger
 from domain.batch_load import select_latest
 from domain.crawl_job import CrawlJob
@@ -91,17 +91,17 @@ def test_loading_from_snapshots_equals_replaying_every_event(ledger: Ledger) -> 
     fresh = bootstrap(ledger.settings)  # no caches: everything comes from the database
     try:
         floors: list[dict[UUID, int]] = []
-        real = application_module.select_after
+        real = persistence_module.select_after
 
         def spy(recorder: Any, wanted: Any, after: Any = None) -> Any:
             floors.append(dict(after or {}))
             return real(recorder, wanted, after)
 
-        application_module.select_after = spy  # type: ignore[assignment]
+        persistence_module.select_after = spy  # type: ignore[assignment]
         try:
             loaded = fresh.app.find_many(Product, products)
         finally:
-            application_module.select_after = real
+            persistence_module.select_after = real
         assert floors == [{p: latest[p].originator_version for p in products}]
         assert {p: state(loaded[p]) for p in products} == {p: replayed(fresh.app, p) for p in products}
         assert state(fresh.app.get_job(job)) == replayed(fresh.app, job)
@@ -122,7 +122,7 @@ def test_a_snapshot_that_cannot_be_written_does_not_fail_the_command(
 
     assert ledger.app.snapshots is not None
     monkeypatch.setattr(ledger.app.snapshots, "put", broken)
-    with caplog.at_level(logging.WARNING, logger="domain.application"):
+    with caplog.at_level(logging.WARNING, logger="domain.persistence"):
         store, job = setup_catalog(ledger.app)
         crawl(ledger.app, job, range(1, 8))
     assert "could not write" in caplog.text
