@@ -105,15 +105,19 @@ def export_events(args: argparse.Namespace) -> int:
                             count, last = count + 1, env.position
                     position = batch[-1].position
                     bar.update(task, completed=position)
-        finally:
+        except BaseException:
             if not to_stdout:
                 out.close()
-        if stream is not None and count == 0:
-            if not to_stdout:
-                scratch.unlink()
-            raise CommandError(f"no events for stream {stream}")
+                scratch.unlink(missing_ok=True)  # a complete file or none
+            raise
         if not to_stdout:
-            os.replace(scratch, target)  # a complete file or none
+            out.close()
+            if stream is not None and count == 0:
+                scratch.unlink()
+            else:
+                os.replace(scratch, target)  # a complete file or none
+        if stream is not None and count == 0:
+            raise CommandError(f"no events for stream {stream}")
     where = "stdout" if to_stdout else args.output
     console.print(f"exported {count} events (last position {last}) to {where}; "
                   f"file sha256 {digest.hexdigest()}", highlight=False)
