@@ -29,21 +29,38 @@ def select_after(recorder: AggregateRecorder, ids: Iterable[UUID],
     """The stored events of each id after version `after[id]` (all of them for ids not in
     `after`), in version order; ids without such events are absent.
 
-    One query per distinct starting version: snapshots are taken at multiples
-    of an interval, so the ids of one catalog share a handful of them.
+    One query per chunk of ids, each id joined with its own starting version
+    (snapshot versions are offset by id, so a catalog's products all differ).
     """
     after = after or {}
-    by_floor: dict[int, list[UUID]] = defaultdict(list)
-    for i in dict.fromkeys(ids):
-        by_floor[after.get(i, 0)].append(i)
+    wanted = list(dict.fromkeys(ids))
     found: dict[UUID, list[StoredEvent]] = defaultdict(list)
-    for floor, group in sorted(by_floor.items()):
-        rows = _select(recorder, "originator_id, originator_version, topic, state",
-                       f"AND originator_version > {int(floor)} "
-                       "ORDER BY originator_id, originator_version", group)
-        for r in rows:
+    for start in range(0, len(wanted), CHUNK):
+        chunk = wanted[start:start + CHUNK]
+        for r in _after_chunk(recorder, chunk, [after.get(i, 0) for i in chunk]):
             found[_originator(recorder, r["originator_id"])].append(_stored(recorder, r))
     return dict(found)
+
+
+def _after_chunk(recorder: Any, ids: list[UUID], floors: list[int]) -> list[Any]:
+    columns = "e.originator_id, e.originator_version, e.topic, e.state"
+    order = "ORDER BY e.originator_id, e.originator_version"
+    if isinstance(recorder, PostgresAggregateRecorder):
+        statement = SQL(f"SELECT {columns} FROM {{schema}}.{{table}} e JOIN "
+                        "unnest(%s::uuid[], %s::bigint[]) AS f(id, v) "
+                        f"ON e.originator_id = f.id AND e.originator_version > f.v {order}").format(
+            schema=Identifier(recorder.datastore.schema),
+            table=Identifier(recorder.events_table_name))
+        with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
+            cursor.execute(statement, [ids, floors])
+            return list(cursor.fetchall())
+    values = ",".join("(?, ?)" for _ in ids)
+    with recorder.datastore.transaction(commit=False) as cursor:
+        cursor.execute(f"WITH f(id, v) AS (VALUES {values}) SELECT {columns} "
+                       f"FROM {recorder.events_table_name} e JOIN f "
+                       f"ON e.originator_id = f.id AND e.originator_version > f.v {order}",
+                       [x for i, v in zip(ids, floors) for x in (i.hex, v)])
+        return list(cursor.fetchall())
 
 
 def select_latest(recorder: AggregateRecorder, ids: Iterable[UUID]) -> dict[UUID, StoredEvent]:

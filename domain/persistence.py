@@ -14,7 +14,7 @@ choices; `CrawlLedger` (domain.application) adds the commands.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -125,7 +125,7 @@ class LedgerApplication(Application[UUID]):
         logged (loading then replays a little more)."""
         if self.snapshots is None:
             return
-        aggregates: dict[UUID, Any] = dict(processing_event.aggregates)
+        aggregates: Mapping[UUID, Any] = processing_event.aggregates
         due: set[UUID] = set()
         for event in processing_event.events:
             aggregate = aggregates.get(event.originator_id)

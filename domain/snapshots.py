@@ -11,8 +11,9 @@ the audit chain does not cover them, and they can be deleted at any time
 
 Events carry primitive payloads; snapshots carry an aggregate's whole state,
 which also holds a few value objects. Each gets a named transcoding, and
-`domain.snapshot_event.LedgerSnapshot` restores tuples (JSON has only lists), so a snapshot decodes
-into exactly the object replaying the events builds (tests/unit/test_snapshots_state.py).
+`domain.snapshot_event.LedgerSnapshot` restores tuples (JSON has only lists), so a
+snapshot decodes into exactly the object replaying the events builds
+(tests/integration/test_snapshotting.py).
 """
 
 from __future__ import annotations
