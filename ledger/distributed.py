@@ -167,17 +167,12 @@ def lag(ledger: Ledger, group: str) -> dict[str, int]:
     Projector lag compares the offsets the relay had acknowledged with the
     offsets applied with the rows, not with the broker's end offsets.
     """
-    from streams.ddl import create_racing
-    from streams.kafka_projection import create_tables, stored_offsets
+    from streams.kafka_projection import projector_offsets
     from streams.relay import relay_status
     from streams.relay_position import RelayPositionStore
-    from streams.topics import PUBLIC_TOPICS
 
-    positions = RelayPositionStore(ledger.db)
-    relay = relay_status(ledger.source, positions)
-    create_racing(lambda: create_tables(ledger.db, ()))
-    applied = stored_offsets(ledger.db, group)
-    published = {tp: end for tp, end in positions.offsets().items() if tp[0] in PUBLIC_TOPICS}
+    relay = relay_status(ledger.source, RelayPositionStore(ledger.db))
+    applied, published = projector_offsets(ledger.db, group)
     behind = sum(max(end - applied.get(tp, 0), 0) for tp, end in published.items())
     return {"relay": relay["lag"], "projectors": behind}
 

@@ -17,7 +17,7 @@ from domain.timeutil import iso
 from ledger.bootstrap import Ledger
 from ledger.scheduler import Scheduler
 from ledger.work import JobWorker, worker_name
-from streams.kafka_projection import Consumed, apply_consumed, stored_offsets
+from streams.kafka_projection import Consumed, apply_consumed, projector_offsets
 from streams.records import WorkItem
 from streams.resources import Resources
 
@@ -80,14 +80,6 @@ async def project(res: Resources, stream: Any, consumer: str) -> None:
         await res.call(apply_batch, consumer, batch)
 
 
-def projector_offsets(ledger: Ledger, consumer: str) -> tuple[dict[tuple[str, int], int],
-                                                              dict[tuple[str, int], int]]:
-    """(applied, published): next offset applied with the rows, and the relay's acknowledged end."""
-    from streams.relay_position import RelayPositionStore
-
-    return stored_offsets(ledger.db, consumer), RelayPositionStore(ledger.db).offsets()
-
-
 class StallWatchdog:
     """Finds partitions whose projection stopped short of what the relay published.
 
@@ -114,11 +106,15 @@ async def unstall(res: Resources, consumer: str, watchdog: StallWatchdog,
                   assigned: set[tuple[str, int]],
                   seek: Callable[[str, int, int], Awaitable[None]]) -> None:
     """One watchdog check: seek every stalled partition back to its applied offset."""
-    applied, published = await res.call(projector_offsets, consumer)
-    for (topic, partition), offset in sorted(watchdog.stalled(assigned, applied, published).items()):
-        log.warning("projection of %s[%d] stalled at offset %d (relay is at %d): reading it again",
-                    topic, partition, offset, published[(topic, partition)])
-        await seek(topic, partition, offset)
+    try:
+        applied, published = await res.call(lambda ledger: projector_offsets(ledger.db, consumer))
+        for (topic, partition), offset in sorted(
+                watchdog.stalled(assigned, applied, published).items()):
+            log.warning("projection of %s[%d] stalled at offset %d (relay is at %d): "
+                        "reading it again", topic, partition, offset, published[(topic, partition)])
+            await seek(topic, partition, offset)
+    except Exception:  # the next check tries again; a timer that raises stops the worker
+        log.exception("projection stall check failed")
 
 
 def catch_up_snapshots(ledger: Ledger) -> int:

@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from domain.envelope import Envelope
 from projections.db import Database, Tx
 from projections.framework import Projection, Rows
+from streams.ddl import create_racing
+from streams.relay_position import RelayPositionStore
+from streams.topics import PUBLIC_TOPICS
 
 OFFSETS = "kafka_offsets"
 
@@ -55,6 +58,18 @@ def stored_offsets(db: Database, consumer: str) -> dict[tuple[str, int], int]:
     rows = db.query(f"SELECT topic, part, next_offset FROM {OFFSETS} WHERE consumer = ?",
                     (consumer,))
     return {(r["topic"], int(r["part"])): int(r["next_offset"]) for r in rows}
+
+
+def projector_offsets(db: Database, consumer: str) -> tuple[dict[tuple[str, int], int],
+                                                           dict[tuple[str, int], int]]:
+    """(applied, published) per public topic-partition: the next offset applied with the
+    rows, and the relay's acknowledged end (not the broker's: see `RelayPositionStore`).
+    Either side's tables are created if neither process has yet."""
+    positions = RelayPositionStore(db)
+    positions.create()
+    create_racing(lambda: create_tables(db, ()))
+    published = {tp: end for tp, end in positions.offsets().items() if tp[0] in PUBLIC_TOPICS}
+    return stored_offsets(db, consumer), published
 
 
 def apply_consumed(db: Database, projections: Sequence[Projection], consumer: str,
@@ -119,4 +134,5 @@ def _apply(tx: Tx, projection: Projection, envelopes: Sequence[Envelope]) -> Non
     rows.flush()
 
 
-__all__ = ["OFFSETS", "Consumed", "apply_consumed", "contiguous", "create_tables", "stored_offsets"]
+__all__ = ["OFFSETS", "Consumed", "apply_consumed", "contiguous", "create_tables", "projector_offsets",
+           "stored_offsets"]
