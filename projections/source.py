@@ -61,13 +61,10 @@ class NotificationLogSource:
         Python work would only take turns with the GIL, and the fetch's waiting for
         the server is what can overlap).
         """
-        rows = self._select(self.recorder, after, limit)
         if self._select is not _postgres_rows:  # in-process SQLite: nothing to overlap
-            while True:  # (the bench's read through a thread was 10-25 % slower)
-                yield from_stored_rows(rows, self._canonical)
-                if len(rows) < limit:
-                    return
-                rows = self._select(self.recorder, rows[-1][0], limit)
+            yield from _one_after_another(self, after, limit)  # (a thread: 10-25 % slower)
+            return
+        rows = self._select(self.recorder, after, limit)
         if len(rows) < limit:  # the usual live catch-up: one short batch, no thread
             yield from_stored_rows(rows, self._canonical)
             return
@@ -89,7 +86,12 @@ def batches(source: EventSource, after: int, limit: int) -> Generator[list[Envel
     """
     if isinstance(source, NotificationLogSource):
         yield from source.batches(after, limit)
-        return
+    else:
+        yield from _one_after_another(source, after, limit)
+
+
+def _one_after_another(source: EventSource, after: int,
+                       limit: int) -> Generator[list[Envelope], None, None]:
     while True:
         envelopes = source.read(after, limit)
         yield envelopes
