@@ -96,10 +96,14 @@ def _postgres_read_db(settings: Settings) -> Database:
 
 @asynccontextmanager
 async def crawler_for(settings: Settings) -> AsyncIterator[Crawler]:
-    """A Crawler with a fast HTTP client and the data dir's raw archive; closes the client."""
+    """A Crawler with a fast HTTP client and the data dir's raw archive; closes both."""
     from workers import adapters
     from workers.crawler import build_crawler
     from workers.http import build_client
 
     async with build_client(user_agent=settings.user_agent) as client:
-        yield build_crawler(client, settings.data_dir, adapters)
+        crawler = build_crawler(client, settings.data_dir, adapters)
+        try:
+            yield crawler
+        finally:
+            crawler.close()

@@ -90,8 +90,12 @@ class Crawler:
         self._clock = clock
         # The archive's own threads: file creation is most of a write, and it is the
         # kernel's time (the GIL is free). Few threads, so they rarely hold the GIL the
-        # event loop waits for; idle ones end when the crawler is garbage-collected.
+        # event loop waits for; `close` ends them.
         self._io = ThreadPoolExecutor(ARCHIVE_THREADS, thread_name_prefix="archive")
+
+    def close(self) -> None:
+        """End the archive threads (after the writes in progress)."""
+        self._io.shutdown(wait=True)
 
     async def crawl(self, task: CrawlTask) -> CrawlOutcome:
         """The outcome of crawling `task`; failures are values, never raised."""
