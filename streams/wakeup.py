@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any, Protocol
+
+import psycopg
+from psycopg.sql import SQL, Identifier
 
 log = logging.getLogger(__name__)
 
@@ -41,17 +45,13 @@ class NotifyWakeup:
     """LISTEN on the recorder's channel: returns when an insert commits or after the timeout."""
 
     def __init__(self, conninfo: str, channel: str) -> None:
-        import psycopg
-        from psycopg.sql import SQL, Identifier
-
         self._listen = SQL("LISTEN {0}").format(Identifier(channel))
         self._conninfo = conninfo
-        self._psycopg = psycopg
         self._conn: Any = None
         self._open()
 
     def _open(self) -> None:
-        self._conn = self._psycopg.connect(self._conninfo, autocommit=True)
+        self._conn = psycopg.connect(self._conninfo, autocommit=True)
         self._conn.execute(self._listen)
 
     def wait(self, timeout: float) -> bool:
@@ -62,7 +62,7 @@ class NotifyWakeup:
         except Exception as error:  # the database restarted: poll until it is back
             log.warning("relay: lost the LISTEN connection (%s); polling", error)
             self._conn = None
-            threading.Event().wait(timeout)
+            time.sleep(timeout)
             return False
 
     def close(self) -> None:
