@@ -117,9 +117,9 @@ def bench_ours(server: Server, per_host: int, profile: str | None = None) -> dic
 
 def bench_embedded(server: Server, per_host: int) -> dict[str, Any]:
     from ledger.bootstrap import bootstrap, crawler_for
-    from ledger.clock import SystemClock
     from ledger.embedded import EmbeddedRunner
     from ledger.settings import Settings
+    from runtime.clock import SystemClock
 
     data_dir = scratch_dir("crawl-bench-ledger-")
     settings = Settings.from_env({"LEDGER_DATA_DIR": str(data_dir)})

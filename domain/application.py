@@ -18,21 +18,33 @@ from uuid import UUID
 from eventsourcing.domain import MutableOrImmutableAggregate
 
 from domain import ids
-from domain.batch_load import select_versions
 from domain.cache import AggregateCache
 from domain.chaining import DEFAULT_CATALOG_INTERVAL, Chain
 from domain.crawl_job import CrawlJob, RetryPolicy
 from domain.errors import Conflict, InvalidInput, InvalidTransition
 from domain.outcome import outcome_payload, unique_observations
 from domain.persistence import LedgerApplication, as_uuid
+from domain.ports import Storage
 from domain.product import Product
 from domain.store import PLATFORMS, Store
-from domain.timeutil import utc
+from domain.timeutil import command, utc
 from domain.urls import normalize_url
 from domain.values import CrawlFailure, CrawlSuccess, CrawlTask, Policy
 
 R = TypeVar("R")
 PRODUCT_KINDS = frozenset({"catalog", "product_page"})
+
+
+@dataclass(frozen=True)
+class LedgerOptions:
+    """The command side's tunables (from the operator's settings)."""
+
+    #: interval of catalog and product-page jobs created by chaining (seconds)
+    catalog_interval: int = DEFAULT_CATALOG_INTERVAL
+    #: crawl delay given to stores found by discovery (None: the Policy default)
+    default_crawl_delay: float | None = None
+    #: products kept in memory between saves (`AggregateCache`)
+    product_cache_size: int = 100_000
 
 
 @dataclass(frozen=True)
@@ -56,23 +68,17 @@ class CrawlLedger(LedgerApplication):
     snapshotting_intervals: ClassVar[dict[type[MutableOrImmutableAggregate[Any]], int]] = {
         Store: 20, CrawlJob: 30, Product: 20}
 
-    def __init__(self, env: Any = None) -> None:
-        super().__init__(env)
-        self.products: AggregateCache[Product] = AggregateCache(
-            int(self.env.get("PRODUCT_CACHE_SIZE") or 100_000))
-
-    @property
-    def catalog_interval(self) -> int:
-        """Interval of catalog and product-page jobs created by chaining (seconds)."""
-        return int(self.env.get("CATALOG_INTERVAL") or DEFAULT_CATALOG_INTERVAL)
+    def __init__(self, storage: Storage, options: LedgerOptions | None = None) -> None:
+        super().__init__(storage)
+        self.options = options or LedgerOptions()
+        self.products: AggregateCache[Product] = AggregateCache(self.options.product_cache_size)
 
     @property
     def default_crawl_delay(self) -> float | None:
-        """Crawl delay given to stores found by discovery (None: the Policy default)."""
-        value = self.env.get("DEFAULT_CRAWL_DELAY")
-        return float(value) if value else None
+        return self.options.default_crawl_delay
 
     # stores -----------------------------------------------------------------
+    @command
     def register_store(self, *, name: str, base_url: str, platform: str, now: datetime,
                        region: str | None = None, timezone: str | None = None,
                        crawl_delay: float | None = None, max_concurrency: int | None = None,
@@ -97,22 +103,26 @@ class CrawlLedger(LedgerApplication):
                      platform=platform, region=region, timezone=timezone,
                      registered_at=utc(now))
 
-    def change_store_policy(self, store_id: UUID | str, **policy: Any) -> None:
+    @command
+    def change_store_policy(self, store_id: UUID | str, *, now: datetime, **policy: Any) -> None:
         store = self.get_store(store_id)
         store.change_policy(**policy)
         self._save(store)
 
-    def disable_store(self, store_id: UUID | str, reason: str) -> None:
+    @command
+    def disable_store(self, store_id: UUID | str, reason: str, now: datetime) -> None:
         store = self.get_store(store_id)
         store.disable(reason)
         self._save(store)
 
-    def enable_store(self, store_id: UUID | str) -> None:
+    @command
+    def enable_store(self, store_id: UUID | str, now: datetime) -> None:
         store = self.get_store(store_id)
         store.enable()
         self._save(store)
 
     # jobs: scheduling -------------------------------------------------------
+    @command
     def schedule_job(self, *, kind: str, url: str, now: datetime, store_id: UUID | str | None = None,
                      every: int | None = None, priority: int = 0,
                      retry_policy: RetryPolicy | None = None, adaptive: bool = True,
@@ -140,6 +150,7 @@ class CrawlLedger(LedgerApplication):
             next_run_at=next_run_at, at=at, parent_job=parent_job,
         )
 
+    @command
     def dispatch_due(self, job_ids: Sequence[UUID | str], now: datetime) -> list[UUID]:
         """Record `Dispatched` for each candidate that is still due (others are skipped)."""
         dispatched = []
@@ -155,6 +166,7 @@ class CrawlLedger(LedgerApplication):
             dispatched.append(job.id)
         return dispatched
 
+    @command
     def dispatch_and_lease(self, job_ids: Sequence[UUID | str], worker: str, ttl: float,
                            now: datetime) -> list[CrawlTask]:
         """`Dispatched` then `Leased` for each candidate still due, all in one save.
@@ -174,7 +186,7 @@ class CrawlLedger(LedgerApplication):
             if job is None or not job.is_due(at):
                 continue
             store = stores.get(UUID(job.store_id)) if job.store_id else None
-            if store is not None and not store.enabled:
+            if store is not None and store.refuses_work():
                 continue
             job.dispatch(at)
             job.lease(worker, uuid.uuid4().hex, ttl, at)
@@ -194,13 +206,14 @@ class CrawlLedger(LedgerApplication):
         return [self.task_for(job, store) for job, store in chosen]
 
     # jobs: running --------------------------------------------------------
+    @command
     def lease(self, job_id: UUID | str, worker: str, ttl: float, now: datetime) -> CrawlTask:
         """Lease a due or dispatched job; of two racing leases exactly one wins."""
         job = self.get_job(job_id)
         store = self.get_store(job.store_id) if job.store_id else None
-        if store is not None and not store.enabled:
-            raise InvalidTransition(f"cannot lease job {job.id}: store {store.id} is disabled"
-                                    f" ({store.disabled_reason})")
+        refusal = store.refuses_work() if store is not None else None
+        if refusal:
+            raise InvalidTransition(f"cannot lease job {job.id}: {refusal}")
         job.lease(worker, uuid.uuid4().hex, ttl, utc(now))
         self._save(job)
         return self.task_for(job, store)
@@ -216,6 +229,7 @@ class CrawlLedger(LedgerApplication):
             policy=store.policy if store else Policy(),
         )
 
+    @command
     def extend_lease(self, job_id: UUID | str, lease_id: str, ttl: float, now: datetime) -> None:
         job = self.get_job(job_id)
         job.extend_lease(lease_id, ttl, utc(now))
@@ -232,6 +246,7 @@ class CrawlLedger(LedgerApplication):
                     raise
         raise AssertionError("unreachable")
 
+    @command
     def record_failure(self, job_id: UUID | str, lease_id: str, failure: CrawlFailure,
                        now: datetime) -> RecordResult:
         """Record a failed attempt (never a miss for any product)."""
@@ -248,6 +263,7 @@ class CrawlLedger(LedgerApplication):
         self._save(job)
         return RecordResult(str(job.id), events=events)
 
+    @command
     def record_success(self, job_id: UUID | str, lease_id: str, outcome: CrawlSuccess,
                        now: datetime) -> RecordResult:
         """Atomically record a run's outcome, every product event and chained jobs.
@@ -263,7 +279,7 @@ class CrawlLedger(LedgerApplication):
             return RecordResult(str(job.id), duplicate=True)
         job.require_lease(lease_id, "record a result for")
         products, loaded, new_ids = self._product_events(job, outcome, now)
-        chain = Chain(self, job, now, self.catalog_interval)
+        chain = Chain(self, job, now, self.options.catalog_interval)
         chain.follow(outcome)
         job.succeed(lease_id, outcome_payload(outcome), new_ids, now)
         aggregates = [job, *products, *chain.aggregates()]
@@ -307,9 +323,10 @@ class CrawlLedger(LedgerApplication):
         cached = self.products.take_many(product_ids)
         if not cached:
             return cached
-        current = select_versions(self.recorder, cached)
+        current = self.storage.select_versions(self.recorder, cached)
         return {i: p for i, p in cached.items() if current.get(i) == p.version}
 
+    @command
     def reap_expired_leases(self, job_ids: Sequence[UUID | str], now: datetime,
                             orphaned: bool = False) -> list[UUID]:
         """Expire the leases of candidates whose lease ran out; each attempt counts as failed.
@@ -337,21 +354,27 @@ class CrawlLedger(LedgerApplication):
         getattr(job, action)(utc(now))
         self._save(job)
 
+    @command
     def pause(self, job_id: UUID | str, now: datetime) -> None:
         self._control(job_id, "pause", now)
 
+    @command
     def resume(self, job_id: UUID | str, now: datetime) -> None:
         self._control(job_id, "resume", now)
 
+    @command
     def cancel(self, job_id: UUID | str, now: datetime) -> None:
         self._control(job_id, "cancel", now)
 
+    @command
     def retry(self, job_id: UUID | str, now: datetime) -> None:
         self._control(job_id, "retry", now)
 
+    @command
     def force_run(self, job_id: UUID | str, now: datetime) -> None:
         self._control(job_id, "force_run", now)
 
+    @command
     def requeue_dead(self, job_ids: Sequence[UUID | str], now: datetime) -> list[UUID]:
         """Retry every given job that is dead (candidates come from the job-status model)."""
         requeued = []

@@ -10,26 +10,43 @@ Chained jobs run now, above batch work (`CHAIN_PRIORITY_BOOST`).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 from uuid import UUID
 
+from eventsourcing.domain import Aggregate
+
 from domain import ids
-from domain.crawl_job import CrawlJob
+from domain.crawl_job import CrawlJob, RetryPolicy
 from domain.errors import InvalidInput
 from domain.store import Store
 from domain.values import CrawlSuccess, DiscoveredStore
 
-if TYPE_CHECKING:
-    from domain.application import CrawlLedger
-
+A = TypeVar("A", bound=Aggregate)
 CHAIN_PRIORITY_BOOST = 10
 DEFAULT_CATALOG_INTERVAL = 4 * 3600
+
+
+class Aggregates(Protocol):
+    """What chaining needs of the application: look aggregates up, make new ones."""
+
+    @property
+    def default_crawl_delay(self) -> float | None: ...
+
+    def find(self, cls: type[A], aggregate_id: UUID) -> A | None: ...
+
+    def new_store(self, *, name: str, base_url: str, platform: str, now: datetime,
+                  region: str | None = None, timezone: str | None = None) -> Store: ...
+
+    def new_job(self, *, kind: str, url: str, store: Store | None, every: int | None,
+                priority: int, next_run_at: datetime, at: datetime,
+                retry_policy: RetryPolicy | None = None, adaptive: bool = True,
+                parent_job: str | None = None) -> CrawlJob: ...
 
 
 class Chain:
     """Collects the stores and child jobs one run's outcome leads to."""
 
-    def __init__(self, app: CrawlLedger, parent: CrawlJob, now: datetime,
+    def __init__(self, app: Aggregates, parent: CrawlJob, now: datetime,
                  catalog_interval: int = DEFAULT_CATALOG_INTERVAL) -> None:
         self.app = app
         self.parent = parent
@@ -92,8 +109,8 @@ class Chain:
             self._child("product_page", link, store)
 
     def _child(self, kind: str, url: str, store: Store) -> None:
-        if not store.enabled:
-            return  # an operator disabled it: find nothing new to crawl there
+        if store.refuses_work():
+            return  # e.g. an operator disabled it: find nothing new to crawl there
         every = None if kind == "entry_point" else self.catalog_interval
         job = self.app.new_job(kind=kind, url=url, store=store, every=every,
                                priority=max(self.parent.priority, 0) + CHAIN_PRIORITY_BOOST,

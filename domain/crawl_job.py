@@ -24,9 +24,10 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.domain import Aggregate, event
+from eventsourcing.domain import event
 
 from domain import ids
+from domain.aggregate import LedgerAggregate
 from domain.errors import InvalidInput, InvalidTransition, LeaseLost
 from domain.snapshot_event import LedgerSnapshot
 from domain.values import JOB_KINDS
@@ -70,7 +71,7 @@ def _check_ttl(ttl: float) -> None:
         raise InvalidInput(f"lease ttl must be 1..86400 seconds, got {ttl}")
 
 
-class CrawlJob(Aggregate):
+class CrawlJob(LedgerAggregate):
     """A crawl of one URL for one store; its id is derived from (kind, normalised URL)."""
 
     Snapshot = LedgerSnapshot

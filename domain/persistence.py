@@ -3,8 +3,8 @@
 `LedgerApplication` is the library's `Application` with the project's storage
 choices; `CrawlLedger` (domain.application) adds the commands.
 
-- PostgreSQL inserts go through binary arrays (`domain.batch_load`), events and
-  snapshots alike;
+- the backend (`domain.ports.Storage`, one adapter per engine in eventstore/)
+  opens the library's recorders and reads many aggregates in a few queries;
 - `find_many` loads many aggregates in a few queries: their latest snapshots,
   then only the events after them;
 - snapshots are taken from the saved aggregates in one insert, spread over
@@ -21,12 +21,10 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import EventStore, IntegrityError, JSONTranscoder
-from eventsourcing.postgres import PostgresFactory
-from eventsourcing.utils import Environment
 
-from domain.batch_load import BINARY_INSERT_RECORDER, BinarySnapshotRecorder, select_after, select_latest
 from domain.crawl_job import CrawlJob
 from domain.errors import Conflict, NotFound
+from domain.ports import Storage
 from domain.product import Product
 from domain.snapshots import register as register_snapshot_transcodings
 from domain.store import Store
@@ -43,23 +41,13 @@ class LedgerApplication(Application[UUID]):
         super().register_transcodings(transcoder)
         register_snapshot_transcodings(transcoder)  # aggregate state in snapshots
 
-    def construct_env(self, name: str, env: Any = None) -> Environment:
-        environment = super().construct_env(name, env)
-        if environment.get("PERSISTENCE_MODULE") == "eventsourcing.postgres":
-            # binary batch insert: same rows, a fraction of the client CPU (domain.batch_load)
-            environment.setdefault("APPLICATION_RECORDER_TOPIC", BINARY_INSERT_RECORDER)
-        return environment
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        super().__init__(env=storage.library_env())
 
     def construct_snapshot_store(self) -> EventStore[UUID]:
-        """The library's snapshot store; on PostgreSQL with the binary batch insert."""
-        factory: Any = self.factory
-        if not isinstance(factory, PostgresFactory):
-            return super().construct_snapshot_store()
-        recorder = BinarySnapshotRecorder(
-            factory.datastore, events_table_name=f"{factory.env.name.lower() or 'stored'}_snapshots")
-        if factory.env_create_table():
-            recorder.create_table()
-        return factory.event_store(mapper=self.mapper, recorder=recorder)
+        """The backend's snapshot store (PostgreSQL: the binary batch insert)."""
+        return self.storage.snapshot_store(self) or super().construct_snapshot_store()
 
     # loading ----------------------------------------------------------------
     def _get(self, cls: type[A], aggregate_id: UUID | str, what: str) -> A:
@@ -91,8 +79,9 @@ class LedgerApplication(Application[UUID]):
         """Load many aggregates in a few queries: their latest snapshots, then the events
         after them (missing ids are left out)."""
         wanted = list(dict.fromkeys(aggregate_ids))
-        snapshots = select_latest(self.snapshots.recorder, wanted) if self.snapshots else {}
-        events = select_after(self.recorder, wanted,
+        snapshots = (self.storage.select_latest(self.snapshots.recorder, wanted)
+                     if self.snapshots else {})
+        events = self.storage.select_after(self.recorder, wanted,
                               {i: snap.originator_version for i, snap in snapshots.items()})
         found: dict[UUID, A] = {}
         for aggregate_id in wanted:

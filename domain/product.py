@@ -14,9 +14,10 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.domain import Aggregate, event
+from eventsourcing.domain import event
 
 from domain import ids
+from domain.aggregate import LedgerAggregate
 from domain.snapshot_event import LedgerSnapshot
 from domain.values import UNAVAILABLE, Observation
 
@@ -28,7 +29,7 @@ def offer_key(offer: dict[str, Any]) -> str:
     return f"{offer.get('pricing_type') or 'regular'}:{offer['option']}"
 
 
-class Product(Aggregate):
+class Product(LedgerAggregate):
     """A store's product; its id is derived from (store, provider product id)."""
 
     Snapshot = LedgerSnapshot

@@ -6,9 +6,10 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.domain import Aggregate, event
+from eventsourcing.domain import event
 
 from domain import ids
+from domain.aggregate import LedgerAggregate
 from domain.errors import InvalidInput, InvalidTransition
 from domain.snapshot_event import LedgerSnapshot
 from domain.values import Policy
@@ -16,7 +17,7 @@ from domain.values import Policy
 PLATFORMS = ("dispensary", "shopify", "woocommerce", "jsonld", "microdata", "generic", "locator", "feed")
 
 
-class Store(Aggregate):
+class Store(LedgerAggregate):
     """A store we crawl; its id is derived from its base URL."""
 
     Snapshot = LedgerSnapshot
@@ -86,6 +87,14 @@ class Store(Aggregate):
         if self.enabled:
             raise InvalidTransition(f"store {self.id} is already enabled")
         self._enabled()
+
+    def refuses_work(self) -> str | None:
+        """Why no job of this store may be dispatched, leased or chained now (None: none).
+
+        The one "store disabled" rule: the command side asks it; the job-status
+        read model only pre-filters candidates with the same flag.
+        """
+        return None if self.enabled else f"store {self.id} is disabled ({self.disabled_reason})"
 
     def disable(self, reason: str) -> None:
         if not self.enabled:

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
+from contextvars import ContextVar
 from datetime import UTC, datetime
+from typing import ParamSpec, TypeVar
+
+from eventsourcing.domain import datetime_now_with_tzinfo
 
 from domain.errors import InvalidInput
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def utc(moment: datetime) -> datetime:
@@ -25,3 +35,34 @@ def parse_iso(text: str | None) -> datetime | None:
     if not text:
         return None
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+
+
+#: the `now` of the command being run: every event it creates carries this time
+_COMMAND_TIME: ContextVar[datetime | None] = ContextVar("command_time", default=None)
+
+
+def event_timestamp() -> datetime:
+    """An event's timestamp: its command's `now` (the runtime's one clock).
+
+    Outside a command (a test building an aggregate by hand) it is the wall
+    clock, as in the library.
+    """
+    return _COMMAND_TIME.get() or datetime_now_with_tzinfo()
+
+
+def command(method: Callable[P, R]) -> Callable[P, R]:
+    """Run a command with its `now` argument as the time of every event it creates."""
+    signature = inspect.signature(method)
+
+    @functools.wraps(method)
+    def stamped(*args: P.args, **kwargs: P.kwargs) -> R:
+        now = kwargs.get("now")
+        if now is None:
+            now = signature.bind_partial(*args, **kwargs).arguments.get("now")
+        token = _COMMAND_TIME.set(utc(now) if isinstance(now, datetime) else None)
+        try:
+            return method(*args, **kwargs)
+        finally:
+            _COMMAND_TIME.reset(token)
+
+    return stamped

@@ -1,70 +1,39 @@
-"""The composition root: everything is built here from Settings, nothing at import."""
+"""The composition root: everything is built here from Settings, nothing at import.
+
+Drivers get what they need from here (`bootstrap` for a ledger, `components`
+for a driver process that opens its own), and never import this module.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
-from domain.application import CrawlLedger
+from domain.application import CrawlLedger, LedgerOptions
+from eventstore import Backend, PostgresBackend, SQLiteBackend
 from ledger.settings import ConfigError, Settings
-from projections import Projection, read_models
 from projections.db import Database, PostgresDatabase, SQLiteDatabase
-from projections.queries import ReadModel
-from projections.runner import ProjectionRunner
-from projections.source import NotificationLogSource
+from runtime.components import Components
+from runtime.ledger import Ledger
 
 if TYPE_CHECKING:
     from workers.crawler import Crawler
 
-
-@dataclass
-class Ledger:
-    """The wired system: command side, read side and their settings."""
-
-    settings: Settings
-    app: CrawlLedger
-    db: Database
-    source: NotificationLogSource = field(init=False)
-    read: ReadModel = field(init=False)
-    _runner: ProjectionRunner | None = field(default=None, init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self.source = NotificationLogSource(self.app.recorder)
-        self.read = ReadModel(self.db)
-
-    def projections(self, prefix: str = "") -> Sequence[Projection]:
-        return read_models(prefix)
-
-    def runner(self, batch_size: int = 1000) -> ProjectionRunner:
-        return ProjectionRunner(self.source, self.db, self.projections(), batch_size)
-
-    def catch_up(self) -> int:
-        """Bring the read models up to date with everything recorded so far."""
-        if self._runner is None:  # creating one creates the tables: do it once
-            self._runner = self.runner()
-        return self._runner.catch_up()
-
-    def close(self) -> None:
-        self.db.close()
-        self.app.close()
+__all__ = ["Ledger", "bootstrap", "components", "crawler_for"]
 
 
-def app_env(settings: Settings) -> dict[str, str]:
-    env = {"CATALOG_INTERVAL": str(settings.catalog_interval)}
-    if settings.default_crawl_delay is not None:
-        env["DEFAULT_CRAWL_DELAY"] = str(settings.default_crawl_delay)
+def backend_for(settings: Settings) -> Backend:
+    """The event-store adapter the settings choose."""
     if settings.is_postgres:
-        pg = settings.postgres
-        return env | {
-            "PERSISTENCE_MODULE": "eventsourcing.postgres", "POSTGRES_DBNAME": pg.dbname,
-            "POSTGRES_HOST": pg.host, "POSTGRES_PORT": str(pg.port), "POSTGRES_USER": pg.user,
-            "POSTGRES_PASSWORD": pg.password, "POSTGRES_SCHEMA": pg.schema,
-            "POSTGRES_POOL_SIZE": "8", "POSTGRES_MAX_OVERFLOW": "16",
-        }
-    return env | {"PERSISTENCE_MODULE": "eventsourcing.sqlite",
-                  "SQLITE_DBNAME": str(settings.sqlite_path), "SQLITE_LOCK_TIMEOUT": "30"}
+        return PostgresBackend(settings.postgres)
+    return SQLiteBackend(settings.sqlite_path)
+
+
+def ledger_options(settings: Settings) -> LedgerOptions:
+    return LedgerOptions(catalog_interval=settings.catalog_interval,
+                         default_crawl_delay=settings.default_crawl_delay)
 
 
 def bootstrap(settings: Settings) -> Ledger:
@@ -75,10 +44,19 @@ def bootstrap(settings: Settings) -> Ledger:
         else:
             settings.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
             db = SQLiteDatabase(settings.sqlite_path.with_name("readmodels.sqlite"))
-        app = CrawlLedger(env=app_env(settings))
+        backend = backend_for(settings)
+        app = CrawlLedger(backend, ledger_options(settings))
     except OSError as error:
         raise ConfigError(f"cannot open the event store {settings.store}: {error}") from error
-    return Ledger(settings, app, db)
+    return Ledger(app, db, backend, settings.data_dir)
+
+
+def components(settings: Settings) -> Components:
+    """Factories for a driver process: it opens the ledger and crawler when it runs."""
+    servers = tuple(settings.broker_servers) if settings.broker else ()
+    return Components(open_ledger=partial(bootstrap, settings),
+                      open_crawler=partial(crawler_for, settings),
+                      data_dir=settings.data_dir, broker_servers=servers)
 
 
 def _postgres_read_db(settings: Settings) -> Database:

@@ -18,10 +18,10 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from ledger.bootstrap import Ledger, bootstrap, crawler_for
-from ledger.clock import SimulatedClock
 from ledger.embedded import EmbeddedRunner, RunStats, run_loop
 from ledger.settings import ConfigError, Settings, parse_postgres
-from ledger.simulator import FaultConfig, SimulatorThread
+from runtime.clock import SimulatedClock
+from simulator import FaultConfig, SimulatorThread
 
 DEMO_START = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 DEMO_SCHEMA = "crawl_ledger_demo"
@@ -112,7 +112,8 @@ def run_distributed_demo(settings: Settings, config: DemoConfig,
     step; this process ticks the scheduler (workers run with `--no-timers`).
     """
     from ledger.distributed import Cluster, run_until_idle
-    from streams.resources import FileClock, create_read_models
+    from runtime.clock import FileClock
+    from streams.resources import create_read_models
 
     clock = SimulatedClock(DEMO_START)
     clock_file = FileClock(settings.data_dir / "clock.txt")
@@ -175,5 +176,5 @@ def _accumulate(total: RunStats, stats: RunStats) -> None:
     total.failures.update(stats.failures)
 
 
-def chart_path(settings: Settings, output: str | None) -> Path:
-    return Path(output) if output else settings.data_dir / "price-history.png"
+def chart_path(data_dir: Path, output: str | None) -> Path:
+    return Path(output) if output else data_dir / "price-history.png"

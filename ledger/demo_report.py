@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from domain.envelope import Envelope
-from ledger.bootstrap import Ledger
+from runtime.ledger import Ledger
 
 
 def all_envelopes(ledger: Ledger, batch: int = 5000) -> Iterator[Envelope]:
@@ -83,7 +83,7 @@ def draw_chart(ledger: Ledger, path: Path, top: int = 4) -> list[str]:
     from analytics.charts import chart_products
     from projections.snapshots import SnapshotWriter
 
-    writer = SnapshotWriter(ledger.settings.data_dir, ledger.source)
+    writer = SnapshotWriter(ledger.data_dir, ledger.source)
     writer.catch_up()
     ids = top_movers(ledger, top)
     con = connect(writer.root)

@@ -7,7 +7,7 @@
 
 For the demo's simulated clock, start the workers with
 `worker_args=["--no-timers", "--clock-file", path]`, keep the file in step
-(`streams.resources.FileClock(path).set(clock.now())`) and let
+(`runtime.clock.FileClock(path).set(clock.now())`) and let
 `run_until_idle(..., scheduler=True)` tick the scheduler with that clock.
 
 Each process is `crawl-ledger relay` / `crawl-ledger worker --role …` with
@@ -30,10 +30,10 @@ from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 
-from ledger.bootstrap import Ledger
-from ledger.clock import Clock
-from ledger.scheduler import Scheduler
 from ledger.settings import Settings
+from runtime.clock import Clock
+from runtime.ledger import Ledger
+from runtime.scheduler import Scheduler
 
 
 def cli_command() -> list[str]:

@@ -31,10 +31,10 @@ from typing import IO, Any, TypeVar
 import uvloop
 
 from domain.values import CrawlFailure, CrawlTask
-from ledger.bootstrap import Ledger
-from ledger.clock import Clock
-from ledger.scheduler import Scheduler
-from ledger.work import CrawlerPort, DbThread, JobWorker, RunReport, worker_name
+from runtime.clock import Clock
+from runtime.ledger import Ledger
+from runtime.scheduler import Scheduler
+from runtime.work import CrawlerPort, DbThread, JobWorker, RunReport, worker_name
 
 log = logging.getLogger(__name__)
 PROJECT_EVERY = 0.05  # seconds: bounds catch-up overhead, keeps read models ~50 ms behind

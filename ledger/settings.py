@@ -22,26 +22,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from eventstore.postgres import PostgresTarget
+
 DEFAULT_USER_AGENT = "crawl-ledger/0.1 (+https://github.com/crawl-ledger/crawl-ledger)"
 
 
 class ConfigError(Exception):
     """Invalid configuration: the message names the variable and the problem."""
-
-
-@dataclass(frozen=True)
-class PostgresTarget:
-    host: str
-    port: int
-    dbname: str
-    user: str
-    password: str
-    schema: str
-
-    @property
-    def conninfo(self) -> str:
-        return (f"host={self.host} port={self.port} dbname={self.dbname} user={self.user}"
-                + (f" password={self.password}" if self.password else ""))
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from eventsourcing.persistence import ApplicationRecorder
-from eventsourcing.postgres import PostgresApplicationRecorder
-from eventsourcing.sqlite import SQLiteApplicationRecorder
-from psycopg.rows import tuple_row
-from psycopg.sql import SQL, Identifier
 
 from domain.envelope import Envelope, StoredRow, from_stored_rows
+from eventstore.base import Backend
 
 
 class EventSource(Protocol):
@@ -33,18 +30,18 @@ class EventSource(Protocol):
 
 
 class NotificationLogSource:
-    """Envelopes from an eventsourcing application recorder (SQLite or PostgreSQL).
+    """Envelopes from an eventsourcing application recorder, read by its backend's adapter.
 
     The PostgreSQL recorder serialises inserts with a table lock, so a
     notification id never commits after a higher one: reading "after N"
     cannot skip a late commit.
     """
 
-    def __init__(self, recorder: ApplicationRecorder) -> None:
+    def __init__(self, recorder: ApplicationRecorder, backend: Backend) -> None:
         self.recorder = recorder
-        self._select = _selector(recorder)
-        # PostgreSQL sends the ids as `uuid::text`: canonical, no UUID objects to make
-        self._canonical = self._select is _postgres_rows
+        self.backend = backend
+        self._select: Callable[[Any, int, int], list[StoredRow]] = backend.notification_rows
+        self._canonical = backend.canonical_ids
 
     def read(self, after: int, limit: int) -> list[Envelope]:
         return from_stored_rows(self._select(self.recorder, after, limit), self._canonical)
@@ -61,7 +58,7 @@ class NotificationLogSource:
         Python work would only take turns with the GIL, and the fetch's waiting for
         the server is what can overlap).
         """
-        if self._select is not _postgres_rows:  # in-process SQLite: nothing to overlap
+        if not self.backend.reads_ahead:  # in-process SQLite: nothing to overlap
             yield from _one_after_another(self, after, limit)  # (a thread: 10-25 % slower)
             return
         rows = self._select(self.recorder, after, limit)
@@ -98,37 +95,3 @@ def _one_after_another(source: EventSource, after: int,
         if len(envelopes) < limit:
             return
         after = envelopes[-1].position
-
-
-def _selector(recorder: ApplicationRecorder) -> Callable[[Any, int, int], list[StoredRow]]:
-    if isinstance(recorder, PostgresApplicationRecorder):
-        return _postgres_rows
-    if isinstance(recorder, SQLiteApplicationRecorder):
-        return _sqlite_rows
-    return _library_rows  # any other recorder (e.g. in-memory): the library's own read
-
-
-def _library_rows(recorder: ApplicationRecorder, after: int, limit: int) -> list[StoredRow]:
-    return [(n.id, n.originator_id, n.originator_version, n.topic, n.state)
-            for n in recorder.select_notifications(after, limit, inclusive_of_start=False)]
-
-
-def _postgres_rows(recorder: Any, after: int, limit: int) -> list[StoredRow]:
-    statement = SQL(
-        "SELECT notification_id, originator_id::text, originator_version, topic, state "
-        "FROM {schema}.{table} WHERE notification_id > %s ORDER BY notification_id LIMIT %s"
-    ).format(schema=Identifier(recorder.datastore.schema),
-             table=Identifier(recorder.events_table_name))
-    with recorder.datastore.get_connection() as conn, \
-            conn.cursor(row_factory=tuple_row, binary=True) as cursor:
-        cursor.execute(statement, (after, limit), prepare=True)
-        rows: list[StoredRow] = cursor.fetchall()
-        return rows
-
-
-def _sqlite_rows(recorder: Any, after: int, limit: int) -> list[StoredRow]:
-    statement = (f"SELECT rowid, originator_id, originator_version, topic, state "
-                 f"FROM {recorder.events_table_name} WHERE rowid > ? ORDER BY rowid LIMIT ?")
-    with recorder.datastore.transaction(commit=False) as cursor:
-        cursor.execute(statement, (after, limit))
-        return [tuple(row) for row in cursor.fetchall()]

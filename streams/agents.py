@@ -14,9 +14,9 @@ from urllib.parse import urlsplit
 
 from domain.envelope import Envelope
 from domain.timeutil import iso
-from ledger.bootstrap import Ledger
-from ledger.scheduler import Scheduler
-from ledger.work import JobWorker, worker_name
+from runtime.ledger import Ledger
+from runtime.scheduler import Scheduler
+from runtime.work import JobWorker, worker_name
 from streams.kafka_projection import Consumed, apply_consumed, projector_offsets
 from streams.records import WorkItem
 from streams.resources import Resources
@@ -121,7 +121,7 @@ def catch_up_snapshots(ledger: Ledger) -> int:
     """The Parquet snapshot projection, caught up from the event store in log order."""
     from projections.snapshots import SnapshotWriter
 
-    return SnapshotWriter(ledger.settings.data_dir, ledger.source).catch_up()
+    return SnapshotWriter(ledger.data_dir, ledger.source).catch_up()
 
 
 async def write_snapshots(res: Resources) -> None:

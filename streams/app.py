@@ -1,4 +1,4 @@
-"""The Faust app factory: `create_app(settings, roles)` — no global app, nothing at import.
+"""The Faust app factory: `create_app(components, roles)` — no global app, nothing at import.
 
 Roles (a worker process runs one or more):
 
@@ -25,7 +25,7 @@ from typing import Any
 import faust
 from faust.types import TP
 
-from ledger.settings import Settings
+from runtime.components import Components
 from streams import agents
 from streams.records import WorkItem
 from streams.resources import Resources, WorkerOptions
@@ -63,21 +63,21 @@ def projector_group(roles: Iterable[str]) -> str:
     return app_id(roles)
 
 
-def create_app(settings: Settings, roles: Iterable[str],
+def create_app(components: Components, roles: Iterable[str],
                options: WorkerOptions | None = None) -> faust.App:
     """A Faust app running the agents of `roles`; resources connect when it runs."""
     chosen = parse_roles(roles)
     options = options or WorkerOptions()
     name = app_id(chosen)
     app = faust.App(
-        name, broker=[f"kafka://{s}" for s in settings.broker_servers], store="memory://",
+        name, broker=[f"kafka://{s}" for s in components.broker_servers], store="memory://",
         topic_partitions=options.partitions,
         broker_session_timeout=options.session_timeout,
         broker_heartbeat_interval=options.heartbeat_interval,
         consumer_auto_offset_reset="earliest", web_enabled=False,
-        datadir=str(Path(settings.data_dir) / "faust" / f"{name}-{os.getpid()}"),
+        datadir=str(Path(components.data_dir) / "faust" / f"{name}-{os.getpid()}"),
     )
-    res = Resources(settings, options)
+    res = Resources(components, options)
     app.conf.crawl_ledger_resources = res
     work = app.topic(WORK, value_type=WorkItem, key_serializer="raw",
                      partitions=options.partitions)

@@ -13,33 +13,17 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any, TypeVar
 
-from ledger.bootstrap import Ledger, bootstrap, crawler_for
-from ledger.clock import Clock, SystemClock
-from ledger.settings import Settings
-from ledger.work import CrawlerPort, DbThread
+from runtime.clock import Clock, FileClock, SystemClock
+from runtime.components import Components
+from runtime.defaults import DEFAULTS
+from runtime.ledger import Ledger
+from runtime.work import CrawlerPort, DbThread
 from streams.ddl import create_racing
 from streams.kafka_projection import create_tables
 
 T = TypeVar("T")
-
-
-class FileClock:
-    """A clock read from a file holding one ISO-8601 UTC time: the demo's simulated clock,
-    shared by the driver (which writes it) and the worker processes (which read it)."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-
-    def now(self) -> datetime:
-        return datetime.fromisoformat(self.path.read_text().strip())
-
-    def set(self, moment: datetime) -> None:
-        scratch = self.path.with_suffix(".tmp")
-        scratch.write_text(moment.isoformat())
-        scratch.replace(self.path)  # atomic: readers never see half a time
 
 
 @dataclass
@@ -48,14 +32,14 @@ class WorkerOptions:
 
     partitions: int = 4
     crawl_concurrency: int = 4
-    lease_ttl: float = 300.0
-    tick_interval: float = 1.0
+    lease_ttl: float = DEFAULTS.lease_ttl
+    tick_interval: float = DEFAULTS.tick_seconds
     timers: bool = True            # False: an external driver runs the scheduler (demo clock)
     redrive_after: float = 60.0    # re-send work for jobs dispatched this long ago, unleased
     session_timeout: float = 6.0
     heartbeat_interval: float = 2.0
-    batch_size: int = 1000
-    batch_within: float = 0.2
+    batch_size: int = DEFAULTS.projection_batch
+    batch_within: float = DEFAULTS.batch_within
     stall_check: float = 5.0       # seconds between checks for a projection stuck behind the relay
     snapshot_every: float = 30.0   # seconds between Parquet snapshot catch-ups (leader; 0: off)
     db_threads: int = 4
@@ -69,7 +53,7 @@ def create_read_models(ledger: Ledger) -> None:
 
 @dataclass
 class Resources:
-    settings: Settings
+    components: Components
     options: WorkerOptions
     clock: Clock = field(default_factory=SystemClock)
     db: DbThread = field(init=False)
@@ -91,7 +75,7 @@ class Resources:
         """The ledger (blocking: call it on the database thread), built once."""
         with self._ledger_lock:  # the database pool has several threads
             if self._ledger is None:
-                ledger = bootstrap(self.settings)
+                ledger = self.components.open_ledger()
                 create_read_models(ledger)
                 self._ledger = ledger
             return self._ledger
@@ -105,7 +89,8 @@ class Resources:
             self._crawler_lock = asyncio.Lock()
         async with self._crawler_lock:
             if self._crawler is None:
-                self._crawler = await self._stack.enter_async_context(crawler_for(self.settings))
+                self._crawler = await self._stack.enter_async_context(
+                    self.components.open_crawler())
         return self._crawler
 
     @property

@@ -63,7 +63,7 @@ def refresh(rebuild: bool = False, progress: ProgressFn | None = None) -> tuple[
     """Catch the snapshots up with the event log; returns (snapshot dir, events read)."""
     ledger = bootstrap(Settings.from_env())
     try:
-        writer = SnapshotWriter(ledger.settings.data_dir, ledger.source)
+        writer = SnapshotWriter(ledger.data_dir, ledger.source)
         count = writer.rebuild(progress) if rebuild else writer.catch_up(progress)
         return writer.root, count
     finally:

@@ -85,6 +85,6 @@ def report(ledger: Ledger, envelopes: list[Any], args: argparse.Namespace,
            console: Console) -> None:
     summary = summarize(envelopes)
     print_table("demo summary", ["", ""], summary.rows())
-    path = chart_path(ledger.settings, args.chart)
+    path = chart_path(ledger.data_dir, args.chart)
     names = draw_chart(ledger, path)
     console.print(f"price-history chart of {', '.join(names)} -> {path}")

@@ -10,9 +10,9 @@ from typing import Any
 from ledger.bootstrap import bootstrap, crawler_for
 from ledger.cli.errors import CommandError
 from ledger.cli.progress import LiveStats, stats_table
-from ledger.clock import SystemClock
 from ledger.embedded import DataDirLock, EmbeddedRunner, RunnerLocked, RunStats, run_loop
 from ledger.settings import Settings
+from runtime.clock import SystemClock
 
 
 def register(sub: Any) -> None:

@@ -41,7 +41,7 @@ def run_simulate(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    from ledger.simulator import Simulator
+    from simulator import Simulator
 
     sim = Simulator(stores=args.stores, seed=args.seed, fault_rate=args.fault_rate,
                     port=args.port)

@@ -54,14 +54,14 @@ def add_store(args: argparse.Namespace) -> int:
 
 def disable_store(args: argparse.Namespace) -> int:
     with open_ledger(fresh=False) as ledger:
-        ledger.app.disable_store(args.store_id, args.reason)
+        ledger.app.disable_store(args.store_id, args.reason, utcnow())
     print(f"store {args.store_id} disabled: its jobs are not dispatched or leased until enabled")
     return 0
 
 
 def enable_store(args: argparse.Namespace) -> int:
     with open_ledger(fresh=False) as ledger:
-        ledger.app.enable_store(args.store_id)
+        ledger.app.enable_store(args.store_id, utcnow())
     print(f"store {args.store_id} enabled")
     return 0
 

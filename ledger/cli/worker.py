@@ -40,6 +40,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ledger.bootstrap import components
     from streams.app import UnknownRole, create_app, parse_roles
     from streams.resources import WorkerOptions
     from streams.topics import ensure_topics
@@ -60,5 +61,5 @@ def run(args: argparse.Namespace) -> int:
                             timers=not args.no_timers, redrive_after=args.redrive_after,
                             stall_check=args.stall_check, snapshot_every=args.snapshot_every,
                             clock_file=args.clock_file)
-    run_worker(create_app(settings, roles, options), loglevel=args.loglevel)
+    run_worker(create_app(components(settings), roles, options), loglevel=args.loglevel)
     return 0

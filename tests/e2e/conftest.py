@@ -25,12 +25,12 @@ import pytest
 
 from domain.envelope import Envelope
 from ledger.bootstrap import Ledger, bootstrap, crawler_for
-from ledger.clock import SimulatedClock
 from ledger.demo import DEMO_START, DemoConfig, demo_settings, run_cycles, seed_jobs
 from ledger.demo_report import all_envelopes
 from ledger.embedded import EmbeddedRunner, RunStats
 from ledger.settings import Settings
-from ledger.simulator import FaultConfig, SimulatorThread
+from runtime.clock import SimulatedClock
+from simulator import FaultConfig, SimulatorThread
 
 T = TypeVar("T")
 CLI = str(Path(sys.executable).with_name("crawl-ledger"))

@@ -28,7 +28,7 @@ from domain.envelope import Envelope
 from ledger.bootstrap import Ledger, bootstrap
 from ledger.demo_report import all_envelopes
 from ledger.settings import Settings
-from ledger.simulator import SimulatorThread
+from simulator import SimulatorThread
 
 SLOW = ("store-1", "store-3")  # shopify and jsonld: crawls wait out a long crawl delay
 SLOW_DELAY = 60.0  # seconds the slow crawls stay in flight (far longer than the test needs)

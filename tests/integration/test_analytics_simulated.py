@@ -29,11 +29,11 @@ from analytics import (
 )
 from domain.product import MISSES_FOR_OUT_OF_STOCK
 from ledger.bootstrap import Ledger, bootstrap, crawler_for
-from ledger.clock import SimulatedClock
 from ledger.embedded import EmbeddedRunner
 from ledger.settings import Settings
-from ledger.simulator import SimulatorThread
 from projections.snapshots import SnapshotWriter
+from runtime.clock import SimulatedClock
+from simulator import SimulatorThread
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 INTERVAL = 6 * 3600

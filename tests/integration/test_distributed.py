@@ -14,17 +14,17 @@ from kafka_fixtures import KAFKA_WARNINGS, pg_store_url, read_topics, seed_store
 from analytics import connect
 from analytics.schema import DATASETS
 from ledger.bootstrap import Ledger, bootstrap
-from ledger.clock import SimulatedClock, SystemClock
 from ledger.demo import DEMO_START, DemoConfig, run_cycles, run_embedded_demo, seed_jobs
 from ledger.distributed import Cluster, run_until_idle, wait_caught_up
 from ledger.settings import Settings
-from ledger.simulator import SimulatorThread
 from projections.framework import table_rows
 from projections.runner import ProjectionRunner
 from projections.snapshots import SnapshotWriter
+from runtime.clock import FileClock, SimulatedClock, SystemClock
+from simulator import SimulatorThread
 from streams.relay import Relay, kafka_producer
 from streams.relay_position import RelayPositionStore
-from streams.resources import FileClock, create_read_models
+from streams.resources import create_read_models
 from streams.topics import PUBLIC_TOPICS, ensure_topics
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, KAFKA_WARNINGS, pytest.mark.timeout(240)]

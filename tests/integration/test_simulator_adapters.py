@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from domain.values import CrawlTask, Observation
-from ledger.simulator import ServedStore, SimulatorThread
+from simulator import ServedStore, SimulatorThread
 from workers.adapters import Extraction, Page, Request, for_task
 
 CENT = Decimal("0.01")

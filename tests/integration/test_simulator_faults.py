@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from ledger.simulator import FaultConfig, Simulator, SimulatorThread
+from simulator import FaultConfig, Simulator, SimulatorThread
 
 FAULTS = {
     "store-0": {"epochs": {1: "http_429"}},

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import pytest
 
-from ledger.simulator import ServedStore, SimulatorThread
+from simulator import ServedStore, SimulatorThread
 
 EPOCHS = (0, 4, 9)
 LD_SCRIPT = re.compile(r'<script type="application/ld\+json">\s*(.*?)\s*</script>', re.DOTALL)

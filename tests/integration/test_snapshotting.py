@@ -14,10 +14,10 @@ from uuid import UUID
 
 import backends
 import pytest
+from domain.batch_load import select_latest
 
 from domain import persistence as persistence_module
 from domain.application import CrawlLedger
-from domain.batch_load import select_latest
 from domain.crawl_job import CrawlJob
 from domain.product import Product
 from domain.store import Store

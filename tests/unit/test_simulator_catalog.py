@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from ledger.simulator import PLATFORMS, FaultConfig, Simulation
-from ledger.simulator.faults import planned_fault
+from simulator import PLATFORMS, FaultConfig, Simulation
+from simulator.faults import planned_fault
 
 EPOCHS = 40
 

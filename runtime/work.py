@@ -1,4 +1,4 @@
-"""Running one job: lease, crawl, record — the handler both drivers use.
+"""Running one job: lease, crawl, record — the step every driver uses.
 
 The ledger is synchronous (eventsourcing), the crawler is asyncio: every
 ledger call crosses into `DbThread`, so the event loop never blocks on the
@@ -20,8 +20,9 @@ from typing import Any, Protocol, TypeVar
 from domain.application import RecordResult
 from domain.errors import LeaseLost, LedgerError
 from domain.values import CrawlFailure, CrawlOutcome, CrawlTask
-from ledger.bootstrap import Ledger
-from ledger.clock import Clock
+from runtime.clock import Clock
+from runtime.defaults import DEFAULTS
+from runtime.ledger import Ledger
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -60,7 +61,7 @@ class JobWorker:
     """Leases a job, crawls it and records the outcome (success or failure)."""
 
     def __init__(self, ledger: Ledger, crawler: CrawlerPort, clock: Clock, db: DbThread,
-                 name: str, lease_ttl: float = 300.0) -> None:
+                 name: str, lease_ttl: float = DEFAULTS.lease_ttl) -> None:
         self.ledger = ledger
         self.crawler = crawler
         self.clock = clock

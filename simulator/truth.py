@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from decimal import Decimal
 from typing import Any
 
-from ledger.simulator.catalog import Catalog, Product, StoreSpec, Variant
+from simulator.catalog import Catalog, Product, StoreSpec, Variant
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from typing import Any
 
-from ledger.simulator.catalog import Catalog, Simulation
-from ledger.simulator.faults import FaultConfig, PlannedFault, planned_fault
-from ledger.simulator.feeds import feed_links
-from ledger.simulator.truth import TruthLog, catalog_truth, record_json
+from simulator.catalog import Catalog, Simulation
+from simulator.faults import FaultConfig, PlannedFault, planned_fault
+from simulator.feeds import feed_links
+from simulator.truth import TruthLog, catalog_truth, record_json
 
 DEFAULT_ROBOTS = "User-agent: *\nDisallow: /private/\n"
 

@@ -20,13 +20,13 @@ from typing import Any, Self
 
 from aiohttp import web
 
-from ledger.simulator.catalog import Simulation, StoreSpec
-from ledger.simulator.control_app import ControlApp
-from ledger.simulator.faults import FaultConfig
-from ledger.simulator.feeds import entry_url
-from ledger.simulator.state import SimState
-from ledger.simulator.store_app import StoreApp
-from ledger.simulator.truth import RequestRecord
+from simulator.catalog import Simulation, StoreSpec
+from simulator.control_app import ControlApp
+from simulator.faults import FaultConfig
+from simulator.feeds import entry_url
+from simulator.state import SimState
+from simulator.store_app import StoreApp
+from simulator.truth import RequestRecord
 
 SHUTDOWN_TIMEOUT = 0.5
 

@@ -13,8 +13,8 @@ from decimal import Decimal
 from html import escape
 from typing import Any
 
-from ledger.simulator.catalog import Catalog, Product, StoreSpec, Variant
-from ledger.simulator.truth import product_url
+from simulator.catalog import Catalog, Product, StoreSpec, Variant
+from simulator.truth import product_url
 
 SCHEMA = "https://schema.org/"
 

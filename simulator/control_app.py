@@ -6,9 +6,9 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from ledger.simulator import feeds
-from ledger.simulator.state import SimState
-from ledger.simulator.truth import record_json
+from simulator import feeds
+from simulator.state import SimState
+from simulator.truth import record_json
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

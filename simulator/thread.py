@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
-from ledger.simulator.server import ServedStore, Simulator
+from simulator.server import ServedStore, Simulator
 
 
 @dataclass(frozen=True)

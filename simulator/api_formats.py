@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from ledger.simulator.catalog import Catalog, Product, StoreSpec
-from ledger.simulator.truth import product_url
+from simulator.catalog import Catalog, Product, StoreSpec
+from simulator.truth import product_url
 
 DISPENSARY_PER_PAGE = 50
 

@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 from html import escape
 from typing import Any
 
-from ledger.simulator.catalog import Simulation, StoreSpec
-from ledger.simulator.truth import product_url
+from simulator.catalog import Simulation, StoreSpec
+from simulator.truth import product_url
 
 _EPOCH_ZERO = datetime(2026, 1, 1, 8, 0, tzinfo=UTC)
 

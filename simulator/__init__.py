@@ -7,11 +7,11 @@ servers on loopback, one port per store plus a control port), and
 
 from __future__ import annotations
 
-from ledger.simulator.catalog import PLATFORMS, Catalog, Product, Simulation, StoreSpec, Variant
-from ledger.simulator.faults import FAULT_KINDS, FaultConfig, StoreFaults
-from ledger.simulator.server import ServedStore, Simulator
-from ledger.simulator.thread import SimulatorThread, SimulatorUrls
-from ledger.simulator.truth import RequestRecord
+from simulator.catalog import PLATFORMS, Catalog, Product, Simulation, StoreSpec, Variant
+from simulator.faults import FAULT_KINDS, FaultConfig, StoreFaults
+from simulator.server import ServedStore, Simulator
+from simulator.thread import SimulatorThread, SimulatorUrls
+from simulator.truth import RequestRecord
 
 __all__ = [
     "FAULT_KINDS",

@@ -11,10 +11,10 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from ledger.simulator import api_formats, html_formats
-from ledger.simulator.catalog import Catalog, Product, StoreSpec
-from ledger.simulator.faults import PlannedFault
-from ledger.simulator.state import SimState
+from simulator import api_formats, html_formats
+from simulator.catalog import Catalog, Product, StoreSpec
+from simulator.faults import PlannedFault
+from simulator.state import SimState
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 EPOCH = web.RequestKey("epoch", int)

@@ -1,8 +1,8 @@
-"""The scheduler tick and the lease reaper: plain handlers any driver can call.
+"""The scheduler tick and the lease reaper: the steps every driver calls.
 
 The embedded runner calls them in its loop; in the distributed deployment
 they run once in the cluster (the leader). Both read candidates from the
-job-status read model and let the aggregates decide.
+job-status read model (`next_slot`) and let the aggregates decide.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from urllib.parse import urlsplit
 from uuid import UUID
 
 from domain.values import CrawlTask
-from ledger.bootstrap import Ledger
 from projections.db import Row
+from runtime.defaults import DEFAULTS
+from runtime.ledger import Ledger
 
 
 def interleave_by_host(rows: Iterable[Row]) -> list[Row]:
@@ -34,27 +35,27 @@ def interleave_by_host(rows: Iterable[Row]) -> list[Row]:
 class Scheduler:
     """Dispatches due jobs in slots of `slot_size` and reaps expired leases."""
 
-    def __init__(self, ledger: Ledger, slot_size: int = 16) -> None:
+    def __init__(self, ledger: Ledger, slot_size: int = DEFAULTS.slot_size) -> None:
         self.ledger = ledger
         self.slot_size = slot_size
 
+    def next_slot(self, now: datetime, size: int) -> list[str]:
+        """The ids of the next `size` due jobs: most urgent first, interleaved by host."""
+        due = self.ledger.read.due_jobs(now, limit=size * 4)
+        return [r["job_id"] for r in interleave_by_host(due)[:size]]
+
     def tick(self, now: datetime) -> list[UUID]:
-        """Record `Dispatched` for the next slot of due jobs (most urgent first)."""
-        due = self.ledger.read.due_jobs(now, limit=self.slot_size * 4)
-        chosen = interleave_by_host(due)[: self.slot_size]
-        dispatched = self.ledger.app.dispatch_due([r["job_id"] for r in chosen], now)
-        return dispatched
+        """Record `Dispatched` for the next slot of due jobs (a driver whose workers lease)."""
+        return self.ledger.app.dispatch_due(self.next_slot(now, self.slot_size), now)
 
     def tick_and_lease(self, now: datetime, worker: str, ttl: float,
                        limit: int | None = None) -> list[CrawlTask]:
-        """`tick` for a scheduler that also crawls: the slot is dispatched and leased to
+        """The tick of a driver that also crawls: the slot is dispatched and leased to
         `worker` in one save (`CrawlLedger.dispatch_and_lease`)."""
         size = self.slot_size if limit is None else max(0, min(limit, self.slot_size))
         if not size:
             return []
-        due = self.ledger.read.due_jobs(now, limit=size * 4)
-        chosen = interleave_by_host(due)[:size]
-        return self.ledger.app.dispatch_and_lease([r["job_id"] for r in chosen], worker, ttl, now)
+        return self.ledger.app.dispatch_and_lease(self.next_slot(now, size), worker, ttl, now)
 
     def reap(self, now: datetime) -> list[UUID]:
         expired = [r["job_id"] for r in self.ledger.read.expired_leases(now)]

@@ -1,0 +1,15 @@
+"""Event-store backends: one adapter per engine behind one small protocol.
+
+`Backend` (eventstore.base) is what the command side (`domain.ports.Storage`)
+and the notification-log reader (`projections.source`) need of a backend;
+`SQLiteBackend` and `PostgresBackend` implement it. The composition root
+chooses one by configuration.
+"""
+
+from __future__ import annotations
+
+from eventstore.base import Backend
+from eventstore.postgres import PostgresBackend, PostgresTarget
+from eventstore.sqlite import SQLiteBackend
+
+__all__ = ["Backend", "PostgresBackend", "PostgresTarget", "SQLiteBackend"]

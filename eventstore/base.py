@@ -1,0 +1,106 @@
+"""What every backend adapter shares: batch reads of many aggregates, chunked.
+
+Recording a catalog crawl touches hundreds of products; one round trip per
+product would blow the recording budget, so the application loads them all
+at once and folds each stream itself. Each backend supplies the SQL of one
+chunk (`_after_chunk`, `_latest_chunk`, `_versions_chunk`) and of one
+notification-log batch (`notification_rows`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.persistence import AggregateRecorder, EventStore, StoredEvent
+
+from domain.envelope import StoredRow
+
+CHUNK = 500  # ids per query (SQLite's parameter limit is far above this)
+
+
+class Backend(ABC):
+    """One event-store backend: the library's settings plus the project's fast paths."""
+
+    name: str
+    #: the notification read returns ids as canonical text (no UUID objects to make)
+    canonical_ids: bool = False
+    #: a long catch-up overlaps the next read with decoding (worth it over a network)
+    reads_ahead: bool = False
+
+    @abstractmethod
+    def library_env(self) -> dict[str, str]:
+        """The eventsourcing library's settings that open this backend."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """Where the store is, for messages (never a password)."""
+
+    def snapshot_store(self, app: Any) -> EventStore[UUID] | None:
+        return None  # the library's own
+
+    @abstractmethod
+    def notification_rows(self, recorder: Any, after: int, limit: int) -> list[StoredRow]:
+        """(position, originator id, version, topic, state) after `after`, in order."""
+
+    @abstractmethod
+    def _after_chunk(self, recorder: Any, ids: list[UUID], floors: list[int]) -> list[Any]: ...
+
+    @abstractmethod
+    def _latest_chunk(self, recorder: Any, ids: list[UUID]) -> list[Any]: ...
+
+    @abstractmethod
+    def _versions_chunk(self, recorder: Any, ids: list[UUID]) -> list[tuple[Any, Any]]: ...
+
+    @abstractmethod
+    def _originator(self, recorder: Any, value: Any) -> UUID: ...
+
+    def select_after(self, recorder: AggregateRecorder, ids: Iterable[UUID],
+                     after: Mapping[UUID, int] | None = None) -> dict[UUID, list[StoredEvent]]:
+        """The stored events of each id after version `after[id]` (all of them for ids not
+        in `after`), in version order; ids without such events are absent.
+
+        One query per chunk of ids, each id joined with its own starting version
+        (snapshot versions are offset by id, so a catalog's products all differ).
+        """
+        after = after or {}
+        found: dict[UUID, list[StoredEvent]] = defaultdict(list)
+        for chunk in _chunks(ids):
+            for row in self._after_chunk(recorder, chunk, [after.get(i, 0) for i in chunk]):
+                found[self._originator(recorder, row["originator_id"])].append(
+                    self._stored(recorder, row))
+        return dict(found)
+
+    def select_latest(self, recorder: AggregateRecorder,
+                      ids: Iterable[UUID]) -> dict[UUID, StoredEvent]:
+        """The highest-version record of each id (used on the snapshots table)."""
+        rows = [row for chunk in _chunks(ids) for row in self._latest_chunk(recorder, chunk)]
+        return {self._originator(recorder, r["originator_id"]): self._stored(recorder, r)
+                for r in rows}
+
+    def select_versions(self, recorder: AggregateRecorder, ids: Iterable[UUID]) -> dict[UUID, int]:
+        """The current (highest) version of each id that has events.
+
+        One index seek per id (a `max()` subquery each), not a `GROUP BY` that
+        would read every version of every id: histories only grow.
+        """
+        found: dict[UUID, int] = {}
+        for chunk in _chunks(ids):
+            for originator, version in self._versions_chunk(recorder, chunk):
+                if version is not None:
+                    found[self._originator(recorder, originator)] = int(version)
+        return found
+
+    def _stored(self, recorder: Any, row: Any) -> StoredEvent:
+        return StoredEvent(originator_id=self._originator(recorder, row["originator_id"]),
+                           originator_version=int(row["originator_version"]),
+                           topic=row["topic"], state=bytes(row["state"]))
+
+
+def _chunks(ids: Iterable[UUID]) -> Iterable[list[UUID]]:
+    wanted = list(dict.fromkeys(ids))
+    for start in range(0, len(wanted), CHUNK):
+        yield wanted[start:start + CHUNK]

@@ -1,0 +1,180 @@
+"""The PostgreSQL backend: the library's recorders with binary batch inserts.
+
+The library inserts a batch as one array of a composite type, which psycopg
+dumps as text, escaping every state byte by byte in Python (~50 µs an event,
+most of a 500-product save). `BinaryInsertRecorder` sends four binary-format
+arrays (ids, versions, topics, states): the same rows at C speed, with the
+library's table lock, NOTIFY and `RETURNING notification_id`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.persistence import EventStore, StoredEvent
+from eventsourcing.postgres import (
+    PostgresAggregateRecorder,
+    PostgresApplicationRecorder,
+    PostgresDatastore,
+    PostgresFactory,
+)
+from psycopg.conninfo import make_conninfo
+from psycopg.rows import tuple_row
+from psycopg.sql import SQL, Identifier
+
+from domain.envelope import StoredRow
+from eventstore.base import Backend
+
+__all__ = ["BinaryInsertRecorder", "BinarySnapshotRecorder", "PostgresBackend", "PostgresTarget"]
+
+
+@dataclass(frozen=True)
+class PostgresTarget:
+    """Where a PostgreSQL event store lives (the password never appears in `repr`)."""
+
+    host: str
+    port: int
+    dbname: str
+    user: str
+    password: str
+    schema: str
+
+    def __repr__(self) -> str:
+        return f"PostgresTarget({self.describe()!r})"
+
+    @property
+    def conninfo(self) -> str:
+        """A libpq connection string built by psycopg (quoting every value)."""
+        return make_conninfo(host=self.host, port=self.port, dbname=self.dbname, user=self.user,
+                             password=self.password or None)
+
+    def describe(self) -> str:
+        return f"postgresql://{self.user}@{self.host}:{self.port}/{self.dbname}?schema={self.schema}"
+
+
+class PostgresBackend(Backend):
+    name = "postgresql"
+    canonical_ids = True  # ids are read as `uuid::text`
+    reads_ahead = True
+
+    def __init__(self, target: PostgresTarget, pool_size: int = 8, max_overflow: int = 16) -> None:
+        self.target = target
+        self.pool_size = pool_size
+        self.max_overflow = max_overflow
+
+    def library_env(self) -> dict[str, str]:
+        t = self.target
+        return {"PERSISTENCE_MODULE": "eventsourcing.postgres", "POSTGRES_DBNAME": t.dbname,
+                "POSTGRES_HOST": t.host, "POSTGRES_PORT": str(t.port), "POSTGRES_USER": t.user,
+                "POSTGRES_PASSWORD": t.password, "POSTGRES_SCHEMA": t.schema,
+                "POSTGRES_POOL_SIZE": str(self.pool_size),
+                "POSTGRES_MAX_OVERFLOW": str(self.max_overflow),
+                "APPLICATION_RECORDER_TOPIC": BINARY_INSERT_RECORDER}
+
+    def describe(self) -> str:
+        return self.target.describe()
+
+    def snapshot_store(self, app: Any) -> EventStore[UUID] | None:
+        """The library's snapshot store with the binary batch insert."""
+        factory: Any = app.factory
+        if not isinstance(factory, PostgresFactory):
+            return None
+        recorder = BinarySnapshotRecorder(
+            factory.datastore, events_table_name=f"{factory.env.name.lower() or 'stored'}_snapshots")
+        if factory.env_create_table():
+            recorder.create_table()
+        store: EventStore[UUID] = factory.event_store(mapper=app.mapper, recorder=recorder)
+        return store
+
+    def notification_rows(self, recorder: Any, after: int, limit: int) -> list[StoredRow]:
+        statement = SQL(
+            "SELECT notification_id, originator_id::text, originator_version, topic, state "
+            "FROM {schema}.{table} WHERE notification_id > %s ORDER BY notification_id LIMIT %s"
+        ).format(schema=Identifier(recorder.datastore.schema),
+                 table=Identifier(recorder.events_table_name))
+        with recorder.datastore.get_connection() as conn, \
+                conn.cursor(row_factory=tuple_row, binary=True) as cursor:
+            cursor.execute(statement, (after, limit), prepare=True)
+            rows: list[StoredRow] = cursor.fetchall()
+            return rows
+
+    def _after_chunk(self, recorder: Any, ids: list[UUID], floors: list[int]) -> list[Any]:
+        return _query(recorder, f"SELECT {_COLUMNS} FROM {{schema}}.{{table}} e JOIN "
+                      "unnest(%s::uuid[], %s::bigint[]) AS f(id, v) ON e.originator_id = f.id "
+                      f"AND e.originator_version > f.v {_ORDER}", [ids, floors])
+
+    def _latest_chunk(self, recorder: Any, ids: list[UUID]) -> list[Any]:
+        return _query(recorder, "SELECT DISTINCT ON (originator_id) originator_id, "
+                      "originator_version, topic, state FROM {schema}.{table} WHERE originator_id"
+                      " = ANY(%s) ORDER BY originator_id, originator_version DESC", [ids])
+
+    def _versions_chunk(self, recorder: Any, ids: list[UUID]) -> list[tuple[Any, Any]]:
+        rows = _query(recorder, "SELECT f.id, (SELECT max(originator_version) FROM "
+                      "{schema}.{table} WHERE originator_id = f.id) FROM unnest(%s::uuid[]) AS f(id)",
+                      [ids])
+        return [tuple(row.values()) if isinstance(row, dict) else tuple(row) for row in rows]
+
+    def _originator(self, recorder: Any, value: Any) -> UUID:
+        return value if isinstance(value, UUID) else UUID(str(value))
+
+
+_COLUMNS = "e.originator_id, e.originator_version, e.topic, e.state"
+_ORDER = "ORDER BY e.originator_id, e.originator_version"
+
+
+def _query(recorder: PostgresAggregateRecorder, statement: str, parameters: list[Any]) -> list[Any]:
+    sql = SQL(statement).format(schema=Identifier(recorder.datastore.schema),
+                                table=Identifier(recorder.events_table_name))
+    with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
+        cursor.execute(sql, parameters)
+        return list(cursor.fetchall())
+
+
+def _binary_insert(datastore: PostgresDatastore, table: str, returning: str = "") -> Any:
+    return SQL(
+        "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state) "
+        "SELECT * FROM unnest(%b::{id_type}[], %b::bigint[], %b::text[], %b::bytea[])" + returning
+    ).format(schema=Identifier(datastore.schema), table=Identifier(table),
+             id_type=Identifier(datastore.originator_id_type))
+
+
+def _binary_columns(stored_events: Sequence[StoredEvent]) -> tuple[list[Any], ...]:
+    return ([e.originator_id for e in stored_events],
+            [e.originator_version for e in stored_events],
+            [e.topic for e in stored_events],
+            [e.state for e in stored_events])
+
+
+class BinaryInsertRecorder(PostgresApplicationRecorder):
+    """The library's PostgreSQL recorder, inserting a batch as four binary arrays."""
+
+    def __init__(self, datastore: PostgresDatastore, *,
+                 events_table_name: str = "stored_events") -> None:
+        super().__init__(datastore, events_table_name=events_table_name)
+        self.binary_insert_statement = _binary_insert(datastore, events_table_name,
+                                                      " RETURNING notification_id")
+
+    def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent],
+                              **_: Any) -> None:
+        self._lock_table(curs)
+        self._notify_channel(curs)
+        curs.execute(self.binary_insert_statement, _binary_columns(stored_events))
+
+
+class BinarySnapshotRecorder(PostgresAggregateRecorder):
+    """The library's PostgreSQL aggregate recorder (the snapshot table) with the same
+    binary batch insert: snapshots hold whole aggregate states, the largest rows we write."""
+
+    def __init__(self, datastore: PostgresDatastore, *, events_table_name: str) -> None:
+        super().__init__(datastore, events_table_name=events_table_name)
+        self.binary_insert_statement = _binary_insert(datastore, events_table_name)
+
+    def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent],
+                              **_: Any) -> None:
+        curs.execute(self.binary_insert_statement, _binary_columns(stored_events))
+
+
+BINARY_INSERT_RECORDER = f"{__name__}:{BinaryInsertRecorder.__qualname__}"

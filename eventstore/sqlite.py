@@ -1,0 +1,69 @@
+"""The SQLite backend (the embedded default): one file, the library's SQLite recorder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from domain.envelope import StoredRow
+from eventstore.base import Backend
+
+__all__ = ["SQLiteBackend"]
+
+
+class SQLiteBackend(Backend):
+    name = "sqlite"
+
+    def __init__(self, path: Path, lock_timeout: int = 30) -> None:
+        self.path = Path(path)
+        self.lock_timeout = lock_timeout
+
+    def library_env(self) -> dict[str, str]:
+        return {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(self.path),
+                "SQLITE_LOCK_TIMEOUT": str(self.lock_timeout)}
+
+    def describe(self) -> str:
+        return f"sqlite:///{self.path}"
+
+    def notification_rows(self, recorder: Any, after: int, limit: int) -> list[StoredRow]:
+        statement = (f"SELECT rowid, originator_id, originator_version, topic, state "
+                     f"FROM {recorder.events_table_name} WHERE rowid > ? ORDER BY rowid LIMIT ?")
+        with recorder.datastore.transaction(commit=False) as cursor:
+            cursor.execute(statement, (after, limit))
+            return [tuple(row) for row in cursor.fetchall()]
+
+    def _after_chunk(self, recorder: Any, ids: list[UUID], floors: list[int]) -> list[Any]:
+        values = ",".join("(?, ?)" for _ in ids)
+        return _query(recorder, f"WITH f(id, v) AS (VALUES {values}) SELECT {_COLUMNS} "
+                      f"FROM {recorder.events_table_name} e JOIN f ON e.originator_id = f.id "
+                      f"AND e.originator_version > f.v {_ORDER}",
+                      [x for i, v in zip(ids, floors) for x in (i.hex, v)])
+
+    def _latest_chunk(self, recorder: Any, ids: list[UUID]) -> list[Any]:
+        # the bare columns come from the row holding the max()
+        marks = ",".join("?" for _ in ids)
+        return _query(recorder, "SELECT originator_id, max(originator_version) AS "
+                      f"originator_version, topic, state FROM {recorder.events_table_name} "
+                      f"WHERE originator_id IN ({marks}) GROUP BY originator_id",
+                      [i.hex for i in ids])
+
+    def _versions_chunk(self, recorder: Any, ids: list[UUID]) -> list[tuple[Any, Any]]:
+        values = ",".join("(?)" for _ in ids)
+        rows = _query(recorder, f"WITH f(id) AS (VALUES {values}) SELECT f.id, (SELECT "
+                      f"max(originator_version) FROM {recorder.events_table_name} "
+                      f"WHERE originator_id = f.id) FROM f", [i.hex for i in ids])
+        return [tuple(row) for row in rows]
+
+    def _originator(self, recorder: Any, value: Any) -> UUID:
+        return UUID(str(recorder.convert_originator_id(value)))
+
+
+_COLUMNS = "e.originator_id, e.originator_version, e.topic, e.state"
+_ORDER = "ORDER BY e.originator_id, e.originator_version"
+
+
+def _query(recorder: Any, statement: str, parameters: list[Any]) -> list[Any]:
+    with recorder.datastore.transaction(commit=False) as cursor:
+        cursor.execute(statement, parameters)
+        return list(cursor.fetchall())

@@ -1,0 +1,54 @@
+"""The wired ledger every driver works with: command side, read side, event source.
+
+Built by the composition root (`ledger.bootstrap`) from the operator's
+settings; drivers receive it ready and never build one themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from domain.application import CrawlLedger
+from eventstore.base import Backend
+from projections import Projection, read_models
+from projections.db import Database
+from projections.queries import ReadModel
+from projections.runner import ProjectionRunner
+from projections.source import NotificationLogSource
+from runtime.defaults import DEFAULTS
+
+
+@dataclass
+class Ledger:
+    """The command side (`app`), the read models (`db`, `read`) and the event log (`source`)."""
+
+    app: CrawlLedger
+    db: Database
+    backend: Backend
+    #: where embedded data lives: raw pages, Parquet price snapshots, logs
+    data_dir: Path
+    source: NotificationLogSource = field(init=False)
+    read: ReadModel = field(init=False)
+    _runner: ProjectionRunner | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.source = NotificationLogSource(self.app.recorder, self.backend)
+        self.read = ReadModel(self.db)
+
+    def projections(self, prefix: str = "") -> Sequence[Projection]:
+        return read_models(prefix)
+
+    def runner(self, batch_size: int = DEFAULTS.projection_batch) -> ProjectionRunner:
+        return ProjectionRunner(self.source, self.db, self.projections(), batch_size)
+
+    def catch_up(self) -> int:
+        """The projector step: bring the read models up to date with everything recorded."""
+        if self._runner is None:  # creating one creates the tables: do it once
+            self._runner = self.runner()
+        return self._runner.catch_up()
+
+    def close(self) -> None:
+        self.db.close()
+        self.app.close()
