@@ -148,7 +148,7 @@ def test_sigkill_mid_crawl_then_restart_recovers_without_duplicates(
     ledger = setup.ledger()  # the operator makes the slow stores fast before restarting
     try:
         for key in SLOW:
-            ledger.app.change_store_policy(setup.stores[key], crawl_delay=0.0)
+            ledger.app.change_store_policy(setup.stores[key], now=datetime.now(UTC), crawl_delay=0.0)
     finally:
         ledger.close()
     rerun = subprocess.run([crawl_ledger_bin, "run", "--until-idle"], env=env, timeout=90,

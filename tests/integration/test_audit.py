@@ -32,7 +32,7 @@ def record_history(ledger: Ledger, cycles: int) -> None:
 def tamper(ledger: Ledger, position: int, sql: str) -> None:
     """Change a stored event behind the application's back (what audit must catch)."""
     recorder = ledger.app.recorder
-    if ledger.settings.is_postgres:
+    if (ledger.backend.name == "postgresql"):
         schema, table = recorder.datastore.schema, recorder.events_table_name
         with recorder.datastore.get_connection() as conn:
             conn.execute(sql.format(table=f"{schema}.{table}", key="notification_id"), (position,))
@@ -74,7 +74,7 @@ def test_an_edited_or_deleted_event_is_caught_and_located(ledger: Ledger, change
     record_history(ledger, 250)  # > audit.EVERY events: several checkpoints
     head = audit.checkpoint(ledger.source, ledger.db)
     victim = observed_position(ledger, 1200)
-    edit = EDIT if ledger.settings.is_postgres else EDIT_SQLITE
+    edit = EDIT if (ledger.backend.name == "postgresql") else EDIT_SQLITE
     tamper(ledger, victim, edit if change == "edit" else DELETE)
     verdict = audit.verify(ledger.source, ledger.db, expect=head.chain_hash)
     assert not verdict.ok
@@ -86,7 +86,7 @@ def test_an_unreadable_event_is_reported_not_raised(ledger: Ledger) -> None:
     record_history(ledger, 2)
     audit.checkpoint(ledger.source, ledger.db)
     broken = ("UPDATE {table} SET state = CAST('{{broken' AS bytea) WHERE {key} = %s"
-              if ledger.settings.is_postgres else
+              if (ledger.backend.name == "postgresql") else
               "UPDATE {table} SET state = CAST('{{broken' AS BLOB) WHERE {key} = %s")
     tamper(ledger, 3, broken)
     verdict = audit.verify(ledger.source, ledger.db)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,13 +13,6 @@ import pytest
 from ledger.bootstrap import Ledger, bootstrap
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
-
-
-@pytest.fixture(params=backends.BACKENDS)
-def ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ledger]:
-    with backends.store_url(request.param, tmp_path) as url, \
-            backends.open_ledger(url, tmp_path) as opened:
-        yield opened
 
 
 def jobs(ledger: Ledger) -> dict[str, UUID]:
@@ -37,7 +29,7 @@ def jobs(ledger: Ledger) -> dict[str, UUID]:
         "disabled": app.schedule_job(kind="product_page", url="https://gone.example/p/1", now=T0,
                                      store_id=gone),
     }
-    app.disable_store(gone, "asked us to stop")
+    app.disable_store(gone, "asked us to stop", T0)
     return {k: UUID(str(v)) for k, v in made.items()}
 
 
@@ -59,10 +51,10 @@ def test_due_jobs_are_dispatched_and_leased_in_one_transaction(ledger: Ledger) -
     assert app.dispatch_and_lease(list(made.values()), "runner", 300, T0) == []  # nothing left
 
 
-def test_a_job_changed_by_another_writer_meanwhile_is_skipped(ledger: Ledger,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_job_changed_by_another_writer_meanwhile_is_skipped(
+        ledger: Ledger, monkeypatch: pytest.MonkeyPatch, store_url: str, tmp_path: Path) -> None:
     app, made = ledger.app, jobs(ledger)
-    other = bootstrap(ledger.settings)  # another process on the same store
+    other = bootstrap(backends.settings_for(store_url, tmp_path))  # another process on the same store
     real = type(app).find_many
 
     def then_another_leases(self: Any, cls: Any, ids: Any) -> Any:

@@ -37,8 +37,13 @@ def cluster_settings(store: str, broker: str, data_dir: Path) -> Settings:
 
 
 @pytest.fixture
-def dist(pg_store_url: str, tansu_broker: str, tmp_path: Path) -> Iterator[Ledger]:  # noqa: F811
-    ledger = bootstrap(cluster_settings(pg_store_url, tansu_broker, tmp_path / "dist"))
+def dist_settings(pg_store_url: str, tansu_broker: str, tmp_path: Path) -> Settings:  # noqa: F811
+    return cluster_settings(pg_store_url, tansu_broker, tmp_path / "dist")
+
+
+@pytest.fixture
+def dist(dist_settings: Settings) -> Iterator[Ledger]:
+    ledger = bootstrap(dist_settings)
     create_read_models(ledger)
     try:
         yield ledger
@@ -88,9 +93,9 @@ def commit_group_at(servers: list[str], group: str, offsets: dict[tuple[str, int
         consumer.close()
 
 
-def test_projector_reads_again_what_its_consumer_lost(dist: Ledger) -> None:
+def test_projector_reads_again_what_its_consumer_lost(dist: Ledger, dist_settings: Settings) -> None:
     """Messages the consumer lost (its group committed past them) are read again, not skipped."""
-    servers = dist.settings.broker_servers
+    servers = dist_settings.broker_servers
     ensure_topics(servers, 4)
     recorded = seed_stores(dist.app, 60, changes=3)
     relay = Relay(dist.source, RelayPositionStore(dist.db), kafka_producer(servers))
@@ -99,7 +104,7 @@ def test_projector_reads_again_what_its_consumer_lost(dist: Ledger) -> None:
     published = RelayPositionStore(dist.db).offsets()
     assert commit_group_at(servers, group, published) == recorded
     args = ["--partitions", "4", "--stall-check", "0.5"]
-    with Cluster(dist.settings, workers=[("project",)], worker_args=args, relay=False) as cluster:
+    with Cluster(dist_settings, workers=[("project",)], worker_args=args, relay=False) as cluster:
         assert cluster.projector_group == group
         wait_caught_up(dist, group, 90)
     assert len(dist.read.stores()) == 60
@@ -114,8 +119,8 @@ def parquet_rows(snapshot_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
         con.close()
 
 
-def test_kill_worker_and_relay_mid_run(dist: Ledger, tmp_path: Path) -> None:
-    settings = dist.settings
+def test_kill_worker_and_relay_mid_run(dist: Ledger, dist_settings: Settings, tmp_path: Path) -> None:
+    settings = dist_settings
     args = ["--lease-ttl", "6", "--tick", "0.3", "--redrive-after", "5", "--partitions", "4",
             "--snapshot-every", "0.5"]
     with SimulatorThread(stores=3, seed=11) as sim, \
@@ -171,7 +176,7 @@ def product_rows(ledger: Ledger) -> list[tuple[Any, ...]]:
     return sorted(tuple(str(r[c]) for c in PRODUCT_COLUMNS) for r in ledger.read.products())
 
 
-def test_distributed_equals_embedded(dist: Ledger, tmp_path: Path) -> None:
+def test_distributed_equals_embedded(dist: Ledger, dist_settings: Settings, tmp_path: Path) -> None:
     config = DemoConfig(stores=2, cycles=3, seed=5, fault_rate=0.0)
     embedded_settings = Settings.from_env({
         "LEDGER_STORE": f"sqlite:///{tmp_path / 'emb' / 'ledger.sqlite'}",
@@ -188,7 +193,7 @@ def test_distributed_equals_embedded(dist: Ledger, tmp_path: Path) -> None:
     clock_file.set(clock.now())
     args = ["--no-timers", "--clock-file", str(clock_file.path), "--lease-ttl", "60"]
     with SimulatorThread(stores=config.stores, seed=config.seed) as sim, \
-            Cluster(dist.settings, workers=[("all",), ("all",)], worker_args=args) as cluster:
+            Cluster(dist_settings, workers=[("all",), ("all",)], worker_args=args) as cluster:
         seed_jobs(dist, sim.urls.locator_url, sim.urls.control_url, clock)
 
         def until_idle() -> None:

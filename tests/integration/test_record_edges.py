@@ -13,6 +13,7 @@ from domain import ids
 from domain.application import CrawlLedger
 from domain.errors import LeaseLost
 from domain.values import CrawlFailure, CrawlSuccess, Observation, Offer
+from eventstore import SQLiteBackend
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 BASE = "https://shop.example"
@@ -32,7 +33,7 @@ def path(tmp_path: Path) -> Path:
 
 
 def open_app(path: Path) -> CrawlLedger:
-    return CrawlLedger(env={"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(path)})
+    return CrawlLedger(SQLiteBackend(path))
 
 
 @pytest.fixture
@@ -101,14 +102,14 @@ def test_a_disabled_store_is_neither_dispatched_nor_leased(tmp_path: Path) -> No
         store = app.register_store(name="Shop", base_url=BASE, platform="shopify", now=T0)
         job = app.schedule_job(kind="catalog", url=f"{BASE}/products.json", now=T0,
                                store_id=store, every=3600)
-        app.disable_store(store, "asked us to stop")
+        app.disable_store(store, "asked us to stop", T0)
         ledger.catch_up()
         assert ledger.read.due_jobs(T0) == []
         before = app.recorder.max_notification_id()
         with pytest.raises(Exception, match="disabled"):
             app.lease(job, "w1", 60, T0)
         assert app.recorder.max_notification_id() == before
-        app.enable_store(store)
+        app.enable_store(store, T0)
         ledger.catch_up()
         assert [r["job_id"] for r in ledger.read.due_jobs(T0)] == [str(job)]
     finally:

@@ -6,6 +6,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import backends
@@ -107,7 +108,7 @@ def test_gap_waits_then_is_recorded_and_skipped(ledger: Ledger, tansu_broker: st
     seed_stores(ledger.app, 2, changes=1)
     store_id = _first_store(ledger)
     stale = ledger.app.get_store(store_id)
-    ledger.app.change_store_policy(store_id, crawl_delay=9.0)
+    ledger.app.change_store_policy(store_id, now=datetime.now(UTC), crawl_delay=9.0)
     stale.change_policy(crawl_delay=7.0)
     with pytest.raises(Conflict):
         ledger.app._save(stale)  # rolled back: its notification id becomes a hole

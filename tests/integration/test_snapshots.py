@@ -131,7 +131,7 @@ def dump(snapshot_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def test_rows_denormalise_and_keep_lineage(ledger: Ledger, shop: Shop) -> None:
-    writer = SnapshotWriter(ledger.settings.data_dir, ledger.source)
+    writer = SnapshotWriter(ledger.data_dir, ledger.source)
     assert writer.catch_up() == ledger.source.head()
     con = connect(writer.root)
     first = con.sql("SELECT * FROM price_observations WHERE option = 'S' ORDER BY position LIMIT 1") \
@@ -149,7 +149,7 @@ def test_rows_denormalise_and_keep_lineage(ledger: Ledger, shop: Shop) -> None:
 
 
 def test_parquet_files_match_the_published_view_schema(ledger: Ledger, shop: Shop) -> None:
-    writer = SnapshotWriter(ledger.settings.data_dir, ledger.source)
+    writer = SnapshotWriter(ledger.data_dir, ledger.source)
     writer.catch_up()
     con = connect(writer.root)
     empty = connect(writer.root / "missing")
@@ -164,7 +164,7 @@ def test_parquet_files_match_the_published_view_schema(ledger: Ledger, shop: Sho
 
 def test_incremental_catch_up_equals_rebuild(ledger: Ledger, tmp_path: Path) -> None:
     shop = Shop(ledger)
-    writer = SnapshotWriter(ledger.settings.data_dir, ledger.source, batch_size=7)
+    writer = SnapshotWriter(ledger.data_dir, ledger.source, batch_size=7)
     for cycle in range(9):
         shop.crawl(cycle, range(4) if cycle % 4 != 3 else range(1, 4))
         shop.now += timedelta(hours=5)
@@ -181,7 +181,7 @@ def test_incremental_catch_up_equals_rebuild(ledger: Ledger, tmp_path: Path) -> 
 
 def test_crash_after_rename_before_manifest_loses_and_duplicates_nothing(
         ledger: Ledger, shop: Shop, tmp_path: Path) -> None:
-    data_dir = ledger.settings.data_dir
+    data_dir = ledger.data_dir
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     with subprocess.Popen([sys.executable, "-c", CRASH_SCRIPT, str(data_dir), "3"],
                           stdout=subprocess.PIPE, text=True, env=env) as proc:
@@ -215,7 +215,7 @@ FROM ordered WHERE old_price IS NOT NULL AND price <> old_price ORDER BY ALL
 
 def test_price_changes_come_from_the_ledgers_events_and_equal_the_window(
         ledger: Ledger, shop: Shop) -> None:
-    writer = SnapshotWriter(ledger.settings.data_dir, ledger.source)
+    writer = SnapshotWriter(ledger.data_dir, ledger.source)
     writer.catch_up()
     con = connect(writer.root)
     from_events = con.sql(
@@ -229,7 +229,7 @@ def test_price_changes_come_from_the_ledgers_events_and_equal_the_window(
 
 def test_catch_up_compacts_closed_dates_and_materialises_latest(
         ledger: Ledger, shop: Shop, tmp_path: Path) -> None:
-    writer = SnapshotWriter(ledger.settings.data_dir, ledger.source, batch_size=7)
+    writer = SnapshotWriter(ledger.data_dir, ledger.source, batch_size=7)
     writer.catch_up()
     for name in DATASETS:
         folders = sorted((writer.root / name).glob("date=*"))
@@ -251,7 +251,7 @@ def test_catch_up_compacts_closed_dates_and_materialises_latest(
 
 def test_snapshots_of_an_older_format_are_rebuilt(ledger: Ledger, shop: Shop,
                                                   tmp_path: Path) -> None:
-    writer = SnapshotWriter(ledger.settings.data_dir, ledger.source)
+    writer = SnapshotWriter(ledger.data_dir, ledger.source)
     writer.catch_up()
     expected = dump(writer.root)
     manifest = read_manifest(writer.root)

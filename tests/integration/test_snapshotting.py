@@ -14,9 +14,7 @@ from uuid import UUID
 
 import backends
 import pytest
-from domain.batch_load import select_latest
 
-from domain import persistence as persistence_module
 from domain.application import CrawlLedger
 from domain.crawl_job import CrawlJob
 from domain.product import Product
@@ -28,12 +26,10 @@ T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 SMALL = {Store: 2, CrawlJob: 5, Product: 3}  # small intervals: many snapshots in a short test
 
 
-@pytest.fixture(params=backends.BACKENDS)
-def ledger(request: pytest.FixtureRequest, tmp_path: Path,
-           monkeypatch: pytest.MonkeyPatch) -> Iterator[Ledger]:
+@pytest.fixture
+def ledger(store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Ledger]:
     monkeypatch.setattr(CrawlLedger, "snapshotting_intervals", SMALL)
-    with backends.store_url(request.param, tmp_path) as url, \
-            backends.open_ledger(url, tmp_path) as opened:
+    with backends.open_ledger(store_url, tmp_path) as opened:
         yield opened
 
 
@@ -55,7 +51,7 @@ def crawl(app: CrawlLedger, job: UUID, cycles: range) -> None:
         app.record_success(job, task.lease_id, CrawlSuccess(
             200, task.url, "shopify", "shopify/1", f"h{cycle}", observations=observations(cycle)), now)
         if cycle % 4 == 0:
-            app.change_store_policy(app.get_job(job).store_id, crawl_delay=float(cycle % 3 + 1))
+            app.change_store_policy(app.get_job(job).store_id, now=T0, crawl_delay=float(cycle % 3 + 1))
 
 
 def state(aggregate: Any) -> dict[str, Any]:
@@ -79,29 +75,30 @@ def setup_catalog(app: CrawlLedger) -> tuple[UUID, UUID]:
     return UUID(str(store)), UUID(str(job))
 
 
-def test_loading_from_snapshots_equals_replaying_every_event(ledger: Ledger) -> None:
+def test_loading_from_snapshots_equals_replaying_every_event(ledger: Ledger, store_url: str,
+                                                             tmp_path: Path) -> None:
     store, job = setup_catalog(ledger.app)
     crawl(ledger.app, job, range(1, 24))
     products = sorted(UUID(p) for p in ledger.app.get_job(job).products)
     ids = [store, job, *products]
-    latest = select_latest(ledger.app.snapshots.recorder, ids)
+    latest = ledger.backend.select_latest(ledger.app.snapshots.recorder, ids)
     assert set(latest) == set(ids)  # every aggregate has passed an interval
     assert latest[job].originator_version >= 20
 
-    fresh = bootstrap(ledger.settings)  # no caches: everything comes from the database
+    fresh = bootstrap(backends.settings_for(store_url, tmp_path))  # no caches: all from the database
     try:
         floors: list[dict[UUID, int]] = []
-        real = persistence_module.select_after
+        real = fresh.backend.select_after
 
         def spy(recorder: Any, wanted: Any, after: Any = None) -> Any:
             floors.append(dict(after or {}))
             return real(recorder, wanted, after)
 
-        persistence_module.select_after = spy  # type: ignore[assignment]
+        fresh.backend.select_after = spy  # type: ignore[method-assign]
         try:
             loaded = fresh.app.find_many(Product, products)
         finally:
-            persistence_module.select_after = real
+            del fresh.backend.select_after
         assert floors == [{p: latest[p].originator_version for p in products}]
         assert {p: state(loaded[p]) for p in products} == {p: replayed(fresh.app, p) for p in products}
         assert state(fresh.app.get_job(job)) == replayed(fresh.app, job)
@@ -126,6 +123,6 @@ def test_a_snapshot_that_cannot_be_written_does_not_fail_the_command(
         store, job = setup_catalog(ledger.app)
         crawl(ledger.app, job, range(1, 8))
     assert "could not write" in caplog.text
-    assert select_latest(ledger.app.snapshots.recorder, [store, job]) == {}
+    assert ledger.backend.select_latest(ledger.app.snapshots.recorder, [store, job]) == {}
     assert ledger.app.get_job(job).runs == 7  # every result was recorded
     assert state(ledger.app.get_job(job)) == replayed(ledger.app, job)

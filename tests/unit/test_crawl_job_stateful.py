@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, settings
@@ -14,6 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from domain.application import CrawlLedger
 from domain.crawl_job import TERMINAL, CrawlJob, RetryPolicy
 from domain.errors import InvalidTransition, LeaseLost
+from eventstore import SQLiteBackend
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 STABLE = {"scheduled", "dispatched", "leased", "paused", "dead", "completed", "cancelled"}
@@ -153,8 +155,7 @@ class CrawlJobMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         # Round trip through a real event store too (transcoding of every payload).
-        app = CrawlLedger(env={"PERSISTENCE_MODULE": "eventsourcing.sqlite",
-                               "SQLITE_DBNAME": ":memory:"})
+        app = CrawlLedger(SQLiteBackend(Path(":memory:")))
         try:
             app.events.put(self.events)
             loaded = app.repository.get(self.job.id)

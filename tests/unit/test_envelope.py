@@ -6,12 +6,14 @@ import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
 from domain.application import CrawlLedger
 from domain.envelope import Envelope, _iso_z, from_stored
 from domain.values import CrawlSuccess, Observation, Offer
+from eventstore import SQLiteBackend
 
 T0 = datetime(2026, 11, 22, 8, 0, 3, tzinfo=UTC)
 FIELDS = ["event_id", "position", "stream_id", "stream_type", "version", "event_type",
@@ -20,8 +22,7 @@ FIELDS = ["event_id", "position", "stream_id", "stream_type", "version", "event_
 
 @pytest.fixture
 def app() -> Iterator[CrawlLedger]:
-    ledger = CrawlLedger(env={"PERSISTENCE_MODULE": "eventsourcing.sqlite",
-                              "SQLITE_DBNAME": ":memory:"})
+    ledger = CrawlLedger(SQLiteBackend(Path(":memory:")))
     yield ledger
     ledger.close()
 

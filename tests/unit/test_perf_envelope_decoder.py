@@ -9,6 +9,7 @@ import json
 import random
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -21,6 +22,7 @@ from domain import envelope
 from domain.application import CrawlLedger
 from domain.envelope import StoredRow, from_stored, from_stored_rows
 from domain.values import CrawlSuccess, Observation, Offer
+from eventstore import SQLiteBackend
 
 T0 = datetime(2026, 11, 22, 8, 0, 3, tzinfo=UTC)
 TOPIC = "domain.product:Product.Observed"
@@ -54,8 +56,7 @@ def row(position: int, payload: dict[str, Any], raw: bytes | None = None) -> Sto
 @pytest.fixture(scope="module")
 def corpus() -> list[StoredRow]:
     """Every event of a few catalog crawls (stores, jobs, products, price changes …)."""
-    app = CrawlLedger(env={"PERSISTENCE_MODULE": "eventsourcing.sqlite",
-                           "SQLITE_DBNAME": ":memory:"})
+    app = CrawlLedger(SQLiteBackend(Path(":memory:")))
     store = app.register_store(name="Shop ü", base_url="https://s.example", platform="shopify",
                                now=T0)
     job = app.schedule_job(kind="catalog", url="https://s.example/p", now=T0, store_id=store,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 from uuid import UUID
 
 import pytest
@@ -17,14 +18,14 @@ from domain import ids
 from domain.application import CrawlLedger
 from domain.product import MISSES_FOR_OUT_OF_STOCK, Product
 from domain.values import CrawlFailure, CrawlSuccess, Observation, Offer
+from eventstore import SQLiteBackend
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 
 
 @pytest.fixture
 def app() -> Iterator[CrawlLedger]:
-    ledger = CrawlLedger(env={"PERSISTENCE_MODULE": "eventsourcing.sqlite",
-                              "SQLITE_DBNAME": ":memory:"})
+    ledger = CrawlLedger(SQLiteBackend(Path(":memory:")))
     yield ledger
     ledger.close()
 

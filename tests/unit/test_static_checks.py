@@ -1,4 +1,5 @@
-"""The house rules, checked like behaviour: ruff on the tree, mypy --strict on the packages."""
+"""The house rules, checked like behaviour: ruff on the tree, mypy --strict on the packages,
+and import-linter's contracts (every "never" of the architecture)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ["domain", "projections", "workers", "streams", "analytics", "ledger"]
+PACKAGES = ["domain", "eventstore", "projections", "workers", "runtime", "streams", "api", "analytics",
+            "simulator", "ledger"]
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -23,3 +25,11 @@ def test_ruff_finds_nothing() -> None:
 def test_mypy_strict_finds_nothing() -> None:
     result = run("mypy", *PACKAGES)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_import_contracts_are_kept() -> None:
+    """One import-linter contract per "never" of the architecture (pyproject.toml)."""
+    result = subprocess.run([str(Path(sys.executable).with_name("lint-imports"))], cwd=ROOT,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout

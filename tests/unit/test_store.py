@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -11,14 +12,14 @@ from domain import ids
 from domain.application import CrawlLedger
 from domain.errors import InvalidInput, InvalidTransition, NotFound
 from domain.values import Policy
+from eventstore import SQLiteBackend
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
 @pytest.fixture
 def app() -> Iterator[CrawlLedger]:
-    ledger = CrawlLedger(env={"PERSISTENCE_MODULE": "eventsourcing.sqlite",
-                              "SQLITE_DBNAME": ":memory:"})
+    ledger = CrawlLedger(SQLiteBackend(Path(":memory:")))
     yield ledger
     ledger.close()
 
@@ -48,7 +49,7 @@ def test_register_with_policy_records_policy_changed(app: CrawlLedger) -> None:
                                   respect_robots=False, user_agent="bot/1 (+https://x)")
     assert names(app, store_id) == ["Registered", "PolicyChanged"]
     assert app.get_store(store_id).policy == Policy(2.5, 2, False, "bot/1 (+https://x)")
-    app.change_store_policy(store_id, crawl_delay=2.5)  # no change: no event
+    app.change_store_policy(store_id, now=T0, crawl_delay=2.5)  # no change: no event
     assert names(app, store_id) == ["Registered", "PolicyChanged"]
 
 
@@ -81,14 +82,14 @@ def test_disable_and_enable_only_toggle(app: CrawlLedger) -> None:
     store_id = app.register_store(name="S", base_url="https://s.example", platform="shopify",
                                   now=T0)
     with pytest.raises(InvalidTransition, match="already enabled"):
-        app.enable_store(store_id)
-    app.disable_store(store_id, "asked us to stop")
+        app.enable_store(store_id, T0)
+    app.disable_store(store_id, "asked us to stop", T0)
     assert app.get_store(store_id).disabled_reason == "asked us to stop"
     before = head(app)
     with pytest.raises(InvalidTransition, match="already disabled"):
-        app.disable_store(store_id, "again")
+        app.disable_store(store_id, "again", T0)
     assert head(app) == before
-    app.enable_store(store_id)
+    app.enable_store(store_id, T0)
     assert names(app, store_id) == ["Registered", "Disabled", "Enabled"]
     assert app.get_store(store_id).enabled
 
@@ -96,7 +97,7 @@ def test_disable_and_enable_only_toggle(app: CrawlLedger) -> None:
 @pytest.mark.parametrize("store_id", ["not-a-uuid", "00000000-0000-0000-0000-000000000000"])
 def test_unknown_store_is_not_found(app: CrawlLedger, store_id: str) -> None:
     with pytest.raises(NotFound, match="unknown store"):
-        app.disable_store(store_id, "x")
+        app.disable_store(store_id, "x", T0)
     assert head(app) == 0
 
 
