@@ -32,12 +32,12 @@ import uvloop
 
 from domain.values import CrawlFailure, CrawlTask
 from runtime.clock import Clock
+from runtime.defaults import DEFAULTS
 from runtime.ledger import Ledger
 from runtime.scheduler import Scheduler
 from runtime.work import CrawlerPort, DbThread, JobWorker, RunReport, worker_name
 
 log = logging.getLogger(__name__)
-PROJECT_EVERY = 0.05  # seconds: bounds catch-up overhead, keeps read models ~50 ms behind
 _T = TypeVar("_T")
 
 
@@ -107,7 +107,8 @@ class EmbeddedRunner:
     """Runs the whole crawl loop in-process until idle or stopped."""
 
     def __init__(self, ledger: Ledger, crawler: CrawlerPort, clock: Clock, *,
-                 concurrency: int = 8, lease_ttl: float = 300.0, tick_seconds: float = 1.0,
+                 concurrency: int = 8, lease_ttl: float = DEFAULTS.lease_ttl,
+                 tick_seconds: float = DEFAULTS.tick_seconds,
                  recover_orphans: bool = True,
                  on_change: Callable[[RunStats], None] | None = None) -> None:
         self.ledger = ledger
@@ -171,7 +172,7 @@ class EmbeddedRunner:
             await self._recorded.wait()
             self._recorded.clear()
             await self.projector.call(self.ledger.catch_up)
-            await asyncio.sleep(PROJECT_EVERY)  # results arriving meanwhile share one catch-up
+            await asyncio.sleep(DEFAULTS.project_every)  # results arriving meanwhile share one catch-up
 
     async def _start(self) -> None:
         await self.projector.call(self.ledger.catch_up)

@@ -143,17 +143,16 @@ class Projection(ABC):
         rows = tx.execute(f"SELECT position FROM {POSITIONS} WHERE name = ?", (self.tracking_name,))
         return int(rows[0]["position"]) if rows else 0
 
-    def apply_batch(self, tx: Tx, envelopes: Sequence[Envelope]) -> int:
-        """Apply the envelopes (in log order) after this projection's position.
+    def apply(self, tx: Tx, envelopes: Sequence[Envelope]) -> None:
+        """The one apply loop, used by every projector (database- and Kafka-driven).
 
-        Returns how many were past the position (applied, or of a type it ignores).
+        The rows the batch touches are read first, one query per table; each
+        envelope then goes through its handler, and the changed rows are written
+        once. Handlers skip stream versions a row has already seen.
         """
-        position = self.position(tx)
         get = self.handlers().get
         rows = Rows(tx, self.table_map(), self.prefix)
-        todo = (envelopes if envelopes and envelopes[0].position > position  # the usual case
-                else [e for e in envelopes if e.position > position])
-        work = [(handler, env) for env in todo
+        work = [(handler, env) for env in envelopes
                 if (handler := get(env.event_type)) is not None]
         streams = [env.stream_id for _, env in work]
         for table in self.tables:
@@ -161,15 +160,22 @@ class Projection(ABC):
                 rows.prefetch(table.name, streams)
         for handler, env in work:
             handler(env, rows)
-        applied = len(todo)
         rows.flush()
+
+    def apply_batch(self, tx: Tx, envelopes: Sequence[Envelope]) -> int:
+        """Apply the envelopes (in log order) after this projection's position, and move
+        the position. Returns how many were past it (applied, or of a type it ignores)."""
+        position = self.position(tx)
+        todo = (envelopes if envelopes and envelopes[0].position > position  # the usual case
+                else [e for e in envelopes if e.position > position])
+        self.apply(tx, todo)
         if envelopes and envelopes[-1].position > position:
             tx.execute(
                 f"INSERT INTO {POSITIONS} (name, position) VALUES (?, ?) "
                 f"ON CONFLICT (name) DO UPDATE SET position = excluded.position",
                 (self.tracking_name, envelopes[-1].position),
             )
-        return applied
+        return len(todo)
 
 
 def _create_positions(db: Database, tx: Tx) -> None:

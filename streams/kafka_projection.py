@@ -13,8 +13,9 @@ Instead, in one transaction per batch:
   drop fetched messages during a rebalance) is never stepped over: the
   partition stalls at the gap until the projector seeks back to the stored
   offset (`StallWatchdog`) and the lost message arrives again;
-- the applied messages go through the projections' handlers, which skip
-  any stream version a row has already seen;
+- the applied messages go through each projection's one apply loop
+  (`Projection.apply`: the rows read in one query per table), whose handlers
+  skip any stream version a row has already seen;
 - the new offsets are written with the rows.
 """
 
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 
 from domain.envelope import Envelope
 from projections.db import Database, Tx
-from projections.framework import Projection, Rows
+from projections.framework import Projection
 from streams.ddl import create_racing
 from streams.relay_position import RelayPositionStore
 from streams.topics import PUBLIC_TOPICS
@@ -82,7 +83,7 @@ def apply_consumed(db: Database, projections: Sequence[Projection], consumer: st
         fresh = contiguous(batch, offsets)
         envelopes = [m.envelope for m in fresh]
         for projection in projections:
-            _apply(tx, projection, envelopes)
+            projection.apply(tx, envelopes)  # the one apply loop, without the position skip
         ends = {(m.topic, m.partition): m.offset + 1 for m in fresh}  # fresh is in offset order
         tx.executemany(f"UPDATE {OFFSETS} SET next_offset = ? "
                        f"WHERE consumer = ? AND topic = ? AND part = ?",
@@ -121,17 +122,6 @@ def _lock_offsets(tx: Tx, db: Database, consumer: str,
                           f"AND part = ?{lock}", (consumer, topic, part))
         offsets[(topic, part)] = int(rows[0]["next_offset"])
     return offsets
-
-
-def _apply(tx: Tx, projection: Projection, envelopes: Sequence[Envelope]) -> None:
-    """The projection's handlers without its position skip (version dedup still holds)."""
-    handlers = projection.handlers()
-    rows = Rows(tx, projection.table_map(), projection.prefix)
-    for env in envelopes:
-        handler = handlers.get(env.event_type)
-        if handler is not None:
-            handler(env, rows)
-    rows.flush()
 
 
 __all__ = ["OFFSETS", "Consumed", "apply_consumed", "contiguous", "create_tables", "projector_offsets",

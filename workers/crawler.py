@@ -2,7 +2,7 @@
 
 For each page: politeness first (robots, spacing, concurrency, pauses), then
 fetch, archive the raw body, extract; pagination (`next_request`) repeats that
-up to `max_pages`. The adapter is chosen by the task (`adapter_name_for`), or,
+up to `max_pages`. The adapter is chosen by the task (`adapters.for_task`), or,
 when the task names no platform, detected from the first page's content. The
 crawler knows nothing about which driver (embedded runner, Faust) called it.
 """
@@ -29,14 +29,13 @@ from workers.fetch import Decode, Fetcher, FetchLimits, decode_body
 from workers.http import RobotsFetcher
 from workers.politeness import Politeness, PolitenessConfig
 
-__all__ = ["AdapterRegistry", "Crawler", "adapter_name_for", "build_crawler"]
+__all__ = ["AdapterRegistry", "Crawler", "build_crawler"]
 
 log = logging.getLogger(__name__)
 
 _DEFAULT_LIMITS = FetchLimits()
 _DEFAULT_CONFIG = PolitenessConfig()
 _NEEDS_PRODUCTS = frozenset({"catalog", "product_page"})
-_BY_KIND = {"store_discovery": "locator", "feed": "feeds"}
 _T = TypeVar("_T")
 #: threads writing to the raw archive (see `Crawler.__init__`)
 ARCHIVE_THREADS = 2
@@ -49,14 +48,7 @@ class AdapterRegistry(Protocol):
 
     def detect(self, page: Page) -> Adapter | None: ...
 
-
-def adapter_name_for(task: CrawlTask) -> str | None:
-    """The adapter a task names, or None to detect it from the content."""
-    if task.kind in _BY_KIND:
-        return _BY_KIND[task.kind]
-    if task.kind == "entry_point" and task.platform == "dispensary":
-        return "dispensary-resolver"
-    return task.platform
+    def for_task(self, task: CrawlTask) -> Adapter | None: ...
 
 
 @dataclass
@@ -113,8 +105,7 @@ class Crawler:
 
     async def _crawl(self, task: CrawlTask) -> CrawlOutcome:
         crawl = _Pages()
-        name = adapter_name_for(task)
-        adapter = self._adapters.by_name(name) if name else None
+        adapter = self._adapters.for_task(task)
         first = adapter.start(task) if adapter else Request(task.url)
         page = await self._fetch(first, task, crawl)
         if adapter is None:

@@ -5,17 +5,19 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 
 from ledger.bootstrap import Ledger, bootstrap
 from ledger.cli.errors import CommandError
 from ledger.settings import Settings
+from runtime.clock import SystemClock
 
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 def utcnow() -> datetime:
-    return datetime.now(UTC)
+    """The CLI's clock (the system clock): the time of every event a command records."""
+    return SystemClock().now()
 
 
 @contextmanager

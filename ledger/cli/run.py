@@ -13,6 +13,7 @@ from ledger.cli.progress import LiveStats, stats_table
 from ledger.embedded import DataDirLock, EmbeddedRunner, RunnerLocked, RunStats, run_loop
 from ledger.settings import Settings
 from runtime.clock import SystemClock
+from runtime.defaults import DEFAULTS
 
 
 def register(sub: Any) -> None:
@@ -20,7 +21,8 @@ def register(sub: Any) -> None:
     run.add_argument("--until-idle", action="store_true",
                      help="stop when nothing is due, queued or running")
     run.add_argument("--concurrency", type=int, default=8, help="parallel crawls (default 8)")
-    run.add_argument("--lease-ttl", type=float, default=300.0, help="seconds (default 300)")
+    run.add_argument("--lease-ttl", type=float, default=DEFAULTS.lease_ttl,
+                     help=f"seconds (default {DEFAULTS.lease_ttl:g})")
     run.set_defaults(handler=run_embedded)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from ledger.cli.errors import CommandError
 from ledger.settings import Settings
+from runtime.defaults import DEFAULTS
 
 
 def register(sub: Any) -> None:
@@ -21,9 +22,10 @@ def register(sub: Any) -> None:
                              " default all)")
     worker.add_argument("--partitions", type=int, default=4, help="topic partitions (default 4)")
     worker.add_argument("--concurrency", type=int, default=4, help="parallel crawls (default 4)")
-    worker.add_argument("--lease-ttl", type=float, default=300.0, help="seconds (default 300)")
-    worker.add_argument("--tick", type=float, default=1.0,
-                        help="leader tick interval in seconds (default 1)")
+    worker.add_argument("--lease-ttl", type=float, default=DEFAULTS.lease_ttl,
+                        help=f"seconds (default {DEFAULTS.lease_ttl:g})")
+    worker.add_argument("--tick", type=float, default=DEFAULTS.tick_seconds,
+                        help=f"leader tick interval in seconds (default {DEFAULTS.tick_seconds:g})")
     worker.add_argument("--no-timers", action="store_true",
                         help="no leader tick/reaper: an external driver schedules (demo clock)")
     worker.add_argument("--redrive-after", type=float, default=60.0,

@@ -2,7 +2,8 @@
 
 Platform APIs come first (their JSON shapes are specific), then feeds and
 locators, and the generic schema.org page reader last, since it accepts any
-HTML. `for_task` picks the adapter a job should start with.
+HTML. `for_task` picks the adapter a job starts with (the one registry the
+crawler and the tests use); None means "detect it from the first page".
 """
 
 from __future__ import annotations
@@ -64,12 +65,15 @@ def detect(page: Page) -> Adapter | None:
     return next((adapter for adapter in ADAPTERS if adapter.detects(page)), None)
 
 
-def for_task(task: CrawlTask) -> Adapter:
-    """The adapter a job starts with: by kind first, then by store platform."""
+#: job kinds that always start with one adapter, whatever the store's platform
+_BY_KIND = {"store_discovery": "locator", "feed": "feeds"}
+
+
+def for_task(task: CrawlTask) -> Adapter | None:
+    """The adapter a job starts with: by kind first, then by store platform; None when
+    neither names one (the crawler then detects it from the first page's content)."""
+    if task.kind in _BY_KIND:
+        return by_name(_BY_KIND[task.kind])
     if task.kind == "entry_point" and task.platform == "dispensary":
         return by_name("dispensary-resolver")
-    if task.kind == "feed":
-        return by_name("feeds")
-    if task.kind == "store_discovery":
-        return by_name("locator")
-    return by_name(task.platform or "schema_org")
+    return by_name(task.platform) if task.platform else None
