@@ -25,6 +25,7 @@ demo: setup
 	$(BIN)/crawl-ledger demo
 
 test: setup-test
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/pytest
 
 bench: setup-test

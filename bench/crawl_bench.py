@@ -86,7 +86,7 @@ async def _crawl_all(urls: list[str], data_dir: Path, per_host: int, workers: in
     results = collections.Counter[str]()
 
     async with build_client() as client:
-        crawler = build_crawler(client, data_dir, adapters)
+        crawler = build_crawler(client, data_dir, adapters.REGISTRY)
 
         async def worker() -> None:
             while tasks:

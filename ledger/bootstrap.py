@@ -80,7 +80,7 @@ async def crawler_for(settings: Settings) -> AsyncIterator[Crawler]:
     from workers.http import build_client
 
     async with build_client(user_agent=settings.user_agent) as client:
-        crawler = build_crawler(client, settings.data_dir, adapters)
+        crawler = build_crawler(client, settings.data_dir, adapters.REGISTRY)
         try:
             yield crawler
         finally:

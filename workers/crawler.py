@@ -17,19 +17,20 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 import httpx
 
 from domain.values import CrawlFailure, CrawlOutcome, CrawlSuccess, CrawlTask
 from workers.adapters.base import Adapter, Extraction, ExtractionError, Page, Request
+from workers.adapters.registry import Registry
 from workers.archive import RawArchive, content_hash
 from workers.errors import FetchError, failure
 from workers.fetch import Decode, Fetcher, FetchLimits, decode_body
 from workers.http import RobotsFetcher
 from workers.politeness import Politeness, PolitenessConfig
 
-__all__ = ["AdapterRegistry", "Crawler", "build_crawler"]
+__all__ = ["Crawler", "build_crawler"]
 
 log = logging.getLogger(__name__)
 
@@ -39,16 +40,6 @@ _NEEDS_PRODUCTS = frozenset({"catalog", "product_page"})
 _T = TypeVar("_T")
 #: threads writing to the raw archive (see `Crawler.__init__`)
 ARCHIVE_THREADS = 2
-
-
-class AdapterRegistry(Protocol):
-    """What the crawler needs of `workers.adapters` (the module satisfies it)."""
-
-    def by_name(self, name: str) -> Adapter: ...
-
-    def detect(self, page: Page) -> Adapter | None: ...
-
-    def for_task(self, task: CrawlTask) -> Adapter | None: ...
 
 
 @dataclass
@@ -68,7 +59,7 @@ class Crawler:
         client: httpx.AsyncClient,
         politeness: Politeness,
         archive: RawArchive,
-        adapters: AdapterRegistry,
+        adapters: Registry,
         max_pages: int = 200,
         limits: FetchLimits = _DEFAULT_LIMITS,
         decode: Decode = decode_body,
@@ -226,7 +217,7 @@ def _key(request: Request) -> str:
 def build_crawler(
     client: httpx.AsyncClient,
     data_dir: Path | str,
-    adapters: AdapterRegistry,
+    adapters: Registry,
     *,
     config: PolitenessConfig = _DEFAULT_CONFIG,
     limits: FetchLimits = _DEFAULT_LIMITS,

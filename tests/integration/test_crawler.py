@@ -19,6 +19,7 @@ from http_fixtures import RecordingServer, redirect, serving, status, streaming,
 
 from domain.values import CrawlFailure, CrawlOutcome, CrawlSuccess, CrawlTask, Observation, Policy
 from workers.adapters.base import Adapter, Extraction, ExtractionError, Page, Request
+from workers.adapters.registry import Registry
 from workers.archive import RawArchive, content_hash
 from workers.crawler import Crawler, build_crawler
 from workers.fetch import FetchLimits
@@ -54,18 +55,8 @@ class JsonAdapter:
         )
 
 
-class Registry:
-    def __init__(self, *adapters: Adapter) -> None:
-        self.adapters = adapters or (JsonAdapter(),)
-
-    def by_name(self, name: str) -> Adapter:
-        for adapter in self.adapters:
-            if adapter.name == name:
-                return adapter
-        raise KeyError(name)
-
-    def detect(self, page: Page) -> Adapter | None:
-        return next((a for a in self.adapters if a.detects(page)), None)
+def adapters_of(*adapters: Adapter) -> Registry:
+    return Registry(adapters or (JsonAdapter(),))
 
 
 def task(url: str, kind: str = "catalog", policy: Policy = FAST, platform: str | None = None
@@ -88,7 +79,7 @@ def run(
     async def scenario() -> T:
         async with serving(*servers), build_client() as client:
             crawler = build_crawler(
-                client, data_dir, registry or Registry(), limits=limits or FetchLimits()
+                client, data_dir, registry or adapters_of(), limits=limits or FetchLimits()
             )
             return await body(crawler)
 
@@ -283,7 +274,7 @@ def test_store_discovery_with_no_stores_is_a_success(tmp_path: Path) -> None:
     server.text("/stores", products())
     locator = JsonAdapter(name="locator")
     outcome = crawl_one(server, task(server.url("/stores"), kind="store_discovery"), tmp_path,
-                        registry=Registry(locator))
+                        registry=adapters_of(locator))
     assert isinstance(outcome, CrawlSuccess) and outcome.extractor == "locator"
 
 
