@@ -1,11 +1,11 @@
-"""DuckDB over the Parquet snapshots: views, named queries, charts and a report.
+"""DuckDB over the Parquet datasets: views, named queries, charts and a report.
 
     from analytics import connect, price_history
-    con = connect(".ledger/snapshots")
+    con = connect(".ledger/datasets")
     price_history(con, product_id).to_pylist()
 
-Analysts never query the event tables; the snapshot projection
-(`projections.snapshots`) writes the Parquet files these views read.
+Analysts never query the event tables; the dataset projection
+(`projections.datasets`) writes the Parquet files these views read.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Named analytics queries over the snapshot views; each returns an Arrow table.
+"""Named analytics queries over the dataset views; each returns an Arrow table.
 
 All times are UTC (`TIMESTAMPTZ`); money columns are `DECIMAL(18,4)`
 (Python `Decimal` in `to_pylist()`), never floats. `pct_change` and
@@ -32,7 +32,7 @@ ORDER BY pct_change {order}, abs_change {order}, position
 LIMIT $limit
 """
 
-#: the latest moment the snapshots know of: "still out" durations run up to it
+#: the latest moment the datasets know of: "still out" durations run up to it
 HORIZON = """
 SELECT greatest(
     (SELECT max(observed_at) FROM price_observations),

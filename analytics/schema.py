@@ -1,6 +1,6 @@
-"""The snapshot datasets as DuckDB sees them: the contract with the snapshot writer.
+"""The Parquet datasets as DuckDB sees them: the contract with the dataset writer.
 
-Parquet files under `<snapshot dir>/<dataset>/date=YYYY-MM-DD/` carry these
+Parquet files under `<dataset dir>/<dataset>/date=YYYY-MM-DD/` carry these
 columns (plus the `date` partition column). When a dataset has no files yet
 its view is an empty relation of exactly these types, so queries never fail
 on a fresh data dir. A contract test checks the writer's files against this.

@@ -1,4 +1,4 @@
-"""`connect(snapshot_dir)`: an in-memory DuckDB with views over the Parquet snapshots.
+"""`connect(dataset_dir)`: an in-memory DuckDB with views over the Parquet datasets.
 
 Base views (one per dataset): `price_observations`, `stock_events`,
 `job_runs`. Derived views:
@@ -76,28 +76,28 @@ def _products_latest(root: Path) -> str:
         path=_quote(str(root / LATEST)), through=through, key=LATEST_KEY).strip()
 
 
-def view_statements(snapshot_dir: Path | str) -> list[str]:
+def view_statements(dataset_dir: Path | str) -> list[str]:
     """The SQL that creates every view (also written out for the DuckDB CLI)."""
-    root = Path(snapshot_dir).resolve()
+    root = Path(dataset_dir).resolve()
     base = [f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {_source(root, name)}"
             for name in DATASETS if name != "price_changes"]
     return [*base, _products_latest(root),
             PRICE_CHANGES.format(source=_source(root, "price_changes")).strip()]
 
 
-def create_views(con: duckdb.DuckDBPyConnection, snapshot_dir: Path | str) -> None:
-    """(Re)create every view on `con` over the snapshots in `snapshot_dir`."""
-    for statement in view_statements(snapshot_dir):
+def create_views(con: duckdb.DuckDBPyConnection, dataset_dir: Path | str) -> None:
+    """(Re)create every view on `con` over the datasets in `dataset_dir`."""
+    for statement in view_statements(dataset_dir):
         con.execute(statement)
 
 
-def connect(snapshot_dir: Path | str) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with the snapshot views (empty if nothing yet).
+def connect(dataset_dir: Path | str) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with the dataset views (empty if nothing yet).
 
     Parquet footers are cached per connection: repeated lookups skip re-reading them.
     """
     con = duckdb.connect(":memory:")
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET parquet_metadata_cache = true")
-    create_views(con, snapshot_dir)
+    create_views(con, dataset_dir)
     return con

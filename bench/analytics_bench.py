@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/analytics_bench.py [--rows 10000000] [--dir /tmp/analytics-bench]
 
-Generates the datasets as the snapshot writer leaves them before compaction
+Generates the datasets as the dataset writer leaves them before compaction
 (vectorised numpy/pyarrow): per date, `PARTS_PER_DAY` batch-sized parts in
 time order, plus proportional `stock_events`, `job_runs` and the
 `price_changes` the ledger's `PriceChanged` events would give. A copy is then
@@ -12,7 +12,7 @@ query runs in one process against three setups:
 - `raw`: the uncompacted parts, current views;
 - `legacy`: compacted files, but `price_changes` / `products_latest` as the old
   window views over every observation (what the first version shipped);
-- `compacted`: compacted files, current views (what `analytics snapshot` leaves).
+- `compacted`: compacted files, current views (what `analytics refresh` leaves).
 
 Each cell is the median of 3 on one connection; `cold` is the first call on a
 fresh connection (what a one-shot CLI command pays). DESIGN targets: one
@@ -36,9 +36,9 @@ import pyarrow as pa
 import pyarrow.compute
 import pyarrow.parquet as pq
 
-from analytics import connect
-from analytics.queries import (
+from analytics import (
     as_of,
+    connect,
     crawl_health,
     out_of_stock_durations,
     price_changes_in,

@@ -78,12 +78,12 @@ def top_movers(ledger: Ledger, top: int = 4) -> list[str]:
 
 
 def draw_chart(ledger: Ledger, path: Path, top: int = 4) -> list[str]:
-    """Snapshot the ledger to Parquet, then chart the top movers from DuckDB."""
+    """Write the ledger to the Parquet datasets, then chart the top movers from DuckDB."""
     from analytics import connect
     from analytics.charts import chart_products
-    from projections.snapshots import SnapshotWriter
+    from projections.datasets import DatasetWriter
 
-    writer = SnapshotWriter(ledger.data_dir, ledger.source)
+    writer = DatasetWriter(ledger.data_dir, ledger.source)
     writer.catch_up()
     ids = top_movers(ledger, top)
     con = connect(writer.root)

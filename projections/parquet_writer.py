@@ -1,8 +1,8 @@
-"""Crash-safe Parquet files for the snapshot projection: schemas, parts, the manifest.
+"""Crash-safe Parquet files for the dataset projection: schemas, parts, the manifest.
 
-Layout under the snapshot dir (one dataset per directory, hive partitions)::
+Layout under the dataset dir (one dataset per directory, hive partitions)::
 
-    snapshots/
+    datasets/
       manifest.json                              position + projection state
       price_observations/date=2026-03-01/part-00000000000000000001-00000000000000001000.parquet
       stock_events/date=…/part-<first>-<last>.parquet
@@ -117,7 +117,7 @@ ORDER BY ALL
 
 @dataclass(frozen=True)
 class Manifest:
-    """What the snapshot dir holds: every event up to `position`, and the state after it."""
+    """What the dataset dir holds: every event up to `position`, and the state after it."""
 
     position: int = 0
     state: dict[str, Any] | None = None

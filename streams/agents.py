@@ -117,20 +117,20 @@ async def unstall(res: Resources, consumer: str, watchdog: StallWatchdog,
         log.exception("projection stall check failed")
 
 
-def catch_up_snapshots(ledger: Ledger) -> int:
-    """The Parquet snapshot projection, caught up from the event store in log order."""
-    from projections.snapshots import SnapshotWriter
+def catch_up_datasets(ledger: Ledger) -> int:
+    """The Parquet dataset projection, caught up from the event store in log order."""
+    from projections.datasets import DatasetWriter
 
-    return SnapshotWriter(ledger.data_dir, ledger.source).catch_up()
+    return DatasetWriter(ledger.data_dir, ledger.source).catch_up()
 
 
-async def write_snapshots(res: Resources) -> None:
-    """The leader's turn: extend the Parquet snapshots (a file lock guards the directory
+async def write_datasets(res: Resources) -> None:
+    """The leader's turn: extend the Parquet datasets (a file lock guards the directory
     against an analyst's `crawl-ledger analytics` catching up at the same time)."""
     try:
-        await res.call(catch_up_snapshots)
+        await res.call(catch_up_datasets)
     except Exception:  # the next turn tries again; the read models are unaffected
-        log.exception("could not catch the Parquet snapshots up")
+        log.exception("could not catch the Parquet datasets up")
 
 
 def leader_tick(ledger: Ledger, now: Any) -> tuple[int, int]:

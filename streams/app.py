@@ -6,7 +6,7 @@ Roles (a worker process runs one or more):
   `timers`, the leader's scheduler tick and lease reaper (once per cluster);
 - `crawl`: `ledger.work.v1` -> lease, crawl, record (`JobWorker`);
 - `project`: the public topics -> read models in PostgreSQL, with offsets; the
-  leader of the projecting workers also keeps the Parquet snapshots for
+  leader of the projecting workers also keeps the Parquet datasets for
   analysts caught up with the event store (they need the log's total order,
   which the per-aggregate topics do not keep).
 
@@ -131,10 +131,10 @@ def _project(app: faust.App, res: Resources, consumer: str) -> None:
     async def project(stream: Any) -> None:
         await agents.project(res, stream, consumer)
 
-    if res.options.snapshot_every > 0:
-        @app.timer(res.options.snapshot_every, on_leader=True, name="parquet-snapshots")
-        async def parquet_snapshots() -> None:
-            await agents.write_snapshots(res)
+    if res.options.datasets_every > 0:
+        @app.timer(res.options.datasets_every, on_leader=True, name="parquet-datasets")
+        async def parquet_datasets() -> None:
+            await agents.write_datasets(res)
 
     watchdog = agents.StallWatchdog()
 

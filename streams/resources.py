@@ -41,7 +41,7 @@ class WorkerOptions:
     batch_size: int = DEFAULTS.projection_batch
     batch_within: float = DEFAULTS.batch_within
     stall_check: float = 5.0       # seconds between checks for a projection stuck behind the relay
-    snapshot_every: float = 30.0   # seconds between Parquet snapshot catch-ups (leader; 0: off)
+    datasets_every: float = 30.0   # seconds between Parquet dataset catch-ups (leader; 0: off)
     db_threads: int = 4
     clock_file: str | None = None  # a FileClock instead of the system clock (demo only)
 

@@ -1,13 +1,13 @@
-"""`crawl-ledger analytics …`: SQL, charts and reports over the Parquet snapshots.
+"""`crawl-ledger analytics …`: SQL, charts and reports over the Parquet datasets.
 
-Every command first catches the snapshots up with the event log (quietly),
+Every command first catches the datasets up with the event log (quietly),
 so what it shows is fresh:
 
     analytics sql "SELECT …" [--json | --csv]
     analytics chart PRODUCT_ID -o price.png
     analytics report -o report.html [--top N]
     analytics shell                  how to open the views in DuckDB / Python
-    analytics snapshot [--rebuild]   catch up (or rebuild) with a progress bar
+    analytics refresh [--rebuild]    catch up (or rebuild) with a progress bar
 """
 
 from __future__ import annotations
@@ -30,15 +30,15 @@ from ledger.bootstrap import bootstrap
 from ledger.cli.errors import CommandError
 from ledger.cli.output import print_table
 from ledger.settings import Settings
-from projections.snapshots import SnapshotWriter
+from projections.datasets import DatasetWriter
 
 ProgressFn = Callable[[int, int], None]
 
 
 def register(sub: Any) -> None:
-    group = sub.add_parser("analytics", help="DuckDB over the Parquet snapshots")
+    group = sub.add_parser("analytics", help="DuckDB over the Parquet datasets")
     actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
-    sql = actions.add_parser("sql", help="run a SQL query over the snapshot views")
+    sql = actions.add_parser("sql", help="run a SQL query over the dataset views")
     sql.add_argument("query")
     form = sql.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="a JSON array of row objects")
@@ -54,16 +54,16 @@ def register(sub: Any) -> None:
     report.set_defaults(handler=run_report)
     shell = actions.add_parser("shell", help="how to open the views in DuckDB or Python")
     shell.set_defaults(handler=run_shell)
-    snap = actions.add_parser("snapshot", help="catch up (or rebuild) the Parquet snapshots")
+    snap = actions.add_parser("refresh", help="catch up (or rebuild) the Parquet datasets")
     snap.add_argument("--rebuild", action="store_true", help="delete and replay from position 0")
-    snap.set_defaults(handler=run_snapshot)
+    snap.set_defaults(handler=run_refresh)
 
 
 def refresh(rebuild: bool = False, progress: ProgressFn | None = None) -> tuple[Path, int]:
-    """Catch the snapshots up with the event log; returns (snapshot dir, events read)."""
+    """Catch the datasets up with the event log; returns (dataset dir, events read)."""
     ledger = bootstrap(Settings.from_env())
     try:
-        writer = SnapshotWriter(ledger.data_dir, ledger.source)
+        writer = DatasetWriter(ledger.data_dir, ledger.source)
         count = writer.rebuild(progress) if rebuild else writer.catch_up(progress)
         return writer.root, count
     finally:
@@ -140,7 +140,7 @@ def run_shell(args: argparse.Namespace) -> int:
     root, _ = refresh()
     script = root / "views.sql"
     script.write_text(";\n".join(view_statements(root)) + ";\n", encoding="utf-8")
-    print(f"""Snapshots: {root}
+    print(f"""Datasets: {root}
 Views: price_observations, stock_events, job_runs, products_latest, price_changes
 
 DuckDB CLI (views as of now; run `crawl-ledger analytics shell` again after new data):
@@ -153,10 +153,10 @@ Python:
     return 0
 
 
-def run_snapshot(args: argparse.Namespace) -> int:
+def run_refresh(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     with Progress(console=console, transient=True) as bar:
-        task = bar.add_task("rebuilding snapshots" if args.rebuild else "snapshots", total=None)
+        task = bar.add_task("rebuilding datasets" if args.rebuild else "datasets", total=None)
 
         def advance(position: int, head: int) -> None:
             bar.update(task, completed=position, total=max(head, 1))

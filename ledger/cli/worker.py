@@ -32,8 +32,8 @@ def register(sub: Any) -> None:
                         help="re-send work for jobs dispatched but unleased this long (s)")
     worker.add_argument("--stall-check", type=float, default=5.0,
                         help="seconds between checks for a projection stuck behind the relay")
-    worker.add_argument("--snapshot-every", type=float, default=30.0,
-                        help="seconds between Parquet snapshot catch-ups by the projecting "
+    worker.add_argument("--datasets-every", type=float, default=30.0,
+                        help="seconds between Parquet dataset catch-ups by the projecting "
                              "leader (0: off; analysts' commands catch up anyway)")
     worker.add_argument("--clock-file", default=None,
                         help="read 'now' from this file (the demo's simulated clock)")
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     options = WorkerOptions(partitions=args.partitions, crawl_concurrency=args.concurrency,
                             lease_ttl=args.lease_ttl, tick_interval=args.tick,
                             timers=not args.no_timers, redrive_after=args.redrive_after,
-                            stall_check=args.stall_check, snapshot_every=args.snapshot_every,
+                            stall_check=args.stall_check, datasets_every=args.datasets_every,
                             clock_file=args.clock_file)
     run_worker(create_app(components(settings), roles, options), loglevel=args.loglevel)
     return 0

@@ -97,14 +97,14 @@ def test_report_is_self_contained_html(product_id: str, tmp_path: Path) -> None:
     assert "http://" not in html and "https://" not in html.replace("https://shop.example", "")
 
 
-def test_snapshot_rebuild_and_shell(product_id: str, tmp_path: Path,
+def test_refresh_rebuild_and_shell(product_id: str, tmp_path: Path,
                                     capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["analytics", "snapshot"]) == 0
+    assert cli.main(["analytics", "refresh"]) == 0
     assert "caught up" in capsys.readouterr().out
-    assert cli.main(["analytics", "snapshot", "--rebuild"]) == 0
+    assert cli.main(["analytics", "refresh", "--rebuild"]) == 0
     assert "rebuilt" in capsys.readouterr().out
     assert cli.main(["analytics", "shell"]) == 0
     out = capsys.readouterr().out
-    views_sql = tmp_path / "data" / "snapshots" / "views.sql"
+    views_sql = tmp_path / "data" / "datasets" / "views.sql"
     assert f'.read {views_sql.resolve()}' in out or f".read {views_sql}" in out
     assert "CREATE OR REPLACE VIEW price_changes" in views_sql.read_text()

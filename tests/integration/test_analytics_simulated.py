@@ -1,4 +1,4 @@
-"""Snapshots of a real simulated crawl, every named query checked against the simulator's truth.
+"""Parquet datasets of a real simulated crawl, every named query checked against the simulator's truth.
 
 Four stores (dispensary, Shopify, WooCommerce, JSON-LD in EUR) are crawled
 by the embedded runner over eight cycles on a simulated clock (6 h apart,
@@ -31,7 +31,7 @@ from domain.product import MISSES_FOR_OUT_OF_STOCK
 from ledger.bootstrap import Ledger, bootstrap, crawler_for
 from ledger.embedded import EmbeddedRunner
 from ledger.settings import Settings
-from projections.snapshots import SnapshotWriter
+from projections.datasets import DatasetWriter
 from runtime.clock import SimulatedClock
 from simulator import SimulatorThread
 
@@ -97,11 +97,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
                 truth[epoch] = sim.simulator.truth(epoch)
                 asyncio.run(_cycle(ledger, settings, clock))
                 clock.advance(INTERVAL)
-        SnapshotWriter(data_dir, ledger.source, batch_size=200).catch_up()
+        DatasetWriter(data_dir, ledger.source, batch_size=200).catch_up()
     finally:
         ledger.close()
-    con = connect(data_dir / "snapshots")
-    yield World(con, truth, keys, data_dir / "snapshots")
+    con = connect(data_dir / "datasets")
+    yield World(con, truth, keys, data_dir / "datasets")
     con.close()
 
 
@@ -109,7 +109,7 @@ def _regular(rows: list[dict[str, Any]]) -> dict[str, Decimal]:
     return {r["option"]: r["price"] for r in rows if r["pricing_type"] in ("regular", "rec")}
 
 
-def test_snapshots_span_two_dates_in_hive_partitions(world: World) -> None:
+def test_datasets_span_two_dates_in_hive_partitions(world: World) -> None:
     dates = sorted(p.name for p in (world.root / "price_observations").iterdir())
     assert dates == ["date=2026-03-01", "date=2026-03-02", "date=2026-03-03"]
 

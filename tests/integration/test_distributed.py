@@ -17,9 +17,9 @@ from ledger.bootstrap import Ledger, bootstrap
 from ledger.demo import DEMO_START, DemoConfig, run_cycles, run_embedded_demo, seed_jobs
 from ledger.distributed import Cluster, run_until_idle, wait_caught_up
 from ledger.settings import Settings
+from projections.datasets import DatasetWriter
 from projections.framework import table_rows
 from projections.runner import ProjectionRunner
-from projections.snapshots import SnapshotWriter
 from runtime.clock import FileClock, SimulatedClock, SystemClock
 from simulator import SimulatorThread
 from streams.relay import Relay, kafka_producer
@@ -111,8 +111,8 @@ def test_projector_reads_again_what_its_consumer_lost(dist: Ledger, dist_setting
     assert_equal_to_rebuild(dist, may_be_empty=frozenset({"job_status", "current_products", "stock_status"}))
 
 
-def parquet_rows(snapshot_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
-    con = connect(snapshot_dir)
+def parquet_rows(dataset_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
+    con = connect(dataset_dir)
     try:
         return {name: con.sql(f"SELECT * FROM {name} ORDER BY ALL").fetchall() for name in DATASETS}
     finally:
@@ -122,7 +122,7 @@ def parquet_rows(snapshot_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
 def test_kill_worker_and_relay_mid_run(dist: Ledger, dist_settings: Settings, tmp_path: Path) -> None:
     settings = dist_settings
     args = ["--lease-ttl", "6", "--tick", "0.3", "--redrive-after", "5", "--partitions", "4",
-            "--snapshot-every", "0.5"]
+            "--datasets-every", "0.5"]
     with SimulatorThread(stores=3, seed=11) as sim, \
             Cluster(settings, workers=[("all",), ("all",)], worker_args=args) as cluster:
         seed_jobs(dist, sim.urls.locator_url, sim.urls.control_url, SystemClock())
@@ -136,9 +136,9 @@ def test_kill_worker_and_relay_mid_run(dist: Ledger, dist_settings: Settings, tm
         cluster.start_process("worker-1")
         run_until_idle(dist, group, SystemClock(), scheduler=False, timeout=150)
         wait_caught_up(dist, group, 30)
-        # the projecting leader keeps the analysts' Parquet snapshots caught up too
-        written = SnapshotWriter(settings.data_dir, dist.source)
-        wait_until(lambda: written.position() == dist.source.head(), 60, "the Parquet snapshots")
+        # the projecting leader keeps the analysts' Parquet datasets caught up too
+        written = DatasetWriter(settings.data_dir, dist.source)
+        wait_until(lambda: written.position() == dist.source.head(), 60, "the Parquet datasets")
 
     states = Counter(job["state"] for job in dist.read.jobs())
     assert set(states) <= {"scheduled", "completed", "dead"}, states
@@ -146,7 +146,7 @@ def test_kill_worker_and_relay_mid_run(dist: Ledger, dist_settings: Settings, tm
     published = read_topics(settings.broker_servers, PUBLIC_TOPICS, len(stored))
     assert {e.event_id for e in stored} <= {env.event_id for _, _, env in published}
     assert_equal_to_rebuild(dist)
-    clean = SnapshotWriter(tmp_path / "clean", dist.source)
+    clean = DatasetWriter(tmp_path / "clean", dist.source)
     clean.catch_up()
     assert parquet_rows(written.root) == parquet_rows(clean.root)
     assert parquet_rows(written.root)["price_observations"]

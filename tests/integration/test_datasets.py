@@ -1,4 +1,4 @@
-"""The snapshot writer on a real SQLite event store: exact rows, restarts, crashes, rebuilds."""
+"""The dataset writer on a real SQLite event store: exact rows, restarts, crashes, rebuilds."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from analytics.schema import DATASETS as VIEW_COLUMNS
 from domain.values import CrawlFailure, CrawlSuccess, Observation, Offer
 from ledger.bootstrap import Ledger, bootstrap
 from ledger.settings import Settings
+from projections.datasets import DatasetWriter
 from projections.parquet_writer import (
     DATASETS,
     PART,
@@ -30,7 +31,6 @@ from projections.parquet_writer import (
     read_manifest,
     write_manifest,
 )
-from projections.snapshots import SnapshotWriter
 
 T0 = datetime(2026, 3, 1, 20, 0, tzinfo=UTC)
 BASE = "https://shop.example"
@@ -39,7 +39,7 @@ import sys, threading
 from pathlib import Path
 from ledger.bootstrap import bootstrap
 from ledger.settings import Settings
-from projections.snapshots import SnapshotWriter
+from projections.datasets import DatasetWriter
 
 data_dir, crash_at = Path(sys.argv[1]), int(sys.argv[2])
 ledger = bootstrap(Settings.from_env({"LEDGER_DATA_DIR": str(data_dir)}))
@@ -51,7 +51,7 @@ def pause_before_manifest(last):
         print(f"paused {last}", flush=True)
         threading.Event().wait()  # killed here: files renamed, manifest not written
 
-SnapshotWriter(data_dir, ledger.source, batch_size=20,
+DatasetWriter(data_dir, ledger.source, batch_size=20,
                before_manifest=pause_before_manifest).catch_up()
 """
 
@@ -121,8 +121,8 @@ def shop(ledger: Ledger) -> Shop:
     return shop
 
 
-def dump(snapshot_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
-    con = connect(snapshot_dir)
+def dump(dataset_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
+    con = connect(dataset_dir)
     try:
         return {name: con.sql(f"SELECT * FROM {name} ORDER BY ALL").fetchall()
                 for name in DATASETS}
@@ -131,7 +131,7 @@ def dump(snapshot_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def test_rows_denormalise_and_keep_lineage(ledger: Ledger, shop: Shop) -> None:
-    writer = SnapshotWriter(ledger.data_dir, ledger.source)
+    writer = DatasetWriter(ledger.data_dir, ledger.source)
     assert writer.catch_up() == ledger.source.head()
     con = connect(writer.root)
     first = con.sql("SELECT * FROM price_observations WHERE option = 'S' ORDER BY position LIMIT 1") \
@@ -149,7 +149,7 @@ def test_rows_denormalise_and_keep_lineage(ledger: Ledger, shop: Shop) -> None:
 
 
 def test_parquet_files_match_the_published_view_schema(ledger: Ledger, shop: Shop) -> None:
-    writer = SnapshotWriter(ledger.data_dir, ledger.source)
+    writer = DatasetWriter(ledger.data_dir, ledger.source)
     writer.catch_up()
     con = connect(writer.root)
     empty = connect(writer.root / "missing")
@@ -164,14 +164,14 @@ def test_parquet_files_match_the_published_view_schema(ledger: Ledger, shop: Sho
 
 def test_incremental_catch_up_equals_rebuild(ledger: Ledger, tmp_path: Path) -> None:
     shop = Shop(ledger)
-    writer = SnapshotWriter(ledger.data_dir, ledger.source, batch_size=7)
+    writer = DatasetWriter(ledger.data_dir, ledger.source, batch_size=7)
     for cycle in range(9):
         shop.crawl(cycle, range(4) if cycle % 4 != 3 else range(1, 4))
         shop.now += timedelta(hours=5)
         writer.catch_up()  # a fresh builder each time: state comes from the manifest
     assert writer.position() == ledger.source.head()
     incremental = dump(writer.root)
-    clean = SnapshotWriter(tmp_path / "clean", ledger.source, batch_size=1000)
+    clean = DatasetWriter(tmp_path / "clean", ledger.source, batch_size=1000)
     clean.catch_up()
     assert dump(clean.root) == incremental
     assert writer.rebuild() == ledger.source.head()
@@ -189,14 +189,14 @@ def test_crash_after_rename_before_manifest_loses_and_duplicates_nothing(
         line = proc.stdout.readline()  # blocks until the writer is paused mid-batch
         os.kill(proc.pid, signal.SIGKILL)
     assert line == "paused 60\n" and proc.returncode == -signal.SIGKILL
-    root = data_dir / "snapshots"
+    root = data_dir / "datasets"
     position = read_manifest(root).position
     assert position == 40  # two batches of 20 committed, the third not
     orphans = [p for p in root.glob("*/date=*/part-*")
                if int(PART.match(p.name).group(1)) > position]  # type: ignore[union-attr]
     assert orphans  # the crash left the third batch's files behind
-    SnapshotWriter(data_dir, ledger.source, batch_size=20).catch_up()
-    clean = SnapshotWriter(tmp_path / "clean", ledger.source)
+    DatasetWriter(data_dir, ledger.source, batch_size=20).catch_up()
+    clean = DatasetWriter(tmp_path / "clean", ledger.source)
     clean.catch_up()
     assert dump(root) == dump(clean.root)
 
@@ -215,7 +215,7 @@ FROM ordered WHERE old_price IS NOT NULL AND price <> old_price ORDER BY ALL
 
 def test_price_changes_come_from_the_ledgers_events_and_equal_the_window(
         ledger: Ledger, shop: Shop) -> None:
-    writer = SnapshotWriter(ledger.data_dir, ledger.source)
+    writer = DatasetWriter(ledger.data_dir, ledger.source)
     writer.catch_up()
     con = connect(writer.root)
     from_events = con.sql(
@@ -229,7 +229,7 @@ def test_price_changes_come_from_the_ledgers_events_and_equal_the_window(
 
 def test_catch_up_compacts_closed_dates_and_materialises_latest(
         ledger: Ledger, shop: Shop, tmp_path: Path) -> None:
-    writer = SnapshotWriter(ledger.data_dir, ledger.source, batch_size=7)
+    writer = DatasetWriter(ledger.data_dir, ledger.source, batch_size=7)
     writer.catch_up()
     for name in DATASETS:
         folders = sorted((writer.root / name).glob("date=*"))
@@ -239,7 +239,7 @@ def test_catch_up_compacts_closed_dates_and_materialises_latest(
     assert len(list(max((writer.root / "price_observations").glob("date=*"))
                     .glob("part-*"))) > 1  # the open date keeps its batch parts
     assert latest_through(writer.root) == writer.position() == ledger.source.head()
-    clean = SnapshotWriter(tmp_path / "clean", ledger.source, batch_size=10_000)
+    clean = DatasetWriter(tmp_path / "clean", ledger.source, batch_size=10_000)
     clean.catch_up()
     assert dump(writer.root) == dump(clean.root)
     latest = "SELECT * FROM products_latest ORDER BY ALL"
@@ -249,9 +249,9 @@ def test_catch_up_compacts_closed_dates_and_materialises_latest(
     assert sorted(p.stat().st_mtime_ns for p in writer.root.rglob("*.parquet")) == before
 
 
-def test_snapshots_of_an_older_format_are_rebuilt(ledger: Ledger, shop: Shop,
+def test_datasets_of_an_older_format_are_rebuilt(ledger: Ledger, shop: Shop,
                                                   tmp_path: Path) -> None:
-    writer = SnapshotWriter(ledger.data_dir, ledger.source)
+    writer = DatasetWriter(ledger.data_dir, ledger.source)
     writer.catch_up()
     expected = dump(writer.root)
     manifest = read_manifest(writer.root)

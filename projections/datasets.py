@@ -1,4 +1,4 @@
-"""The snapshot projection: the event log as Parquet datasets for DuckDB.
+"""The dataset projection: the event log as Parquet datasets for DuckDB.
 
 Datasets (see `parquet_writer` for the schemas and the crash-safe layout):
 
@@ -75,7 +75,7 @@ def money(value: Any) -> Decimal | None:
     return Decimal(str(value)).quantize(_MONEY_STEP, rounding=ROUND_HALF_EVEN)
 
 
-#: bumped when a dataset is added or a row changes meaning (older snapshots are rebuilt)
+#: bumped when a dataset is added or a row changes meaning (older datasets are rebuilt)
 FORMAT = 2
 
 
@@ -87,7 +87,7 @@ def current_format(manifest: Manifest) -> bool:
     return manifest.position == 0 or (manifest.state or {}).get("format") == FORMAT
 
 
-class SnapshotRows:
+class DatasetRows:
     """Turns envelopes into dataset rows, keeping the state needed to denormalise."""
 
     def __init__(self, state: dict[str, Any] | None = None) -> None:
@@ -233,8 +233,8 @@ def _first_set(*values: Any) -> Any:
     return next((v for v in values if v is not None), None)
 
 
-class SnapshotWriter:
-    """Catches the Parquet snapshots up with an event source, batch by batch.
+class DatasetWriter:
+    """Catches the Parquet datasets up with an event source, batch by batch.
 
     `before_manifest` (tests only) runs after a batch's files are renamed into
     place and before the manifest records the batch — where a crash hurts most.
@@ -242,7 +242,7 @@ class SnapshotWriter:
 
     def __init__(self, data_dir: Path, source: EventSource, batch_size: int = 5000,
                  before_manifest: Callable[[int], None] | None = None) -> None:
-        self.root = Path(data_dir) / "snapshots"
+        self.root = Path(data_dir) / "datasets"
         self.source = source
         self.batch_size = batch_size
         self.before_manifest = before_manifest
@@ -256,7 +256,7 @@ class SnapshotWriter:
             return self._catch_up(progress)
 
     def rebuild(self, progress: Progress | None = None) -> int:
-        """Delete the snapshots and replay the whole log from position 0."""
+        """Delete the datasets and replay the whole log from position 0."""
         with self._locked():
             self._clear()
             return self._catch_up(progress)
@@ -265,7 +265,7 @@ class SnapshotWriter:
         """Compact closed date partitions and refresh `products_latest` (idempotent).
 
         `catch_up` and `rebuild` already do this after writing; here for the
-        bench and for snapshot dirs written before compaction existed.
+        bench and for dataset dirs written before compaction existed.
         """
         with self._locked():
             self._tidy(read_manifest(self.root).position)
@@ -282,7 +282,7 @@ class SnapshotWriter:
             manifest = Manifest()
         discard_beyond(self.root, manifest.position)
         discard_superseded(self.root)
-        builder = SnapshotRows(manifest.state)
+        builder = DatasetRows(manifest.state)
         position, total, head = manifest.position, 0, self.source.head()
         while True:
             envelopes = self.source.read(position, self.batch_size)
@@ -301,7 +301,7 @@ class SnapshotWriter:
             compact(self.root)
         refresh_latest(self.root, position)
 
-    def _write(self, builder: SnapshotRows, envelopes: Sequence[Envelope]) -> int:
+    def _write(self, builder: DatasetRows, envelopes: Sequence[Envelope]) -> int:
         for env in envelopes:
             builder.apply(env)
         first, last = envelopes[0].position, envelopes[-1].position
@@ -316,7 +316,7 @@ class SnapshotWriter:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
-        """One writer per snapshot dir (the CLI and the demo may both catch up)."""
+        """One writer per dataset dir (the CLI and the demo may both catch up)."""
         self.root.mkdir(parents=True, exist_ok=True)
         with open(self.root / ".lock", "w") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
