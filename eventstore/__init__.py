@@ -9,7 +9,8 @@ chooses one by configuration.
 from __future__ import annotations
 
 from eventstore.base import Backend
+from eventstore.locks import Holder, StoreLocked
 from eventstore.postgres import PostgresBackend, PostgresTarget
 from eventstore.sqlite import SQLiteBackend
 
-__all__ = ["Backend", "PostgresBackend", "PostgresTarget", "SQLiteBackend"]
+__all__ = ["Backend", "Holder", "PostgresBackend", "PostgresTarget", "SQLiteBackend", "StoreLocked"]

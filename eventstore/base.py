@@ -12,12 +12,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
 from typing import Any
 from uuid import UUID
 
 from eventsourcing.persistence import AggregateRecorder, EventStore, StoredEvent
 
 from domain.envelope import StoredRow
+from eventstore.locks import Holder
 
 CHUNK = 500  # ids per query (SQLite's parameter limit is far above this)
 
@@ -41,6 +43,10 @@ class Backend(ABC):
 
     def snapshot_store(self, app: Any) -> EventStore[UUID] | None:
         return None  # the library's own
+
+    @abstractmethod
+    def runner_lock(self, holder: Holder) -> AbstractContextManager[Holder]:
+        """Hold the store for one runner; `StoreLocked` (naming the holder) if taken."""
 
     @abstractmethod
     def notification_rows(self, recorder: Any, after: int, limit: int) -> list[StoredRow]:

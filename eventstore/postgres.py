@@ -10,6 +10,7 @@ library's table lock, NOTIFY and `RETURNING notification_id`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -27,6 +28,7 @@ from psycopg.sql import SQL, Identifier
 
 from domain.envelope import StoredRow
 from eventstore.base import Backend
+from eventstore.locks import Holder, postgres_lock
 
 __all__ = ["BinaryInsertRecorder", "BinarySnapshotRecorder", "PostgresBackend", "PostgresTarget"]
 
@@ -76,6 +78,10 @@ class PostgresBackend(Backend):
 
     def describe(self) -> str:
         return self.target.describe()
+
+    def runner_lock(self, holder: Holder) -> AbstractContextManager[Holder]:
+        t = self.target
+        return postgres_lock(t.conninfo, t.dbname, t.schema, self.describe(), holder)
 
     def snapshot_store(self, app: Any) -> EventStore[UUID] | None:
         """The library's snapshot store with the binary batch insert."""

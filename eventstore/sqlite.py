@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 from domain.envelope import StoredRow
 from eventstore.base import Backend
+from eventstore.locks import Holder, sqlite_lock
 
 __all__ = ["SQLiteBackend"]
 
@@ -25,6 +27,9 @@ class SQLiteBackend(Backend):
 
     def describe(self) -> str:
         return f"sqlite:///{self.path}"
+
+    def runner_lock(self, holder: Holder) -> AbstractContextManager[Holder]:
+        return sqlite_lock(self.path, self.describe(), holder)
 
     def notification_rows(self, recorder: Any, after: int, limit: int) -> list[StoredRow]:
         statement = (f"SELECT rowid, originator_id, originator_version, topic, state "

@@ -13,20 +13,18 @@ Stopping (Ctrl-C) takes no new slot; the crawls already leased (running or
 queued) finish and are recorded; nothing is half-recorded because each
 result is one atomic command. Jobs left `dispatched` by an earlier run are
 leased one by one at the next start; a lease left behind by a killed process
-is expired at the next start (the embedded runner is the only one per data
-dir, guarded by a lock file).
+is expired at the next start (the embedded runner is the only one per event
+store: `crawl-ledger run` holds the store's runner lock, `eventstore.locks`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import logging
 from collections import Counter
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 
 import uvloop
 
@@ -74,33 +72,6 @@ class RunStats:
             self.products_seen += len(report.outcome.observations)
         if report.result is not None:
             self.events += report.result.events
-
-
-class RunnerLocked(Exception):
-    """Another embedded runner already works on this data dir."""
-
-
-class DataDirLock:
-    """An exclusive lock file: one embedded runner per data dir."""
-
-    def __init__(self, data_dir: Path) -> None:
-        self.path = data_dir / "runner.lock"
-        self._file: IO[str] | None = None
-
-    def __enter__(self) -> DataDirLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(self.path, "w")
-        try:
-            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._file.close()
-            raise RunnerLocked(f"another crawl-ledger runner is using {self.path.parent}") from None
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._file is not None
-        fcntl.flock(self._file, fcntl.LOCK_UN)
-        self._file.close()
 
 
 class EmbeddedRunner:

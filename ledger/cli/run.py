@@ -7,10 +7,11 @@ import asyncio
 import signal
 from typing import Any
 
-from ledger.bootstrap import bootstrap, crawler_for
+from eventstore import Holder, StoreLocked
+from ledger.bootstrap import backend_for, bootstrap, crawler_for
 from ledger.cli.errors import CommandError
 from ledger.cli.progress import LiveStats, stats_table
-from ledger.embedded import DataDirLock, EmbeddedRunner, RunnerLocked, RunStats, run_loop
+from ledger.embedded import EmbeddedRunner, RunStats, run_loop
 from ledger.settings import Settings
 from runtime.clock import SystemClock
 from runtime.defaults import DEFAULTS
@@ -30,13 +31,10 @@ def run_embedded(args: argparse.Namespace) -> int:
     if not 1 <= args.concurrency <= 256:
         raise CommandError("--concurrency must be 1..256")
     settings = Settings.from_env()
-    if settings.is_postgres:
-        raise CommandError("`run` is the embedded runner; with PostgreSQL use `crawl-ledger worker`"
-                           " (see README, Scaling out)")
     try:
-        with DataDirLock(settings.data_dir):
+        with backend_for(settings).runner_lock(Holder.this_process()):
             stats = run_loop(_run(settings, args))
-    except RunnerLocked as error:
+    except StoreLocked as error:
         raise CommandError(str(error)) from None
     LiveStats().console.print(stats_table(stats, "run finished"))
     return 0

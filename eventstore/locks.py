@@ -1,0 +1,99 @@
+"""One runner per event store: an exclusive lock on the store itself, naming its holder.
+
+Two embedded runners on one store would expire each other's leases at start and
+lose results, whatever data directories they use. The lock lives with the store:
+
+- SQLite: an `flock` on the database file (independent of SQLite's own byte-range
+  locks), the holder written beside it;
+- PostgreSQL: a session advisory lock keyed by database and schema, held on a
+  dedicated connection, the holder in a one-row table of the schema.
+
+Either is released when the holding process ends, however it ends.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Holder", "StoreLocked", "postgres_lock", "sqlite_lock"]
+
+
+class StoreLocked(Exception):
+    """Another runner holds this event store; the message names it."""
+
+
+@dataclass(frozen=True)
+class Holder:
+    host: str
+    pid: int
+    since: str
+
+    @classmethod
+    def this_process(cls) -> Holder:
+        return cls(socket.gethostname(), os.getpid(),
+                   datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+
+    def describe(self) -> str:
+        return f"host {self.host}, pid {self.pid}, since {self.since}"
+
+
+def _refused(store: str, holder: dict[str, Any] | None) -> StoreLocked:
+    named = Holder(**holder).describe() if holder else "holder unknown"
+    return StoreLocked(f"another crawl-ledger runner holds the event store {store} ({named})")
+
+
+@contextmanager
+def sqlite_lock(path: Path, store: str, holder: Holder) -> Iterator[Holder]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    info = path.with_name(path.name + ".runner")
+    with open(path, "ab") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise _refused(store, _read_json(info)) from None
+        try:
+            info.write_text(json.dumps(asdict(holder)))
+            yield holder
+        finally:
+            info.unlink(missing_ok=True)
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        found = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+@contextmanager
+def postgres_lock(conninfo: str, dbname: str, schema: str, store: str,
+                  holder: Holder) -> Iterator[Holder]:
+    import psycopg
+    from psycopg.sql import SQL, Identifier
+
+    table = SQL("{}.{}").format(Identifier(schema), Identifier("runner_lock"))
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(SQL("CREATE SCHEMA IF NOT EXISTS {}").format(Identifier(schema)))
+        conn.execute(SQL("CREATE TABLE IF NOT EXISTS {} (only_row boolean PRIMARY KEY DEFAULT true,"
+                         " host text, pid integer, since text)").format(table))
+        key = f"crawl-ledger runner {dbname}.{schema}"
+        row = conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (key,)).fetchone()
+        if not row or not row[0]:
+            found = conn.execute(SQL("SELECT host, pid, since FROM {}").format(table)).fetchone()
+            raise _refused(store, dict(zip(("host", "pid", "since"), found)) if found else None)
+        conn.execute(SQL("INSERT INTO {} (only_row, host, pid, since) VALUES (true, %s, %s, %s) "
+                         "ON CONFLICT (only_row) DO UPDATE SET host = excluded.host, "
+                         "pid = excluded.pid, since = excluded.since").format(table),
+                     (holder.host, holder.pid, holder.since))
+        yield holder  # the session (and its lock) ends when the connection closes
