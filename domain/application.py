@@ -25,7 +25,7 @@ from domain.errors import Conflict, InvalidInput, InvalidTransition
 from domain.outcome import outcome_payload, unique_observations
 from domain.persistence import LedgerApplication, as_uuid
 from domain.ports import Storage
-from domain.product import Product
+from domain.product import FAILURES_FOR_UNKNOWN_STOCK, Product
 from domain.store import PLATFORMS, Store
 from domain.timeutil import command, utc
 from domain.urls import normalize_url
@@ -259,9 +259,23 @@ class CrawlLedger(LedgerApplication):
             return RecordResult(str(job.id), duplicate=True)
         job.fail(lease_id, failure.error_kind, failure.message, failure.retryable,
                  failure.retry_after, now)
-        events = len(job.pending_events)
-        self._save(job)
+        products = self._stock_unseen(job, now)
+        events = sum(len(a.pending_events) for a in (job, *products))
+        self._save(job, *products)
         return RecordResult(str(job.id), events=events)
+
+    def _stock_unseen(self, job: CrawlJob, now: datetime) -> list[Product]:
+        """The products a failing job sees, marked stock-unknown when its failures reach
+        the limit (once per run of failures; the next good crawl makes them known)."""
+        if (job.kind not in PRODUCT_KINDS or not job.products
+                or job.consecutive_failures != FAILURES_FOR_UNKNOWN_STOCK):
+            return []
+        wanted = {UUID(p) for p in job.products}
+        loaded = self._fresh_cached(wanted)
+        loaded.update(self.find_many(Product, wanted - set(loaded)))
+        for product in loaded.values():
+            product.lose_sight(str(job.id), job.consecutive_failures, job.last_error, now)
+        return [p for p in loaded.values() if p.pending_events]
 
     @command
     def record_success(self, job_id: UUID | str, lease_id: str, outcome: CrawlSuccess,
@@ -342,7 +356,7 @@ class CrawlLedger(LedgerApplication):
                 continue
             job.expire_lease(utc(now), orphaned=orphaned)
             try:
-                self._save(job)
+                self._save(job, *self._stock_unseen(job, utc(now)))
             except Conflict:
                 continue  # the worker reported just in time
             reaped.append(job.id)

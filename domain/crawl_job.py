@@ -74,6 +74,10 @@ def _check_ttl(ttl: float) -> None:
 class CrawlJob(LedgerAggregate):
     """A crawl of one URL for one store; its id is derived from (kind, normalised URL)."""
 
+    #: failed attempts since the last success (a class default for state
+    #: loaded from aggregate snapshots taken before the counter existed)
+    consecutive_failures = 0
+
     Snapshot = LedgerSnapshot
     TUPLE_FIELDS = ("children",)
 
@@ -322,6 +326,7 @@ class CrawlJob(LedgerAggregate):
         self.recorded_lease_id = lease_id
         self.state = "succeeded"
         self.attempt = 0
+        self.consecutive_failures = 0
         self.runs += 1
         self.last_content_hash = outcome.get("content_hash")
         self.last_error = None
@@ -334,6 +339,7 @@ class CrawlJob(LedgerAggregate):
         self.recorded_lease_id = lease_id
         self.state = "failed"
         self.runs += 1
+        self.consecutive_failures += 1
         self.last_error = f"{error_kind}: {message}"
 
     @event("LeaseExpired")
@@ -342,6 +348,7 @@ class CrawlJob(LedgerAggregate):
         self._end_lease()
         self.state = "failed"
         self.runs += 1
+        self.consecutive_failures += 1
         self.last_error = "lease_expired: the worker did not report before its lease ran out"
 
     @event("DeadLettered")

@@ -22,6 +22,8 @@ from domain.snapshot_event import LedgerSnapshot
 from domain.values import UNAVAILABLE, Observation
 
 MISSES_FOR_OUT_OF_STOCK = 3
+#: failed crawls in a row of the job that sees a product before its stock is unknown
+FAILURES_FOR_UNKNOWN_STOCK = 3
 DETAIL_FIELDS = ("name", "brand", "category", "url", "image_url")
 
 
@@ -33,6 +35,8 @@ class Product(LedgerAggregate):
     """A store's product; its id is derived from (store, provider product id)."""
 
     Snapshot = LedgerSnapshot
+    #: False while the crawls that see it keep failing (class default: older snapshots)
+    stock_known = True
 
     @staticmethod
     def create_id(store_id: str, provider_product_id: str, **_: Any) -> UUID:
@@ -97,6 +101,15 @@ class Product(LedgerAggregate):
             self._went_out_of_stock("feed_says", job_id, at)
         elif not says_out and not self.in_stock:
             self._back_in_stock(job_id, at)
+        if not self.stock_known:
+            self._stock_known(job_id, obs.availability, self.in_stock, at)
+
+    def lose_sight(self, job_id: str, consecutive_failures: int, last_error: str | None,
+                   at: datetime) -> None:
+        """The job that sees it keeps failing: its stock is unknown until a good crawl
+        (the job and its failures are the evidence)."""
+        if self.stock_known:
+            self._stock_unknown(job_id, consecutive_failures, last_error, at)
 
     def gone(self, job_id: str, at: datetime) -> None:
         """Its own page says it is no longer offered (404/410)."""
@@ -166,6 +179,16 @@ class Product(LedgerAggregate):
     def _went_out_of_stock(self, reason: str, job_id: str, at: datetime) -> None:
         self.in_stock = False
         self.out_of_stock_since = at
+
+    @event("StockUnknown")
+    def _stock_unknown(self, job_id: str, consecutive_failures: int, last_error: str | None,
+                       at: datetime) -> None:
+        self.stock_known = False
+        self.availability = "unknown"
+
+    @event("StockKnown")
+    def _stock_known(self, job_id: str, availability: str, in_stock: bool, at: datetime) -> None:
+        self.stock_known = True
 
     @event("BackInStock")
     def _back_in_stock(self, job_id: str, at: datetime) -> None:

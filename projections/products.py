@@ -60,6 +60,7 @@ class CurrentProductsProjection(Projection):
             "Missed": lambda r, p: {"consecutive_misses": p["consecutive_misses"]},
             "WentOutOfStock": lambda r, p: {"in_stock": 0, "out_of_stock_since": p["at"]},
             "BackInStock": lambda r, p: {"in_stock": 1, "out_of_stock_since": None},
+            "StockUnknown": lambda r, p: {"availability": "unknown"},
         }
         handlers: dict[str, Handler] = {
             f"Product.{k}": updater("current_products", v) for k, v in changes.items()
@@ -107,6 +108,10 @@ class StockStatusProjection(Projection):
                                             "times_out": int(r["times_out"] or 0) + 1},
             "BackInStock": lambda r, p: {"status": "in_stock", "since": p["at"],
                                          "reason": "seen again"},
+            "StockUnknown": lambda r, p: {"status": "unknown", "since": p["at"],
+                                          "reason": f"crawls failing: job {p['job_id']}"},
+            "StockKnown": lambda r, p: {"status": "in_stock" if p["in_stock"] else "out_of_stock",
+                                        "since": p["at"], "reason": "crawled again"},
         }
         handlers: dict[str, Handler] = {
             f"Product.{k}": updater("stock_status", v) for k, v in changes.items()
