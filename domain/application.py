@@ -341,6 +341,20 @@ class CrawlLedger(LedgerApplication):
         return {i: p for i, p in cached.items() if current.get(i) == p.version}
 
     @command
+    def release_lease(self, job_id: UUID | str, lease_id: str, reason: str, now: datetime) -> bool:
+        """Give a leased job back unfinished (`LeaseReleased`); False when the lease is
+        no longer held (recorded, expired or cancelled meanwhile)."""
+        job = self.get_job(job_id)
+        if job.state != "leased" or job.lease_id != lease_id:
+            return False
+        job.release(lease_id, reason, utc(now))
+        try:
+            self._save(job)
+        except Conflict:
+            return False
+        return True
+
+    @command
     def reap_expired_leases(self, job_ids: Sequence[UUID | str], now: datetime,
                             orphaned: bool = False) -> list[UUID]:
         """Expire the leases of candidates whose lease ran out; each attempt counts as failed.

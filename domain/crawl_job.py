@@ -6,6 +6,7 @@ States and the commands that move between them::
     scheduled --lease (when due)-------------> leased
     leased --succeed--> succeeded --> scheduled (recurring) | completed (one-shot)
     leased --fail / lease expired--> failed --> scheduled (retry) | dead
+    leased --release--> scheduled (due now; the attempt does not count)
     scheduled --pause--> paused --resume--> scheduled
     scheduled | dispatched | leased | paused --cancel--> cancelled
     dead | scheduled --retry--> scheduled (attempts reset, due now)
@@ -256,6 +257,12 @@ class CrawlJob(LedgerAggregate):
         self._lease_expired(self.lease_id, self.attempt, retry_at, now)
         self._after_failure(retry_at, "lease expired", now)
 
+    def release(self, lease_id: str, reason: str, now: datetime) -> None:
+        """Its holder gives the job back unfinished (a worker shutting down): due again at
+        once, and the attempt does not count."""
+        self.require_lease(lease_id, "release")
+        self._lease_released(lease_id, reason, now)
+
     def _retry_at(self, retryable: bool, retry_after: float | None,
                   now: datetime) -> datetime | None:
         if not retryable or self.attempt >= self.policy.max_attempts:
@@ -358,6 +365,13 @@ class CrawlJob(LedgerAggregate):
     @event("Completed")
     def _completed(self, at: datetime) -> None:
         self.state = "completed"
+
+    @event("LeaseReleased")
+    def _lease_released(self, lease_id: str, reason: str, at: datetime) -> None:
+        self._end_lease()
+        self.state = "scheduled"
+        self.attempt = max(self.attempt - 1, 0)
+        self.next_run_at = at
 
     @event("Rescheduled")
     def _rescheduled(self, next_run_at: datetime, reason: str, at: datetime) -> None:

@@ -9,9 +9,11 @@ One asyncio loop drives it; ledger calls go through one database thread
    burst hits one store; the queue holds at most two slots' worth);
 3. workers crawl and record (`JobWorker.run_task`), waking the loop when done.
 
-Stopping (Ctrl-C) takes no new slot; the crawls already leased (running or
-queued) finish and are recorded; nothing is half-recorded because each
-result is one atomic command. Jobs left `dispatched` by an earlier run are
+Stopping (SIGINT/SIGTERM) takes no new slot; leased jobs still queued are
+released (`LeaseReleased`, due again at once); crawls in flight have until the
+stop deadline (30 s by default) to finish and be recorded, then they are
+cancelled and released too; the read models are caught up last. Nothing is
+half-recorded because each result is one atomic command. Jobs left `dispatched` by an earlier run are
 leased one by one at the next start; a lease left behind by a killed process
 is expired at the next start (the embedded runner is the only one per event
 store: `crawl-ledger run` holds the store's runner lock, `eventstore.locks`).
@@ -103,11 +105,16 @@ class EmbeddedRunner:
         self.holder = worker_name(0).rsplit(":", 1)[0] + ":runner"
         self._wake = asyncio.Event()
         self._stopping = False
+        self._stop_by: float | None = None  # loop time by which in-flight crawls must end
         self._finished = 0  # jobs finished so far: a change during a step means "not idle"
 
-    def stop(self) -> None:
-        """Take no new jobs; in-flight crawls finish and are recorded."""
+    def stop(self, deadline: float = DEFAULTS.stop_deadline) -> None:
+        """Take no new jobs; leased jobs not started yet are released (`LeaseReleased`);
+        crawls in flight have `deadline` seconds to finish and be recorded, after which
+        they are cancelled and their leases released."""
         self._stopping = True
+        if self._stop_by is None:
+            self._stop_by = asyncio.get_running_loop().time() + deadline
         self._wake.set()
 
     async def run(self, until_idle: bool = False) -> RunStats:
@@ -132,10 +139,20 @@ class EmbeddedRunner:
             self._stopping = True
             for _ in tasks:
                 self._queue.put_nowait("")  # wake idle workers so they exit
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await self._finish_in_flight(tasks)
             projecting.cancel()
             await asyncio.gather(projecting, return_exceptions=True)
             await self.projector.call(self.ledger.catch_up)
+
+    async def _finish_in_flight(self, tasks: list[asyncio.Task[None]]) -> None:
+        """Wait for the crawls in flight until the stop deadline, then cancel the rest
+        (each cancelled crawl releases its lease: `JobWorker.run_task`)."""
+        loop = asyncio.get_running_loop()
+        timeout = None if self._stop_by is None else max(self._stop_by - loop.time(), 0.0)
+        _, late = await asyncio.wait(tasks, timeout=timeout)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _project(self) -> None:
         """Catch the read models up as soon as results are recorded (not a loop turn later)."""
@@ -183,7 +200,10 @@ class EmbeddedRunner:
     async def _work(self, worker: JobWorker) -> None:
         while True:
             item = await self._queue.get()
-            if isinstance(item, CrawlTask):  # leased: it runs even when stopping
+            if isinstance(item, CrawlTask) and self._stopping:  # leased, never started
+                await worker.release(item, "the runner is stopping")
+                continue
+            if isinstance(item, CrawlTask):
                 job_id = item.job_id
             elif self._stopping or not item:
                 return

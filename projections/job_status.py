@@ -42,6 +42,8 @@ class JobStatusProjection(Projection):
             "Paused": lambda r, p: {"state": "paused"},
             "Resumed": lambda r, p: {"state": "scheduled", "next_run_at": p["next_run_at"]},
             "Cancelled": lambda r, p: dict(_END_LEASE, state="cancelled"),
+            "LeaseReleased": lambda r, p: dict(_END_LEASE, state="scheduled", next_run_at=p["at"],
+                                               attempt=max(int(r["attempt"] or 0) - 1, 0)),
             "RetryRequested": lambda r, p: {"state": "scheduled", "attempt": 0,
                                          "next_run_at": p["at"]},
             "ForceRunRequested": lambda r, p: {"next_run_at": p["at"], "boost": p["boost"]},

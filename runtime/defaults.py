@@ -19,6 +19,8 @@ class Defaults:
     batch_within: float = 0.2
     #: seconds the embedded runner lets results gather before one catch-up
     project_every: float = 0.05
+    #: seconds in-flight crawls get to finish after a stop signal before they are released
+    stop_deadline: float = 30.0
 
 
 DEFAULTS = Defaults()

@@ -81,13 +81,27 @@ class JobWorker:
         return await self.run_task(task)
 
     async def run_task(self, task: CrawlTask) -> RunReport:
-        """Crawl an already leased job (keeping its lease alive) and record the outcome."""
+        """Crawl an already leased job (keeping its lease alive) and record the outcome.
+
+        Cancelled mid-crawl (a driver shutting down), it releases the lease first."""
         heartbeat = asyncio.create_task(self._heartbeat(task))
         try:
             outcome = await self.crawler.crawl(task)
+        except asyncio.CancelledError:
+            await asyncio.shield(self.release(task, "cancelled while crawling: shutting down"))
+            raise
         finally:
             heartbeat.cancel()
         return RunReport(task, outcome, await self._record(task, outcome))
+
+    async def release(self, task: CrawlTask, reason: str) -> bool:
+        """Give a leased job back unfinished (`LeaseReleased`): due again at once."""
+        try:
+            return await self.db.call(self.ledger.app.release_lease, task.job_id, task.lease_id,
+                                      reason, self.clock.now())
+        except LedgerError as refused:
+            log.warning("job %s not released: %s", task.job_id, refused)
+            return False
 
     async def _record(self, task: CrawlTask, outcome: CrawlOutcome) -> RecordResult | None:
         app = self.ledger.app

@@ -198,3 +198,60 @@ def _assert_no_duplicate_product_events(envelopes: list[Envelope], setup: Setup)
     assert found == {k: set(truth[k]["products"]) for k in setup.stores}
     per_job = Counter(job for _, job, _ in observed)
     assert per_job == {setup.jobs[k]: len(truth[k]["products"]) for k in setup.stores}
+
+
+def _start_mid_crawl(setup: Setup, binary: str, env: dict[str, str],
+                     wait_for: Callable[..., Any], *args: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([binary, "run", "--concurrency", "4", *args], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL)
+    wait_for(lambda: proc.poll() is not None or _in_flight_and_some_recorded(setup),
+             "slow crawls leased and fast ones recorded", timeout=45)
+    assert proc.poll() is None, "the runner exited on its own"
+    return proc
+
+
+def test_sigterm_releases_crawls_in_flight_after_the_deadline_and_exits(
+        setup: Setup, crawl_ledger_bin: str, cli_env: Callable[..., dict[str, str]],
+        wait_for: Callable[..., Any]) -> None:
+    proc = _start_mid_crawl(setup, crawl_ledger_bin, cli_env(setup.data_dir), wait_for,
+                            "--stop-deadline", "1")
+    try:
+        proc.send_signal(signal.SIGTERM)
+        _, errors = proc.communicate(timeout=20)
+        assert proc.returncode == 0, errors
+        assert "stopping" in errors
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    envelopes = setup.envelopes()
+    last = _last_events(envelopes)
+    assert {j for j, e in last.items() if e.event_type == "CrawlJob.LeaseReleased"} == setup.slow_jobs
+    assert not [e for e in envelopes if e.event_type == "CrawlJob.LeaseExpired"]
+    ledger = setup.ledger()
+    try:  # the read models were caught up before exiting
+        rows = {r["job_id"]: r for r in ledger.read.jobs()}
+        assert {j: rows[j]["state"] for j in setup.slow_jobs} == dict.fromkeys(setup.slow_jobs,
+                                                                                "scheduled")
+        assert ledger.runner().catch_up() == 0
+    finally:
+        ledger.close()
+
+
+def test_a_second_signal_exits_at_once(
+        setup: Setup, crawl_ledger_bin: str, cli_env: Callable[..., dict[str, str]],
+        wait_for: Callable[..., Any]) -> None:
+    proc = _start_mid_crawl(setup, crawl_ledger_bin, cli_env(setup.data_dir), wait_for,
+                            "--stop-deadline", "600")
+    try:
+        assert proc.stderr is not None
+        proc.send_signal(signal.SIGTERM)
+        assert "stopping" in proc.stderr.readline()  # the first signal was handled
+        proc.send_signal(signal.SIGTERM)
+        _, errors = proc.communicate(timeout=20)
+        assert proc.returncode == 130 and "second signal" in errors
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
