@@ -9,6 +9,11 @@ order. The position is saved only after the broker acknowledged the whole
 batch; a crash in between republishes that batch on restart (consumers
 dedupe on `event_id` / stream version).
 
+Broker faults: when a batch is not acknowledged (the broker restarted, the
+producer hit a fatal error such as an unknown producer id), `run` closes the
+producer, builds a new one (`reconnect`), backs off and publishes again from
+the last acknowledged position: nothing is skipped, the batch may repeat.
+
 Gaps: notification ids come from a sequence, so a rolled-back insert leaves
 a hole. The relay never publishes past a hole at once: it waits up to
 `gap_timeout` seconds for the id to appear, then records it as a permanent
@@ -96,10 +101,12 @@ class Relay:
 
     def __init__(self, source: EventSource, positions: RelayPositionStore, producer: Producer,
                  *, batch_size: int = 2000, gap_timeout: float = 3.0,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic,
+                 reconnect: Callable[[], Producer] | None = None) -> None:
         self.source = source
         self.positions = positions
         self.producer = producer
+        self.reconnect = reconnect
         self.batch_size = batch_size
         self.gap_timeout = gap_timeout
         self.monotonic = monotonic
@@ -197,13 +204,45 @@ class Relay:
         """Relay until `stop` is set. When idle it waits for `wakeup` (a NOTIFY from the
         store: events are published as soon as they commit), at most `poll_interval` s."""
         wakeup = wakeup or PollWakeup(stop)
+        failures = 0
         while not stop.is_set():
-            published = self.step()
+            try:
+                published = self.step()
+                failures = 0
+            except Exception as error:  # noqa: BLE001 - any producer/broker fault
+                if self.reconnect is None:
+                    raise
+                failures += 1
+                self._recover(error, failures, stop)
+                continue
             if on_step is not None:
                 on_step(self.metrics())
             if published < self.batch_size and not stop.is_set():
                 self._head = self.source.head()
                 wakeup.wait(poll_interval)
+
+
+    def _recover(self, error: Exception, failures: int, stop: threading.Event) -> None:
+        """Drop the producer, wait (1, 2, 4… up to 30 s, or until stopped) and build a
+        new one; the stored position is untouched, so the next step resends the batch."""
+        assert self.reconnect is not None
+        delay = min(2.0 ** (failures - 1), 30.0)
+        log.warning("relay: publishing failed at position %d (%s); reconnecting in %.0f s",
+                    self.position, _one_line(error), delay)
+        try:
+            self.producer.close(timeout=1.0)
+        except Exception:  # noqa: BLE001 - a broken producer may fail to close too
+            log.debug("relay: closing the failed producer failed", exc_info=True)
+        if stop.wait(delay):
+            return
+        try:
+            self.producer = self.reconnect()
+        except Exception as again:  # noqa: BLE001 - the broker is still away: next turn
+            log.warning("relay: cannot reach the broker yet (%s)", _one_line(again))
+
+
+def _one_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
 
 
 def relay_status(source: EventSource, positions: RelayPositionStore) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 from ledger.bootstrap import Ledger, bootstrap
 from ledger.cli.errors import CommandError
 from ledger.settings import Settings
-from streams.relay import Relay, RelayMetrics, kafka_producer, relay_status
+from streams.relay import Producer, Relay, RelayMetrics, kafka_producer, relay_status
 from streams.relay_position import RelayPositionStore
 from streams.topics import DEFAULT_PARTITIONS, ensure_topics
 from streams.wakeup import wakeup_for
@@ -56,15 +56,18 @@ def run_relay(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    producer = kafka_producer(servers)
+    def reconnect() -> Producer:  # after a broker restart: topics may be gone too
+        ensure_topics(servers, args.partitions)
+        return kafka_producer(servers)
+
     wakeup = wakeup_for(ledger.app.recorder, settings.postgres.conninfo, stop)
+    relay = Relay(ledger.source, RelayPositionStore(ledger.db), kafka_producer(servers),
+                  batch_size=args.batch_size, gap_timeout=args.gap_timeout, reconnect=reconnect)
     try:
-        relay = Relay(ledger.source, RelayPositionStore(ledger.db), producer,
-                      batch_size=args.batch_size, gap_timeout=args.gap_timeout)
         relay.run(stop, on_step=None if args.quiet else _status_printer(), wakeup=wakeup)
     finally:
         wakeup.close()
-        producer.close(5)
+        relay.producer.close(5)
         ledger.close()
     return 0
 
