@@ -62,7 +62,7 @@ class PostgresBackend(Backend):
     canonical_ids = True  # ids are read as `uuid::text`
     reads_ahead = True
 
-    def __init__(self, target: PostgresTarget, pool_size: int = 8, max_overflow: int = 16) -> None:
+    def __init__(self, target: PostgresTarget, pool_size: int = 4, max_overflow: int = 4) -> None:
         self.target = target
         self.pool_size = pool_size
         self.max_overflow = max_overflow

@@ -122,7 +122,8 @@ def run_distributed_demo(settings: Settings, config: DemoConfig,
     create_read_models(ledger)
     args = ["--no-timers", "--clock-file", str(clock_file.path)]
     with SimulatorThread(stores=config.stores, seed=config.seed, faults=demo_faults(config)) \
-            as sim, Cluster(settings, workers=[("all",), ("all",)], worker_args=args) as cluster:
+            as sim, Cluster(settings, workers=[("all",), ("all",)], worker_args=args,
+                            supervise=True) as cluster:
         seed_jobs(ledger, sim.urls.locator_url, sim.urls.control_url, clock)
 
         def until_idle() -> None:

@@ -18,11 +18,13 @@ finishes its batch), then SIGKILL after `stop_timeout`.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -35,6 +37,7 @@ from runtime.clock import Clock
 from runtime.ledger import Ledger
 from runtime.scheduler import Scheduler
 
+log = logging.getLogger(__name__)
 
 def cli_command() -> list[str]:
     """How to start `crawl-ledger` with this interpreter."""
@@ -76,7 +79,12 @@ class Cluster:
     relay_args: Sequence[str] = ()
     stop_timeout: float = 15.0
     extra_env: dict[str, str] = field(default_factory=dict)
+    #: restart a process that exits on its own (a crashed relay or worker)
+    supervise: bool = False
     processes: dict[str, Managed] = field(default_factory=dict, init=False)
+    restarts: dict[str, int] = field(default_factory=dict, init=False)
+    _stopping: threading.Event = field(default_factory=threading.Event, init=False)
+    _watcher: threading.Thread | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         if self.relay:
@@ -115,6 +123,22 @@ class Cluster:
         ensure_topics(self.settings.broker_servers, _partitions(self.worker_args))
         for name in self.processes:
             self.start_process(name)
+        if self.supervise:
+            self._watcher = threading.Thread(target=self._watch, name="cluster-supervisor",
+                                             daemon=True)
+            self._watcher.start()
+
+    def _watch(self, every: float = 0.5) -> None:
+        """Restart whatever exited on its own until the cluster stops."""
+        while not self._stopping.wait(every):
+            for name, managed in self.processes.items():
+                if managed.process is None or managed.process.poll() is None:
+                    continue
+                if self._stopping.is_set():
+                    return
+                self.restarts[name] = self.restarts.get(name, 0) + 1
+                log.warning("%s exited with %s: restarting it", name, managed.process.returncode)
+                self.start_process(name)
 
     def start_process(self, name: str) -> None:
         managed = self.processes[name]
@@ -139,6 +163,9 @@ class Cluster:
                 for n, m in self.processes.items()}
 
     def stop(self) -> None:
+        self._stopping.set()
+        if self._watcher is not None:
+            self._watcher.join(5)
         alive = [m.process for m in self.processes.values()
                  if m.process is not None and m.process.poll() is None]
         for process in alive:
