@@ -46,17 +46,23 @@ class Envelope:
     occurred_at: str
     recorded_at: str
     payload: dict[str, Any]
+    #: the identity of the event store it came from (set by the relay on published envelopes)
+    ledger_id: str | None = None
 
     def to_json(self) -> str:
         # __dict__ keeps the field order and, unlike asdict(), copies nothing
         return json.dumps(self.__dict__, separators=(",", ":"))
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if data["ledger_id"] is None:  # set only in transport (`streams.relay`)
+            del data["ledger_id"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Envelope:
-        return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+        return cls(**{name: data[name] for name in cls.__dataclass_fields__
+                      if name in data or name != "ledger_id"})
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Envelope:

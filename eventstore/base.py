@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from eventsourcing.persistence import AggregateRecorder, EventStore, StoredEvent
 
@@ -47,6 +47,25 @@ class Backend(ABC):
     @abstractmethod
     def runner_lock(self, holder: Holder) -> AbstractContextManager[Holder]:
         """Hold the store for one runner; `StoreLocked` (naming the holder) if taken."""
+
+    def identity(self, recorder: Any) -> str:
+        """This event store's identity: a UUID made once, when it is first asked for, and kept
+        in the store (envelopes carry it, so readers can refuse another store's events)."""
+        new = str(uuid4())
+        with recorder.datastore.transaction(commit=True) as cursor:
+            cursor.execute(f"CREATE TABLE IF NOT EXISTS {self._identity_table(recorder)} "
+                           "(only_row INTEGER PRIMARY KEY, id TEXT NOT NULL)")
+            cursor.execute(self._insert_identity(recorder), (new,))
+            cursor.execute(f"SELECT id FROM {self._identity_table(recorder)}")
+            row = cursor.fetchone()
+        return str(row["id"] if isinstance(row, dict) else row[0])
+
+    def _identity_table(self, recorder: Any) -> str:
+        return "ledger_identity"
+
+    def _insert_identity(self, recorder: Any) -> str:
+        return (f"INSERT INTO {self._identity_table(recorder)} (only_row, id) VALUES (1, ?) "
+                "ON CONFLICT (only_row) DO NOTHING")
 
     @abstractmethod
     def notification_rows(self, recorder: Any, after: int, limit: int) -> list[StoredRow]:

@@ -95,6 +95,12 @@ class PostgresBackend(Backend):
         store: EventStore[UUID] = factory.event_store(mapper=app.mapper, recorder=recorder)
         return store
 
+    def _identity_table(self, recorder: Any) -> str:
+        return f'"{recorder.datastore.schema}".ledger_identity'
+
+    def _insert_identity(self, recorder: Any) -> str:
+        return super()._insert_identity(recorder).replace("?", "%s")
+
     def notification_rows(self, recorder: Any, after: int, limit: int) -> list[StoredRow]:
         statement = SQL(
             "SELECT notification_id, originator_id::text, originator_version, topic, state "

@@ -56,7 +56,8 @@ def components(settings: Settings) -> Components:
     servers = tuple(settings.broker_servers) if settings.broker else ()
     return Components(open_ledger=partial(bootstrap, settings),
                       open_crawler=partial(crawler_for, settings),
-                      data_dir=settings.data_dir, broker_servers=servers)
+                      data_dir=settings.data_dir, broker_servers=servers,
+                      deployment=settings.deployment)
 
 
 def _postgres_read_db(settings: Settings) -> Database:

@@ -128,7 +128,8 @@ def run_distributed_demo(settings: Settings, config: DemoConfig,
 
         def until_idle() -> None:
             clock_file.set(clock.now())
-            run_until_idle(ledger, cluster.projector_group, clock, timeout=300)
+            run_until_idle(ledger, cluster.projector_group, clock, timeout=300,
+                           deployment=settings.deployment)
 
         run_cycles(sim, clock, config, until_idle, on_cycle)
     return ledger

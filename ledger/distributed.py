@@ -58,6 +58,8 @@ def settings_env(settings: Settings) -> dict[str, str]:
         env["LEDGER_BROKER"] = settings.broker
     if settings.default_crawl_delay is not None:
         env["LEDGER_DEFAULT_CRAWL_DELAY"] = str(settings.default_crawl_delay)
+    if settings.deployment:
+        env["LEDGER_DEPLOYMENT"] = settings.deployment
     return env
 
 
@@ -103,7 +105,7 @@ class Cluster:
         projecting = [r for r in self.workers if "project" in parse_roles(r)]
         if not projecting:
             raise ValueError("no worker has the project role")
-        return projector_group(projecting[0])
+        return projector_group(projecting[0], self.settings.deployment)
 
     @property
     def log_dir(self) -> Path:
@@ -118,9 +120,10 @@ class Cluster:
         self.stop()
 
     def start(self) -> None:
-        from streams.topics import ensure_topics
+        from streams.topics import Topics, ensure_topics
 
-        ensure_topics(self.settings.broker_servers, _partitions(self.worker_args))
+        ensure_topics(self.settings.broker_servers, _partitions(self.worker_args),
+                      Topics(self.settings.deployment).all)
         for name in self.processes:
             self.start_process(name)
         if self.supervise:
@@ -188,7 +191,7 @@ def _partitions(worker_args: Sequence[str]) -> int:
     return DEFAULT_PARTITIONS
 
 
-def lag(ledger: Ledger, group: str) -> dict[str, int]:
+def lag(ledger: Ledger, group: str, deployment: str = "") -> dict[str, int]:
     """How far the relay (events) and the projectors (messages) are behind; zeros = caught up.
 
     Projector lag compares the offsets the relay had acknowledged with the
@@ -199,17 +202,19 @@ def lag(ledger: Ledger, group: str) -> dict[str, int]:
     from streams.relay_position import RelayPositionStore
 
     relay = relay_status(ledger.source, RelayPositionStore(ledger.db))
-    applied, published = projector_offsets(ledger.db, group)
+    from streams.topics import Topics
+
+    applied, published = projector_offsets(ledger.db, group, Topics(deployment))
     behind = sum(max(end - applied.get(tp, 0), 0) for tp, end in published.items())
     return {"relay": relay["lag"], "projectors": behind}
 
 
 def wait_caught_up(ledger: Ledger, group: str, timeout: float = 60.0,
-                   poll: float = 0.2) -> None:
+                   poll: float = 0.2, deployment: str = "") -> None:
     """Wait until the read models reflect everything in the event store (or TimeoutError)."""
     deadline = time.monotonic() + timeout
     while True:
-        current = lag(ledger, group)
+        current = lag(ledger, group, deployment)
         if current == {"relay": 0, "projectors": 0}:
             return
         if time.monotonic() > deadline:
@@ -225,7 +230,7 @@ def idle(ledger: Ledger, now: datetime) -> bool:
 
 
 def run_until_idle(ledger: Ledger, group: str, clock: Clock, *, scheduler: bool = True,
-                   timeout: float = 120.0, poll: float = 0.2) -> None:
+                   timeout: float = 120.0, poll: float = 0.2, deployment: str = "") -> None:
     """Drive the cluster until idle: the demo's "run until idle" for the distributed path.
 
     With `scheduler=True` this process ticks the scheduler and reaps leases
@@ -236,7 +241,8 @@ def run_until_idle(ledger: Ledger, group: str, clock: Clock, *, scheduler: bool 
     deadline = time.monotonic() + timeout
     sched = Scheduler(ledger, slot_size=64)
     while True:
-        wait_caught_up(ledger, group, max(deadline - time.monotonic(), 1.0))
+        wait_caught_up(ledger, group, max(deadline - time.monotonic(), 1.0),
+                       deployment=deployment)
         now = clock.now()
         dispatched = sched.tick(now) if scheduler else []
         if scheduler:

@@ -5,6 +5,9 @@
                       sqlite:///path/to/file.sqlite, or
                       postgresql://user[:password]@host[:port]/dbname[?schema=name]
     LEDGER_BROKER     kafka://host:port[,host:port] for the distributed path (optional)
+    LEDGER_DEPLOYMENT a deployment id (lowercase letters, digits, '-'; up to 32) that
+                      namespaces Kafka topics and consumer groups, so deployments can
+                      share a broker (default: none, topics `ledger.<name>.v1`)
     LEDGER_USER_AGENT the crawler's honest User-Agent (with a contact URL)
     LEDGER_CATALOG_INTERVAL  seconds between catalog crawls of chained jobs (default 14400)
     LEDGER_DEFAULT_CRAWL_DELAY  crawl delay (s) for stores found by discovery (default 1)
@@ -39,6 +42,7 @@ class Settings:
     user_agent: str = DEFAULT_USER_AGENT
     catalog_interval: int = 4 * 3600
     default_crawl_delay: float | None = None
+    deployment: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -51,6 +55,7 @@ class Settings:
             user_agent=env.get("LEDGER_USER_AGENT") or DEFAULT_USER_AGENT,
             catalog_interval=_int(env, "LEDGER_CATALOG_INTERVAL", 4 * 3600, 60, 90 * 86400),
             default_crawl_delay=_delay(env.get("LEDGER_DEFAULT_CRAWL_DELAY")),
+            deployment=_deployment(env.get("LEDGER_DEPLOYMENT") or ""),
         )
         settings.validate()
         return settings
@@ -113,6 +118,13 @@ def parse_postgres(url: str) -> PostgresTarget:
     return PostgresTarget(host=parts.hostname, port=port, dbname=dbname,
                           user=unquote(parts.username or "postgres"),
                           password=unquote(parts.password or ""), schema=schema)
+
+
+def _deployment(text: str) -> str:
+    if text and not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,31}", text):
+        raise ConfigError(f"LEDGER_DEPLOYMENT={text!r}: use up to 32 lowercase letters, digits "
+                          "and '-' (it names Kafka topics and consumer groups)")
+    return text
 
 
 def _delay(text: str | None) -> float | None:

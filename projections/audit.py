@@ -46,7 +46,9 @@ class Verdict:
 
 
 def link(previous: str, env: Envelope) -> str:
-    canonical = json.dumps(env.to_dict(), sort_keys=True, separators=(",", ":"))
+    fields = env.to_dict()
+    fields.pop("ledger_id", None)  # the transport's stamp, not part of the log
+    canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(bytes.fromhex(previous) + canonical.encode()).hexdigest()
 
 

@@ -26,3 +26,5 @@ class Components:
     data_dir: Path
     #: Kafka bootstrap servers (host:port) for the streaming driver
     broker_servers: tuple[str, ...] = ()
+    #: the deployment id namespacing topics and consumer groups ("" for none)
+    deployment: str = ""

@@ -32,10 +32,18 @@ class Ledger:
     source: NotificationLogSource = field(init=False)
     read: ReadModel = field(init=False)
     _runner: ProjectionRunner | None = field(default=None, init=False, repr=False)
+    _identity: str | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.source = NotificationLogSource(self.app.recorder, self.backend)
         self.read = ReadModel(self.db)
+
+    @property
+    def identity(self) -> str:
+        """The event store's identity (stamped on published envelopes)."""
+        if self._identity is None:
+            self._identity = self.backend.identity(self.app.recorder)
+        return self._identity
 
     def projections(self, prefix: str = "") -> Sequence[Projection]:
         return read_models(prefix)

@@ -30,14 +30,25 @@ def work_item(ledger: Ledger, job_id: str) -> WorkItem | None:
     job = ledger.app.get_job(job_id)
     if job.state != "dispatched":
         return None  # redelivered after it was leased, or changed by an operator
-    return WorkItem(job_id=str(job.id), url=job.url, host=urlsplit(job.url).netloc)
+    return WorkItem(job_id=str(job.id), url=job.url, host=urlsplit(job.url).netloc,
+                    ledger_id=ledger.identity)
+
+
+def foreign(own: str, other: str | None, what: str) -> bool:
+    """True (and logged) for a message stamped by another event store."""
+    if other is None or other == own:
+        return False
+    log.error("refused %s from another event store (%s): another deployment shares these "
+              "topics; give each its own LEDGER_DEPLOYMENT", what, other)
+    return True
 
 
 async def dispatch(res: Resources, stream: AsyncIterable[bytes], work_topic: Any) -> None:
     """`CrawlJob.Dispatched` -> a work item keyed by host (acked only once delivered)."""
     async for value in stream:
         env = Envelope.from_json(value)
-        if env.event_type != DISPATCHED:
+        if env.event_type != DISPATCHED or foreign(await res.identity(), env.ledger_id,
+                                                   f"event {env.event_id}"):
             continue
         try:
             item = await res.call(work_item, env.stream_id)
@@ -57,6 +68,8 @@ async def crawl(res: Resources, stream: AsyncIterable[WorkItem], index: int) -> 
     """Lease, crawl and record each work item (`JobWorker.run`)."""
     worker: JobWorker | None = None
     async for item in stream:
+        if foreign(await res.identity(), item.ledger_id, f"work item for job {item.job_id}"):
+            continue
         if worker is None:
             ledger = await res.db.call(res.ledger)
             worker = JobWorker(ledger, await res.crawler(), res.clock, res.db,
@@ -68,7 +81,7 @@ async def crawl(res: Resources, stream: AsyncIterable[WorkItem], index: int) -> 
 
 
 def apply_batch(ledger: Ledger, consumer: str, batch: Sequence[Consumed]) -> int:
-    return apply_consumed(ledger.db, ledger.projections(), consumer, batch)
+    return apply_consumed(ledger.db, ledger.projections(), consumer, batch, ledger.identity)
 
 
 async def project(res: Resources, stream: Any, consumer: str) -> None:
@@ -107,7 +120,8 @@ async def unstall(res: Resources, consumer: str, watchdog: StallWatchdog,
                   seek: Callable[[str, int, int], Awaitable[None]]) -> None:
     """One watchdog check: seek every stalled partition back to its applied offset."""
     try:
-        applied, published = await res.call(lambda ledger: projector_offsets(ledger.db, consumer))
+        applied, published = await res.call(
+            lambda ledger: projector_offsets(ledger.db, consumer, res.topics))
         for (topic, partition), offset in sorted(
                 watchdog.stalled(assigned, applied, published).items()):
             log.warning("projection of %s[%d] stalled at offset %d (relay is at %d): "

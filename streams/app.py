@@ -29,7 +29,6 @@ from runtime.components import Components
 from streams import agents
 from streams.records import WorkItem
 from streams.resources import Resources, WorkerOptions
-from streams.topics import CRAWL_JOBS, PUBLIC_TOPICS, WORK
 
 ROLES = ("dispatch", "crawl", "project")
 
@@ -53,14 +52,16 @@ def parse_roles(roles: Iterable[str]) -> tuple[str, ...]:
     return tuple(r for r in ROLES if r in chosen)
 
 
-def app_id(roles: Iterable[str]) -> str:
+def app_id(roles: Iterable[str], deployment: str = "") -> str:
+    """The consumer group of a role set, within its deployment."""
     chosen = parse_roles(roles)
-    return "crawl-ledger-" + ("all" if chosen == ROLES else "+".join(chosen))
+    prefix = f"crawl-ledger-{deployment}-" if deployment else "crawl-ledger-"
+    return prefix + ("all" if chosen == ROLES else "+".join(chosen))
 
 
-def projector_group(roles: Iterable[str]) -> str:
+def projector_group(roles: Iterable[str], deployment: str = "") -> str:
     """The name under which projecting workers of this role set store their offsets."""
-    return app_id(roles)
+    return app_id(roles, deployment)
 
 
 def create_app(components: Components, roles: Iterable[str],
@@ -68,7 +69,7 @@ def create_app(components: Components, roles: Iterable[str],
     """A Faust app running the agents of `roles`; resources connect when it runs."""
     chosen = parse_roles(roles)
     options = options or WorkerOptions()
-    name = app_id(chosen)
+    name = app_id(chosen, components.deployment)
     app = faust.App(
         name, broker=[f"kafka://{s}" for s in components.broker_servers], store="memory://",
         topic_partitions=options.partitions,
@@ -79,7 +80,7 @@ def create_app(components: Components, roles: Iterable[str],
     )
     res = Resources(components, options)
     app.conf.crawl_ledger_resources = res
-    work = app.topic(WORK, value_type=WorkItem, key_serializer="raw",
+    work = app.topic(res.topics.work, value_type=WorkItem, key_serializer="raw",
                      partitions=options.partitions)
     if "dispatch" in chosen:
         _dispatch(app, res, work)
@@ -100,7 +101,7 @@ def _raw(app: faust.App, *names: str, partitions: int) -> Any:
 
 
 def _dispatch(app: faust.App, res: Resources, work: Any) -> None:
-    jobs = _raw(app, CRAWL_JOBS, partitions=res.options.partitions)
+    jobs = _raw(app, res.topics.crawl_jobs, partitions=res.options.partitions)
 
     @app.agent(jobs, name="dispatch")
     async def dispatch(stream: Any) -> None:
@@ -125,7 +126,7 @@ def _crawl(app: faust.App, res: Resources, work: Any) -> None:
 
 
 def _project(app: faust.App, res: Resources, consumer: str) -> None:
-    public = _raw(app, *PUBLIC_TOPICS, partitions=res.options.partitions)
+    public = _raw(app, *res.topics.public, partitions=res.options.partitions)
 
     @app.agent(public, name="project")
     async def project(stream: Any) -> None:
@@ -144,6 +145,6 @@ def _project(app: faust.App, res: Resources, consumer: str) -> None:
     @app.timer(res.options.stall_check, name="project-watchdog")
     async def unstall() -> None:
         assigned = {(tp.topic, tp.partition) for tp in app.consumer.assignment()
-                    if tp.topic in PUBLIC_TOPICS}
+                    if tp.topic in res.topics.public}
         if assigned:
             await agents.unstall(res, consumer, watchdog, assigned, seek)

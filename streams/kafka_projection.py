@@ -21,6 +21,7 @@ Instead, in one transaction per batch:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,9 +30,10 @@ from projections.db import Database, Tx
 from projections.framework import Projection
 from streams.ddl import create_racing
 from streams.relay_position import RelayPositionStore
-from streams.topics import PUBLIC_TOPICS
+from streams.topics import Topics
 
 OFFSETS = "kafka_offsets"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,8 @@ def stored_offsets(db: Database, consumer: str) -> dict[tuple[str, int], int]:
     return {(r["topic"], int(r["part"])): int(r["next_offset"]) for r in rows}
 
 
-def projector_offsets(db: Database, consumer: str) -> tuple[dict[tuple[str, int], int],
+def projector_offsets(db: Database, consumer: str, topics: Topics | None = None
+                      ) -> tuple[dict[tuple[str, int], int],
                                                            dict[tuple[str, int], int]]:
     """(applied, published) per public topic-partition: the next offset applied with the
     rows, and the relay's acknowledged end (not the broker's: see `RelayPositionStore`).
@@ -69,19 +72,25 @@ def projector_offsets(db: Database, consumer: str) -> tuple[dict[tuple[str, int]
     positions = RelayPositionStore(db)
     positions.create()
     create_racing(lambda: create_tables(db, ()))
-    published = {tp: end for tp, end in positions.offsets().items() if tp[0] in PUBLIC_TOPICS}
+    public = (topics or Topics()).public
+    published = {tp: end for tp, end in positions.offsets().items() if tp[0] in public}
     return stored_offsets(db, consumer), published
 
 
 def apply_consumed(db: Database, projections: Sequence[Projection], consumer: str,
-                   batch: Sequence[Consumed]) -> int:
-    """Apply a batch in one transaction with its offsets; returns how many were new."""
+                   batch: Sequence[Consumed], ledger_id: str | None = None) -> int:
+    """Apply a batch in one transaction with its offsets; returns how many were new.
+
+    With `ledger_id`, envelopes stamped by another event store (another deployment
+    on the same broker) are refused: logged and stepped over, never applied."""
     if not batch:
         return 0
     with db.transaction() as tx:
         offsets = _lock_offsets(tx, db, consumer, sorted({(m.topic, m.partition) for m in batch}))
         fresh = contiguous(batch, offsets)
         envelopes = [m.envelope for m in fresh]
+        if ledger_id is not None:
+            envelopes = _own(envelopes, ledger_id)
         for projection in projections:
             projection.apply(tx, envelopes)  # the one apply loop, without the position skip
         ends = {(m.topic, m.partition): m.offset + 1 for m in fresh}  # fresh is in offset order
@@ -108,6 +117,16 @@ def contiguous(batch: Sequence[Consumed], offsets: dict[tuple[str, int], int]) -
             fresh.append(m)
             expected[tp] += 1
     return fresh
+
+
+def _own(envelopes: list[Envelope], ledger_id: str) -> list[Envelope]:
+    own = [e for e in envelopes if e.ledger_id in (None, ledger_id)]
+    if len(own) != len(envelopes):
+        foreign = next(e for e in envelopes if e.ledger_id not in (None, ledger_id))
+        log.error("refused %d envelopes from another event store (%s, e.g. %s): another "
+                  "deployment shares these topics; give each its own LEDGER_DEPLOYMENT",
+                  len(envelopes) - len(own), foreign.ledger_id, foreign.event_id)
+    return own
 
 
 def _lock_offsets(tx: Tx, db: Database, consumer: str,

@@ -11,3 +11,5 @@ class WorkItem(faust.Record, serializer="json"):
     job_id: str
     url: str
     host: str
+    #: the event store the job lives in (a worker of another deployment drops it)
+    ledger_id: str | None = None

@@ -22,6 +22,7 @@ gap (`relay_gaps`) and moves on.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -33,7 +34,7 @@ from typing import Any, Protocol
 from domain.envelope import Envelope
 from projections.source import EventSource
 from streams.relay_position import Offsets, RelayPositionStore
-from streams.topics import topic_for
+from streams.topics import Topics
 from streams.wakeup import PollWakeup, Wakeup
 
 log = logging.getLogger(__name__)
@@ -47,9 +48,11 @@ class Producer(Protocol):
     def close(self, timeout: float | None = None) -> None: ...
 
 
-def wire_value(env: Envelope) -> bytes:
-    """The message value: the public envelope's JSON."""
-    return env.to_json().encode()
+def wire_value(env: Envelope, ledger_id: str | None = None) -> bytes:
+    """The message value: the public envelope's JSON, stamped with the event store's identity."""
+    if ledger_id is None:
+        return env.to_json().encode()
+    return json.dumps({**env.__dict__, "ledger_id": ledger_id}, separators=(",", ":")).encode()
 
 
 class PublishFailed(Exception):
@@ -102,11 +105,14 @@ class Relay:
     def __init__(self, source: EventSource, positions: RelayPositionStore, producer: Producer,
                  *, batch_size: int = 2000, gap_timeout: float = 3.0,
                  monotonic: Callable[[], float] = time.monotonic,
-                 reconnect: Callable[[], Producer] | None = None) -> None:
+                 reconnect: Callable[[], Producer] | None = None, ledger_id: str | None = None,
+                 topics: Topics | None = None) -> None:
         self.source = source
         self.positions = positions
         self.producer = producer
         self.reconnect = reconnect
+        self.ledger_id = ledger_id
+        self.topics = topics or Topics()
         self.batch_size = batch_size
         self.gap_timeout = gap_timeout
         self.monotonic = monotonic
@@ -170,8 +176,8 @@ class Relay:
         """Send and wait for every acknowledgement; the next offset per topic-partition."""
         if not envelopes:
             return {}
-        send = self.producer.send
-        futures = [send(topic_for(env.stream_type), value=wire_value(env),
+        send, topic_for, ledger_id = self.producer.send, self.topics.for_stream, self.ledger_id
+        futures = [send(topic_for(env.stream_type), value=wire_value(env, ledger_id),
                         key=env.stream_id.encode()) for env in envelopes]
         self.producer.flush()
         failed = [f.exception for f in futures if not f.succeeded()]

@@ -22,6 +22,7 @@ from runtime.ledger import Ledger
 from runtime.work import CrawlerPort, DbThread
 from streams.ddl import create_racing
 from streams.kafka_projection import create_tables
+from streams.topics import Topics
 
 T = TypeVar("T")
 
@@ -79,6 +80,14 @@ class Resources:
                 create_read_models(ledger)
                 self._ledger = ledger
             return self._ledger
+
+    @property
+    def topics(self) -> Topics:
+        return Topics(self.components.deployment)
+
+    async def identity(self) -> str:
+        """The event store's identity (read once, on the database thread)."""
+        return await self.call(lambda ledger: ledger.identity)
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         """Run `fn(ledger, *args)` on the database thread."""

@@ -1,7 +1,10 @@
 """Kafka topics: one public topic per aggregate type, plus the work topic.
 
 Every public topic starts `ledger.` and carries the JSON envelope
-(`domain.envelope.Envelope`) keyed by stream id. Topics are created
+(`domain.envelope.Envelope`) keyed by stream id. A deployment id
+(`LEDGER_DEPLOYMENT`) namespaces them, so several deployments can share one
+broker: `ledger.<deployment>.crawl-jobs.v1`; without one the names are
+`ledger.crawl-jobs.v1` and so on. Topics are created
 explicitly with a fixed partition count before workers start: Faust wants
 source topics to match its configured partition count, and a broker that
 auto-creates topics would pick its own.
@@ -10,6 +13,7 @@ auto-creates topics would pick its own.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 STORES = "ledger.stores.v1"
 CRAWL_JOBS = "ledger.crawl-jobs.v1"
@@ -22,15 +26,56 @@ BY_STREAM_TYPE = {"Store": STORES, "CrawlJob": CRAWL_JOBS, "Product": PRODUCTS}
 DEFAULT_PARTITIONS = 4
 
 
+@dataclass(frozen=True)
+class Topics:
+    """The topic names of one deployment (`namespace`: its id, or "" for none)."""
+
+    namespace: str = ""
+
+    def name(self, base: str) -> str:
+        return f"ledger.{self.namespace}.{base}" if self.namespace else f"ledger.{base}"
+
+    @property
+    def stores(self) -> str:
+        return self.name("stores.v1")
+
+    @property
+    def crawl_jobs(self) -> str:
+        return self.name("crawl-jobs.v1")
+
+    @property
+    def products(self) -> str:
+        return self.name("products.v1")
+
+    @property
+    def work(self) -> str:
+        return self.name("work.v1")
+
+    @property
+    def public(self) -> tuple[str, str, str]:
+        return (self.stores, self.crawl_jobs, self.products)
+
+    @property
+    def all(self) -> tuple[str, ...]:
+        return (*self.public, self.work)
+
+    def for_stream(self, stream_type: str) -> str:
+        try:
+            return self.name(_BASES[stream_type])
+        except KeyError:
+            raise UnknownStreamType(f"no Kafka topic for stream type {stream_type!r}") from None
+
+
+_BASES = {"Store": "stores.v1", "CrawlJob": "crawl-jobs.v1", "Product": "products.v1"}
+
+
 class UnknownStreamType(Exception):
     """An envelope whose stream type has no topic: a new aggregate needs a topic first."""
 
 
 def topic_for(stream_type: str) -> str:
-    try:
-        return BY_STREAM_TYPE[stream_type]
-    except KeyError:
-        raise UnknownStreamType(f"no Kafka topic for stream type {stream_type!r}") from None
+    """The topic of a stream type without a deployment namespace."""
+    return Topics().for_stream(stream_type)
 
 
 def ensure_topics(servers: list[str], partitions: int = DEFAULT_PARTITIONS,

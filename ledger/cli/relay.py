@@ -20,7 +20,7 @@ from ledger.cli.errors import CommandError
 from ledger.settings import Settings
 from streams.relay import Producer, Relay, RelayMetrics, kafka_producer, relay_status
 from streams.relay_position import RelayPositionStore
-from streams.topics import DEFAULT_PARTITIONS, ensure_topics
+from streams.topics import DEFAULT_PARTITIONS, Topics, ensure_topics
 from streams.wakeup import wakeup_for
 
 
@@ -51,18 +51,19 @@ def _open(settings: Settings) -> Ledger:
 def run_relay(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     servers = settings.broker_servers
-    ensure_topics(servers, args.partitions)
+    ensure_topics(servers, args.partitions, Topics(settings.deployment).all)
     ledger = _open(settings)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     def reconnect() -> Producer:  # after a broker restart: topics may be gone too
-        ensure_topics(servers, args.partitions)
+        ensure_topics(servers, args.partitions, Topics(settings.deployment).all)
         return kafka_producer(servers)
 
     wakeup = wakeup_for(ledger.app.recorder, settings.postgres.conninfo, stop)
     relay = Relay(ledger.source, RelayPositionStore(ledger.db), kafka_producer(servers),
-                  batch_size=args.batch_size, gap_timeout=args.gap_timeout, reconnect=reconnect)
+                  batch_size=args.batch_size, gap_timeout=args.gap_timeout, reconnect=reconnect,
+                  ledger_id=ledger.identity, topics=Topics(settings.deployment))
     try:
         relay.run(stop, on_step=None if args.quiet else _status_printer(), wakeup=wakeup)
     finally:
@@ -98,6 +99,7 @@ def show_status(args: argparse.Namespace) -> int:
 
 def create_topics(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
-    created = ensure_topics(settings.broker_servers, args.partitions)
+    created = ensure_topics(settings.broker_servers, args.partitions,
+                            Topics(settings.deployment).all)
     print(f"created {', '.join(created)}" if created else "all topics exist")
     return 0

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from ledger.bootstrap import components
     from streams.app import UnknownRole, create_app, parse_roles
     from streams.resources import WorkerOptions
-    from streams.topics import ensure_topics
+    from streams.topics import Topics, ensure_topics
     from streams.worker import run_worker
 
     settings = Settings.from_env()
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(str(error)) from None
     if not 1 <= args.concurrency <= 256 or not 1 <= args.partitions <= 1024:
         raise CommandError("--concurrency must be 1..256 and --partitions 1..1024")
-    ensure_topics(settings.broker_servers, args.partitions)
+    ensure_topics(settings.broker_servers, args.partitions, Topics(settings.deployment).all)
     options = WorkerOptions(partitions=args.partitions, crawl_concurrency=args.concurrency,
                             lease_ttl=args.lease_ttl, tick_interval=args.tick,
                             timers=not args.no_timers, redrive_after=args.redrive_after,
