@@ -1,0 +1,131 @@
+"""Faults of the embedded runner process: kill -9, SIGTERM, SIGSTOP beyond the lease
+TTL, and sixteen concurrent leasers. Each case is bounded in time and checked against
+every invariant (tests/faults/invariants.py)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import backends
+import pytest
+from harness import Fleet, fleet, make_slow_fast, wait_for
+from invariants import check, jobs_settled, no_duplicate_effects, no_loss, read_models_equal_rebuild
+
+from domain.errors import Conflict, InvalidTransition
+from runtime.scheduler import Scheduler
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def settle_and_check(case: str, box: Fleet, before: list) -> None:  # type: ignore[type-arg]
+    make_slow_fast(box)
+    box.run_until_idle()
+    after = box.envelopes()
+    with box.ledger() as ledger:
+        check(case, {
+            "no_loss": lambda: no_loss(before, after),
+            "no_duplicate_effects": lambda: no_duplicate_effects(after),
+            "read_models_equal_rebuild": lambda: read_models_equal_rebuild(ledger),
+            "jobs_settled": lambda: jobs_settled(ledger),
+        })
+
+
+def test_runner_kill9_mid_crawl(tmp_path: Path) -> None:
+    with fleet(tmp_path) as box:
+        proc = box.start()
+        try:
+            wait_for(lambda: proc.poll() is not None or box.slow_in_flight(), "slow crawls in flight")
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate(timeout=10)
+        finally:
+            proc.kill()
+            proc.communicate()
+        settle_and_check("runner kill -9 mid-crawl", box, box.envelopes())
+
+
+def test_runner_sigterm_mid_crawl(tmp_path: Path) -> None:
+    with fleet(tmp_path) as box:
+        proc = box.start("--stop-deadline", "1")
+        try:
+            wait_for(lambda: proc.poll() is not None or box.slow_in_flight(), "slow crawls in flight")
+            proc.send_signal(signal.SIGTERM)
+            _, errors = proc.communicate(timeout=30)
+            assert proc.returncode == 0, errors
+        finally:
+            proc.kill()
+            proc.communicate()
+        before = box.envelopes()
+        released = {e.stream_id for e in before if e.event_type == "CrawlJob.LeaseReleased"}
+        assert released == box.slow_jobs
+        settle_and_check("runner SIGTERM mid-crawl", box, before)
+
+
+def test_runner_sigstop_beyond_the_lease_ttl(tmp_path: Path) -> None:
+    """A frozen runner's leases expire and are reaped; when it wakes up its late results
+    are refused (the lease is gone), so nothing is recorded twice."""
+    with fleet(tmp_path, slow_delay=3.0) as box:
+        proc = box.start("--lease-ttl", "2", "--stop-deadline", "30")
+        try:
+            wait_for(lambda: proc.poll() is not None or box.slow_in_flight(), "slow crawls in flight")
+            proc.send_signal(signal.SIGSTOP)
+            with box.ledger() as ledger:
+                reaped: set[str] = set()
+
+                def reap() -> bool:
+                    now = datetime.now(UTC) + timedelta(seconds=1)
+                    reaped.update(str(j) for j in Scheduler(ledger).reap(now))
+                    ledger.catch_up()
+                    return box.slow_jobs <= reaped
+
+                wait_for(reap, "the frozen runner's leases to expire", timeout=30)
+            proc.send_signal(signal.SIGCONT)
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+            proc.communicate()
+        before = box.envelopes()
+        expired = {e.stream_id for e in before if e.event_type == "CrawlJob.LeaseExpired"}
+        assert box.slow_jobs <= expired
+        settle_and_check("runner SIGSTOP beyond lease TTL", box, before)
+
+
+@pytest.mark.postgres
+def test_sixteen_concurrent_leasers(tmp_path: Path) -> None:
+    """Sixteen threads lease the same twenty due jobs on PostgreSQL: each job exactly once."""
+    t0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
+    with backends.store_url("postgres", tmp_path) as url, \
+            backends.open_ledger(url, tmp_path) as ledger:
+        jobs = [ledger.app.schedule_job(kind="product_page", url=f"https://s.example/p/{i}",
+                                        now=t0, every=3600) for i in range(20)]
+        before = ledger.source.read(0, 10_000)
+        barrier, won, unexpected = threading.Barrier(16), [], []
+
+        def leaser(n: int) -> None:
+            barrier.wait(timeout=30)
+            for job in jobs:
+                try:
+                    won.append(ledger.app.lease(job, f"worker-{n}", 300, t0).job_id)
+                except (Conflict, InvalidTransition):
+                    continue
+                except BaseException as error:  # noqa: BLE001 - reported below
+                    unexpected.append(error)
+
+        threads = [threading.Thread(target=leaser, args=(n,)) for n in range(16)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert not unexpected
+        after = ledger.source.read(0, 10_000)
+        leased = [e.stream_id for e in after if e.event_type == "CrawlJob.Leased"]
+        check("16 concurrent leasers (PostgreSQL)", {
+            "no_loss": lambda: no_loss(before, after),
+            "no_duplicate_effects": lambda: (None if sorted(leased) == sorted(map(str, jobs))
+                                             and sorted(won) == sorted(leased)
+                                             else f"{len(leased)} leases for {len(jobs)} jobs"),
+            "read_models_equal_rebuild": lambda: read_models_equal_rebuild(ledger),
+        })
