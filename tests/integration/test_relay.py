@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 import time
 from collections import defaultdict
@@ -172,55 +169,6 @@ def test_listen_wakeup_returns_when_an_event_commits(ledger: Ledger, pg_store_ur
         assert woken == [True]  # woken by the insert's NOTIFY, not by the timeout
     finally:
         wakeup.close()
-
-
-def test_the_relay_process_survives_a_broker_restart(ledger: Ledger, pg_store_url: str,  # noqa: F811
-                                                    tmp_path: Path) -> None:
-    """Kill the broker under a running `crawl-ledger relay`, record more events, start the
-    broker again: the relay builds a new producer and publishes everything from its last
-    acknowledged position (the in-memory broker forgot what came before; what came after
-    is all there) without exiting."""
-    binary, port = require_tansu(), free_port()
-    servers = [f"127.0.0.1:{port}"]
-    positions = RelayPositionStore(ledger.db)
-    positions.create()
-    broker = start_tansu(binary, port, tmp_path / "tansu.log")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")} | {
-        "LEDGER_STORE": pg_store_url, "LEDGER_BROKER": f"kafka://{servers[0]}",
-        "LEDGER_DATA_DIR": str(tmp_path / "data")}
-    log = (tmp_path / "relay.log").open("w")
-    relay = None
-    try:
-        wait_for_port(port)
-        seed_stores(ledger.app, 20, changes=1)
-        relay = subprocess.Popen([CLI, "relay", "--quiet", "--partitions", "2"], env=env,
-                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        _wait(lambda: _position(positions) == ledger.source.head(), "the first events published")
-        stop_process(broker)
-        before = _position(positions)
-        seed_stores(ledger.app, 15, changes=1, start=20)  # recorded while the broker is away
-        after = ledger.source.head()
-        broker = start_tansu(binary, port, tmp_path / "tansu.log")
-        wait_for_port(port)
-        _wait(lambda: _position(positions) == after, "the events recorded meanwhile published", 120)
-        assert relay.poll() is None, (tmp_path / "relay.log").read_text()
-        wanted = {e.event_id for e in ledger.source.read(before, 10_000)}
-        published = {env.event_id for _, _, env in read_topics(servers, PUBLIC_TOPICS, len(wanted))}
-        assert wanted <= published
-        assert positions.load().gaps == 0
-    finally:
-        if relay is not None:
-            relay.terminate()
-            relay.wait(30)
-        log.close()
-        stop_process(broker)
-
-
-def _position(positions: RelayPositionStore) -> int:
-    return positions.load().position
-
-
-CLI = str(Path(sys.executable).with_name("crawl-ledger"))
 
 
 def _wait(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:

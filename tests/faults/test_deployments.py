@@ -8,6 +8,7 @@ from pathlib import Path
 
 import backends
 import pytest
+from invariants import check, read_models_equal_rebuild
 from kafka_fixtures import KAFKA_WARNINGS, read_topics, seed_stores, tansu_broker  # noqa: F401
 
 from ledger.bootstrap import Ledger, bootstrap
@@ -70,9 +71,17 @@ def test_namespaced_deployments_do_not_see_each_others_events(
     relay_all(a, servers, Topics("one"))
     relay_all(b, servers, Topics("two"))
     got_a = read_topics(servers, Topics("one").public, total_a)
-    assert len(got_a) == total_a and {env.ledger_id for _, _, env in got_a} == {a.identity}
     got_b = read_topics(servers, Topics("two").public, total_b)
-    assert len(got_b) == total_b and {env.ledger_id for _, _, env in got_b} == {b.identity}
+    own_a = {env.event_id for env in a.source.read(0, 10_000)}
+    own_b = {env.event_id for env in b.source.read(0, 10_000)}
+    check("two deployments, own topics", {
+        "no_loss": lambda: None if ({e.event_id for _, _, e in got_a} == own_a
+                                    and {e.event_id for _, _, e in got_b} == own_b)
+        else "a deployment's topics miss its events or carry the other's",
+        "no_duplicate_effects": lambda: None if (
+            {env.ledger_id for _, _, env in got_a} == {a.identity}
+            and {env.ledger_id for _, _, env in got_b} == {b.identity}) else "mixed stamps",
+    })
 
 
 def test_read_models_refuse_another_event_stores_envelopes(
@@ -91,7 +100,12 @@ def test_read_models_refuse_another_event_stores_envelopes(
     assert {m.topic for m in batch} == {Topics().stores}
     assert apply_consumed(a.db, read_models(), "group", batch, a.identity) == total
     stores = {row["store_id"] for row in a.read.stores()}
-    assert stores == {e.stream_id for e in a.source.read(0, 1000) if e.stream_type == "Store"}
+    own = {e.stream_id for e in a.source.read(0, 1000) if e.stream_type == "Store"}
+    check("two deployments, shared topics", {
+        "no_loss": lambda: None if own <= stores else "own stores missing",
+        "no_duplicate_effects": lambda: None if stores <= own else "another store's rows applied",
+        "read_models_equal_rebuild": lambda: read_models_equal_rebuild(a),
+    })
 
 
 def _url(ledger: Ledger) -> str:
