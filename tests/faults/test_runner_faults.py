@@ -11,7 +11,7 @@ from pathlib import Path
 
 import backends
 import pytest
-from harness import Fleet, fleet, make_slow_fast, wait_for
+from fleet import Fleet, fleet, make_slow_fast, wait_for
 from invariants import check, jobs_settled, no_duplicate_effects, no_loss, read_models_equal_rebuild
 
 from domain.errors import Conflict, InvalidTransition

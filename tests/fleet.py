@@ -34,12 +34,17 @@ NO_BACKOFF = RetryPolicy(max_attempts=3, backoff_base=0.0, backoff_cap=0.0)
 @dataclass
 class Fleet:
     data_dir: Path
-    jobs: dict[str, str]
-    stores: dict[str, str]
+    sim: SimulatorThread
+    jobs: dict[str, str]  # store key -> catalog job id
+    stores: dict[str, str]  # store key -> store id
 
     @property
     def slow_jobs(self) -> set[str]:
         return {self.jobs[k] for k in SLOW}
+
+    @property
+    def fast_jobs(self) -> set[str]:
+        return set(self.jobs.values()) - self.slow_jobs
 
     def settings(self) -> Settings:
         return Settings.from_env({"LEDGER_DATA_DIR": str(self.data_dir)})
@@ -104,7 +109,7 @@ def fleet(tmp_path: Path, slow_delay: float = 60.0) -> Iterator[Fleet]:
                     every=3600, now=now, retry_policy=NO_BACKOFF))
         finally:
             ledger.close()
-        yield Fleet(data_dir, jobs, stores)
+        yield Fleet(data_dir, sim, jobs, stores)
 
 
 def wait_for(predicate: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
