@@ -10,8 +10,8 @@ compacted with the writer's own `compact` + `refresh_latest` (timed). Every
 query runs in one process against three setups:
 
 - `raw`: the uncompacted parts, current views;
-- `legacy`: compacted files, but `price_changes` / `products_latest` as the old
-  window views over every observation (what the first version shipped);
+- `window views`: compacted files, but `price_changes` / `products_latest` as the
+  window views over every observation (no materialised tables);
 - `compacted`: compacted files, current views (what `analytics refresh` leaves).
 
 Each cell is the median of 3 on one connection; `cold` is the first call on a
@@ -156,7 +156,7 @@ def _side_tables(rng: np.random.Generator, day: int, names: dict[str, np.ndarray
 
 
 #: what the old views computed per query (kept to measure the change side by side)
-LEGACY_VIEWS = (
+WINDOW_VIEWS = (
     """CREATE OR REPLACE VIEW products_latest AS SELECT * FROM price_observations
     QUALIFY row_number() OVER (PARTITION BY product_id, pricing_type, option
                                ORDER BY observed_at DESC, position DESC) = 1""",
@@ -274,9 +274,9 @@ def queries() -> dict[str, tuple[Callable[[duckdb.DuckDBPyConnection], Any], flo
     }
 
 
-def _legacy(root: Path) -> duckdb.DuckDBPyConnection:
+def _window_views(root: Path) -> duckdb.DuckDBPyConnection:
     con = connect(root)
-    for statement in LEGACY_VIEWS:
+    for statement in WINDOW_VIEWS:
         con.execute(statement)
     return con
 
@@ -288,7 +288,7 @@ def main() -> None:
     args = parser.parse_args()
     raw, compacted = prepare(args.dir, args.rows)
     setups: dict[str, Callable[[], duckdb.DuckDBPyConnection]] = {
-        "raw": lambda: connect(raw), "legacy": lambda: _legacy(compacted),
+        "raw": lambda: connect(raw), "window views": lambda: _window_views(compacted),
         "compacted": lambda: connect(compacted),
     }
     con = connect(compacted)

@@ -45,7 +45,7 @@ def run_loop(main: Coroutine[Any, Any, _T]) -> _T:
     """`asyncio.run(main)` on uvloop, the event loop the crawler is measured on.
 
     uvloop's sockets and callbacks cost less Python than asyncio's own loop: the
-    crawl bench (docs/benchmarks-crawl.md) did ~13 % more pages a minute on it,
+    crawl bench (docs/benchmarks.md) did ~13 % more pages a minute on it,
     with less CPU per page. Everything else about the loop is the same.
     """
     return uvloop.run(main)
