@@ -17,6 +17,15 @@ QUIET = {"at", "observed_at", "registered_at", "retry_policy", "url_norm", "attr
          "offers", "outcome", "new_products", "content_hash"}
 
 
+def add_show_parser(actions: Any, id_arg: str, help: str, handler: Any) -> None:
+    """The `show ID [--as-of T] [--json]` sub-command shared by jobs and products."""
+    show = actions.add_parser("show", help=help)
+    show.add_argument(id_arg)
+    show.add_argument("--as-of", help="what the ledger knew at this time (ISO 8601)")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(handler=handler)
+
+
 def stream_history(ledger: Ledger, stream_id: UUID) -> list[Envelope]:
     """A known stream's envelopes in version order (from the event store, not a model)."""
     events = ledger.app.recorder.select_events(stream_id)

@@ -9,7 +9,7 @@ from domain.crawl_job import RetryPolicy
 from domain.values import JOB_KINDS
 from ledger.cli.context import format_duration, open_ledger, parse_duration, utcnow
 from ledger.cli.errors import CommandError
-from ledger.cli.history import print_history, stream_as_of
+from ledger.cli.history import add_show_parser, print_history, stream_as_of
 from ledger.cli.output import print_json, print_table, short
 from projections.queries import JOB_STATES
 
@@ -37,11 +37,7 @@ def register(sub: Any) -> None:
     lst.add_argument("--store")
     lst.add_argument("--json", action="store_true")
     lst.set_defaults(handler=list_jobs)
-    show = actions.add_parser("show", help="a job's status and full event history")
-    show.add_argument("job_id")
-    show.add_argument("--as-of", help="what the ledger knew at this time (ISO 8601)")
-    show.add_argument("--json", action="store_true")
-    show.set_defaults(handler=show_job)
+    add_show_parser(actions, "job_id", "a job's status and full event history", show_job)
     for name in CONTROLS:
         control = actions.add_parser(name, help=f"{name} a job")
         control.add_argument("job_id")

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from ledger.cli.context import open_ledger
-from ledger.cli.history import print_history, stream_as_of
+from ledger.cli.history import add_show_parser, print_history, stream_as_of
 from ledger.cli.output import print_json, print_table
 
 
@@ -18,11 +18,7 @@ def register(sub: Any) -> None:
     lst.add_argument("--out-of-stock", action="store_true")
     lst.add_argument("--json", action="store_true")
     lst.set_defaults(handler=list_products)
-    show = actions.add_parser("show", help="a product's current state and history")
-    show.add_argument("product_id")
-    show.add_argument("--as-of", help="what the ledger knew at this time (ISO 8601)")
-    show.add_argument("--json", action="store_true")
-    show.set_defaults(handler=show_product)
+    add_show_parser(actions, "product_id", "a product's current state and history", show_product)
 
 
 def list_products(args: argparse.Namespace) -> int:
