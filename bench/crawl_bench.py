@@ -75,6 +75,7 @@ async def _crawl_all(urls: list[str], data_dir: Path, per_host: int, workers: in
                      ) -> tuple[float, collections.Counter[str]]:
     from domain.values import CrawlTask, Policy
     from workers import adapters
+    from workers.addresses import AddressGuard
     from workers.crawler import build_crawler
     from workers.http import build_client
 
@@ -85,8 +86,9 @@ async def _crawl_all(urls: list[str], data_dir: Path, per_host: int, workers: in
         for i, url in enumerate(urls))
     results = collections.Counter[str]()
 
-    async with build_client() as client:
-        crawler = build_crawler(client, data_dir, adapters.REGISTRY)
+    guard = AddressGuard(["127.0.0.0/8"])  # the bench server, on loopback
+    async with build_client(guard=guard) as client:
+        crawler = build_crawler(client, data_dir, adapters.REGISTRY, guard=guard)
 
         async def worker() -> None:
             while tasks:
@@ -122,7 +124,7 @@ def bench_embedded(server: Server, per_host: int) -> dict[str, Any]:
     from runtime.clock import SystemClock
 
     data_dir = scratch_dir("crawl-bench-ledger-")
-    settings = Settings.from_env({"LEDGER_DATA_DIR": str(data_dir)})
+    settings = Settings.from_env({"LEDGER_ALLOW_NETWORKS": "127.0.0.0/8", "LEDGER_DATA_DIR": str(data_dir)})
     ledger = bootstrap(settings)
     clock = SystemClock()
     try:

@@ -70,7 +70,7 @@ def main() -> None:
     broker, server = start_tansu()
     schema = f"bench_dist_{int(time.time())}"
     data_dir = Path(tempfile.mkdtemp(prefix="crawl-ledger-dist-bench-"))
-    settings = Settings.from_env({"LEDGER_STORE": f"{args.pg}?schema={schema}",
+    settings = Settings.from_env({"LEDGER_ALLOW_NETWORKS": "127.0.0.0/8", "LEDGER_STORE": f"{args.pg}?schema={schema}",
                                   "LEDGER_BROKER": f"kafka://{server}",
                                   "LEDGER_DATA_DIR": str(data_dir)})
     ledger = bootstrap(settings)

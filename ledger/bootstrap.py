@@ -77,11 +77,13 @@ def _postgres_read_db(settings: Settings) -> Database:
 async def crawler_for(settings: Settings) -> AsyncIterator[Crawler]:
     """A Crawler with a fast HTTP client and the data dir's raw archive; closes both."""
     from workers import adapters
+    from workers.addresses import AddressGuard
     from workers.crawler import build_crawler
     from workers.http import build_client
 
-    async with build_client(user_agent=settings.user_agent) as client:
-        crawler = build_crawler(client, settings.data_dir, adapters.REGISTRY)
+    guard = AddressGuard(settings.allow_networks)
+    async with build_client(user_agent=settings.user_agent, guard=guard) as client:
+        crawler = build_crawler(client, settings.data_dir, adapters.REGISTRY, guard=guard)
         try:
             yield crawler
         finally:

@@ -104,6 +104,16 @@ def demo_faults(config: DemoConfig) -> FaultConfig:
     return FaultConfig(rate=config.fault_rate, kinds=("http_429", "http_500"))
 
 
+#: the simulator listens on loopback, which the SSRF guard refuses unless allowed
+LOOPBACK = ("127.0.0.0/8", "::1/128")
+
+
+def allow_simulator(settings: Settings) -> Settings:
+    """`settings` with loopback allowed on purpose, for crawling the local simulator."""
+    allowed = tuple(dict.fromkeys((*settings.allow_networks, *LOOPBACK)))
+    return replace(settings, allow_networks=allowed)
+
+
 def run_distributed_demo(settings: Settings, config: DemoConfig,
                          on_cycle: Callable[[int], None] = lambda c: None) -> Ledger:
     """The same demo through the relay and two Faust worker processes (PostgreSQL + Kafka).
@@ -115,6 +125,7 @@ def run_distributed_demo(settings: Settings, config: DemoConfig,
     from runtime.clock import FileClock
     from streams.resources import create_read_models
 
+    settings = allow_simulator(settings)
     clock = SimulatedClock(DEMO_START)
     clock_file = FileClock(settings.data_dir / "clock.txt")
     clock_file.set(clock.now())
@@ -139,6 +150,7 @@ def run_embedded_demo(settings: Settings, config: DemoConfig,
                       on_change: Callable[[RunStats], None] = lambda s: None,
                       on_cycle: Callable[[int], None] = lambda c: None) -> Ledger:
     """Run the demo on the embedded runner; returns the (open) ledger for reporting."""
+    settings = allow_simulator(settings)
     clock = SimulatedClock(DEMO_START)
     ledger = bootstrap(settings)
     with SimulatorThread(stores=config.stores, seed=config.seed, faults=demo_faults(config)) \

@@ -60,6 +60,8 @@ def settings_env(settings: Settings) -> dict[str, str]:
         env["LEDGER_DEFAULT_CRAWL_DELAY"] = str(settings.default_crawl_delay)
     if settings.deployment:
         env["LEDGER_DEPLOYMENT"] = settings.deployment
+    if settings.allow_networks:
+        env["LEDGER_ALLOW_NETWORKS"] = ",".join(settings.allow_networks)
     return env
 
 

@@ -43,6 +43,8 @@ class Settings:
     catalog_interval: int = 4 * 3600
     default_crawl_delay: float | None = None
     deployment: str = ""
+    #: networks the SSRF guard lets requests reach (LEDGER_ALLOW_NETWORKS, CIDRs)
+    allow_networks: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -56,6 +58,7 @@ class Settings:
             catalog_interval=_int(env, "LEDGER_CATALOG_INTERVAL", 4 * 3600, 60, 90 * 86400),
             default_crawl_delay=_delay(env.get("LEDGER_DEFAULT_CRAWL_DELAY")),
             deployment=_deployment(env.get("LEDGER_DEPLOYMENT") or ""),
+            allow_networks=_networks(env.get("LEDGER_ALLOW_NETWORKS") or ""),
         )
         settings.validate()
         return settings
@@ -118,6 +121,15 @@ def parse_postgres(url: str) -> PostgresTarget:
     return PostgresTarget(host=parts.hostname, port=port, dbname=dbname,
                           user=unquote(parts.username or "postgres"),
                           password=unquote(parts.password or ""), schema=schema)
+
+
+def _networks(text: str) -> tuple[str, ...]:
+    from workers.addresses import parse_networks
+
+    try:
+        return tuple(str(net) for net in parse_networks(text))
+    except ValueError as error:
+        raise ConfigError(f"LEDGER_ALLOW_NETWORKS: {error}") from None
 
 
 def _deployment(text: str) -> str:

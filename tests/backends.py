@@ -18,6 +18,11 @@ import pytest
 from ledger.bootstrap import Ledger, bootstrap
 from ledger.settings import Settings
 
+#: the tests' servers listen on loopback, which the SSRF guard refuses unless allowed;
+#: set for the whole session (CLI subprocesses inherit it) and in every test's settings
+LOOPBACK_ENV = {"LEDGER_ALLOW_NETWORKS": "127.0.0.0/8,::1/128"}
+os.environ.update(LOOPBACK_ENV)
+
 PG_CONNINFO = "host=127.0.0.1 port=5432 dbname=test user=postgres connect_timeout=3"
 PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 BACKENDS = ("sqlite", "postgres")
@@ -67,7 +72,7 @@ def store_url(backend: str, tmp_path: Path) -> Iterator[str]:
 
 
 def settings_for(url: str, tmp_path: Path) -> Settings:
-    return Settings.from_env({"LEDGER_DATA_DIR": str(tmp_path / "data"), "LEDGER_STORE": url})
+    return Settings.from_env({**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(tmp_path / "data"), "LEDGER_STORE": url})
 
 
 @contextmanager

@@ -19,6 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from backends import LOOPBACK_ENV
+
 from domain.crawl_job import RetryPolicy
 from domain.envelope import Envelope
 from ledger.bootstrap import bootstrap
@@ -47,7 +49,7 @@ class Fleet:
         return set(self.jobs.values()) - self.slow_jobs
 
     def settings(self) -> Settings:
-        return Settings.from_env({"LEDGER_DATA_DIR": str(self.data_dir)})
+        return Settings.from_env({**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(self.data_dir)})
 
     @contextmanager
     def ledger(self) -> Iterator[Ledger]:
@@ -63,7 +65,8 @@ class Fleet:
 
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
-        return env | {"LEDGER_DATA_DIR": str(self.data_dir), "NO_COLOR": "1", "TERM": "dumb"} | extra
+        return env | LOOPBACK_ENV | {"LEDGER_DATA_DIR": str(self.data_dir), "NO_COLOR": "1",
+                                     "TERM": "dumb"} | extra
 
     def start(self, *args: str) -> subprocess.Popen[str]:
         return subprocess.Popen([CLI, "run", "--concurrency", "4", *args], env=self.env(),
@@ -94,7 +97,7 @@ class Fleet:
 def fleet(tmp_path: Path, slow_delay: float = 60.0) -> Iterator[Fleet]:
     data_dir = tmp_path / "data"
     with SimulatorThread(stores=5, seed=5) as sim:
-        ledger = bootstrap(Settings.from_env({"LEDGER_DATA_DIR": str(data_dir)}))
+        ledger = bootstrap(Settings.from_env({**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(data_dir)}))
         now = datetime.now(UTC)
         jobs, stores = {}, {}
         try:

@@ -24,6 +24,7 @@ import httpx
 from domain.values import CrawlFailure, CrawlOutcome, CrawlSuccess, CrawlTask
 from workers.adapters.base import Adapter, Extraction, ExtractionError, Page, Request
 from workers.adapters.registry import Registry
+from workers.addresses import AddressGuard
 from workers.archive import RawArchive, content_hash
 from workers.errors import FetchError, failure
 from workers.fetch import Decode, Fetcher, FetchLimits, decode_body
@@ -64,8 +65,10 @@ class Crawler:
         limits: FetchLimits = _DEFAULT_LIMITS,
         decode: Decode = decode_body,
         clock: Callable[[], float] = time.monotonic,
+        guard: AddressGuard | None = None,
     ) -> None:
-        self._fetcher = Fetcher(client, limits, decode)
+        self._guard = guard or AddressGuard()
+        self._fetcher = Fetcher(client, limits, decode, guard=self._guard)
         self._politeness = politeness
         self._archive = archive
         self._adapters = adapters
@@ -115,6 +118,8 @@ class Crawler:
 
     async def _fetch(self, request: Request, task: CrawlTask, crawl: _Pages) -> Page:
         policy = task.policy
+        # before politeness: a refused address gets no robots.txt request either
+        await self._guard.check(request.url, request.method)
         async with self._politeness.slot(request.url, policy):
             page = await self._fetcher.fetch(request, self._politeness.user_agent(policy))
         # file I/O and compression off the event loop
@@ -151,7 +156,8 @@ class Crawler:
         if pages >= self._max_pages:
             # a truncated catalog would wrongly report products as gone
             raise FetchError(
-                "too_large", f"{request.url}: pagination exceeds max_pages={self._max_pages}"
+                "too_large", f"{request.url}: pagination exceeds max_pages={self._max_pages}",
+                retryable=False,
             )
         key = _key(request)
         if key in seen:
@@ -222,7 +228,13 @@ def build_crawler(
     config: PolitenessConfig = _DEFAULT_CONFIG,
     limits: FetchLimits = _DEFAULT_LIMITS,
     max_pages: int = 200,
+    guard: AddressGuard | None = None,
 ) -> Crawler:
-    """A Crawler with real time, robots.txt over `client` and the data dir's archive."""
-    politeness = Politeness(RobotsFetcher.on(client), time.monotonic, asyncio.sleep, config)
-    return Crawler(client, politeness, RawArchive(data_dir), adapters, max_pages, limits)
+    """A Crawler with real time, robots.txt over `client` and the data dir's archive.
+
+    `guard` must be the one `client` was built with (`build_client(guard=...)`)."""
+    guard = guard or AddressGuard()
+    politeness = Politeness(RobotsFetcher.on(client, guard), time.monotonic, asyncio.sleep,
+                            config)
+    return Crawler(client, politeness, RawArchive(data_dir), adapters, max_pages, limits,
+                   guard=guard)

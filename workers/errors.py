@@ -3,7 +3,8 @@
     FetchError(kind, message, http_status=None, retry_after=None, retryable=None)
         kind is one of `domain.values.ERROR_KINDS`:
         robots_disallowed  dns  connect  timeout  tls  too_many_redirects
-        too_large  http_4xx  http_5xx  rate_limited  blocked  parse_error
+        too_large  truncated  http_4xx  http_5xx  rate_limited  blocked
+        blocked_address  parse_error
 
 `from_transport_error` maps httpx exceptions (whatever the transport), and
 `from_status` maps HTTP status codes. `FetchError.to_failure` turns one into
@@ -89,6 +90,9 @@ def from_status(
 def from_transport_error(exc: Exception, method: str, url: str) -> FetchError:
     """Map an httpx (or underlying socket/ssl) exception to a `FetchError`."""
     kind = _kind_of(exc)
+    if kind == "blocked_address":  # the guard's own words name the address
+        blocked = next(c for c in _causes(exc) if type(c).__name__ == "BlockedAddress")
+        return FetchError(kind, f"{method} {url}: {blocked}")
     detail = str(exc) or type(exc).__name__
     return FetchError(kind, f"{method} {url}: {_KIND_LABELS[kind]}: {detail}")
 
@@ -106,6 +110,9 @@ _KIND_LABELS = {
 def _kind_of(exc: Exception) -> str:
     # The cause chain says more than the httpx type: the aiohttp transport, for
     # one, reports a refused connection as ConnectTimeout.
+    for cause in _causes(exc):
+        if type(cause).__name__ == "BlockedAddress":  # workers.addresses, at connect time
+            return "blocked_address"
     for cause in _causes(exc):
         if isinstance(cause, socket.gaierror) or type(cause).__name__ in _DNS_ERRORS:
             return "dns"

@@ -1,6 +1,7 @@
 """The fetcher: one request -> a decoded `Page`, or a typed `FetchError`.
 
 It streams the body through an injected `httpx.AsyncClient` and enforces:
+the address guard on every hop (`workers.addresses`),
 connect/read timeouts (httpx), a total timeout around everything including
 redirects and the body (asyncio), a maximum (decoded) body size while
 streaming, and a redirect limit, recording the final URL. Compressed bodies
@@ -19,6 +20,7 @@ import httpx
 
 from workers import charset
 from workers.adapters.base import Page, Request
+from workers.addresses import AddressGuard
 from workers.backoff import parse_retry_after
 from workers.errors import FetchError, from_status, from_transport_error, status_kind
 
@@ -64,8 +66,11 @@ class Fetcher:
         limits: FetchLimits = FetchLimits(),
         decode: Decode = decode_body,
         wall_clock: Callable[[], float] = time.time,
+        guard: AddressGuard | None = None,
     ) -> None:
         self._client = client
+        #: every hop's address is checked before it is requested (workers/addresses.py)
+        self._guard = guard or AddressGuard()
         self._limits = limits
         self._decode = decode
         self._wall_clock = wall_clock
@@ -99,6 +104,7 @@ class Fetcher:
     async def _follow(self, original: Request, request: httpx.Request) -> Page:
         first = request
         for _ in range(self._limits.max_redirects + 1):
+            await self._guard.check(str(request.url), request.method)
             response = await self._client.send(request, stream=True, follow_redirects=False)
             try:
                 if not response.is_redirect or response.next_request is None:

@@ -8,10 +8,13 @@ quadratic in waiting requests). The httpx API stays the same either way.
 
 from __future__ import annotations
 
+import aiohttp
 import httpx
+from aiohttp.abc import AbstractResolver
 from httpx_aiohttp import AiohttpTransport
 
 from workers.adapters.base import Request
+from workers.addresses import AddressGuard, GuardedResolver
 from workers.errors import FetchError, status_kind
 from workers.fetch import Fetcher, FetchLimits
 from workers.politeness import DEFAULT_USER_AGENT
@@ -34,14 +37,30 @@ def build_client(
     max_connections: int = 256,
     proxy: str | None = None,
     user_agent: str = DEFAULT_USER_AGENT,
+    guard: AddressGuard | None = None,
+    resolver: AbstractResolver | None = None,
 ) -> httpx.AsyncClient:
     """An `httpx.AsyncClient` on the aiohttp transport; the caller closes it.
 
-    `proxy` is an operator-configured egress proxy (plain infrastructure).
+    Connections go only to addresses `guard` accepts (the default guard refuses
+    every non-public address; see `workers.addresses`). `proxy` is an
+    operator-configured egress proxy (plain infrastructure): through it, the
+    proxy resolves the target, so only the pre-request check applies. `resolver`
+    replaces the system resolver under the guard (tests use it to rebind names).
     """
+    guard = guard or AddressGuard()
+    limits = httpx.Limits(max_connections=max_connections, keepalive_expiry=30.0)
+
+    def session() -> aiohttp.ClientSession:
+        # built lazily, inside the running event loop, like the transport's own
+        connector = aiohttp.TCPConnector(
+            limit=max_connections, keepalive_timeout=30.0,
+            ssl=transport.ssl_context, resolver=GuardedResolver(guard, resolver),
+        )
+        return aiohttp.ClientSession(connector=connector)
+
     transport = AiohttpTransport(
-        limits=httpx.Limits(max_connections=max_connections, keepalive_expiry=30.0),
-        proxy=httpx.Proxy(proxy) if proxy else None,
+        limits=limits, proxy=httpx.Proxy(proxy) if proxy else None, client=session,
     )
     return httpx.AsyncClient(
         transport=transport, headers={"User-Agent": user_agent}, follow_redirects=False
@@ -49,19 +68,22 @@ def build_client(
 
 
 class RobotsFetcher:
-    """Fetches robots.txt; failures come back as a `RobotsFile`, never raised."""
+    """Fetches robots.txt; failures come back as a `RobotsFile`, except a refused
+    address (`blocked_address`), which fails the crawl that needed the file."""
 
     def __init__(self, fetcher: Fetcher) -> None:
         self._fetcher = fetcher
 
     @classmethod
-    def on(cls, client: httpx.AsyncClient) -> RobotsFetcher:
-        return cls(Fetcher(client, ROBOTS_LIMITS))
+    def on(cls, client: httpx.AsyncClient, guard: AddressGuard | None = None) -> RobotsFetcher:
+        return cls(Fetcher(client, ROBOTS_LIMITS, guard=guard))
 
     async def __call__(self, robots_url: str, user_agent: str) -> RobotsFile:
         try:
             page = await self._fetcher.fetch(Request(robots_url), user_agent)
         except FetchError as error:
+            if error.kind == "blocked_address":
+                raise  # the page's own crawl fails with it: no retry can help
             # only an HTTP status says "unavailable" (4xx); anything else, even an
             # oversized file, counts as unreachable: disallow for a while
             status = error.http_status if status_kind(error.http_status or 0) else None

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from backends import LOOPBACK_ENV
 
 from domain.envelope import Envelope
 from ledger.bootstrap import Ledger, bootstrap, crawler_for
@@ -99,7 +100,7 @@ def demo_harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[
 
     def make(config: DemoConfig,
              faults: FaultConfig | Mapping[str, Any] | None = None) -> Harness:
-        base = Settings.from_env({"LEDGER_DATA_DIR": str(tmp_path_factory.mktemp("e2e"))})
+        base = Settings.from_env({**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(tmp_path_factory.mktemp("e2e"))})
         settings = demo_settings(base, config)
         sim = SimulatorThread(stores=config.stores, seed=config.seed, faults=faults,
                               fault_rate=config.fault_rate)
@@ -117,7 +118,7 @@ def demo_harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[
 def _cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
     """The environment of a `crawl-ledger` child: its own data dir, no terminal tricks."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
-    return env | {"LEDGER_DATA_DIR": str(data_dir), "COLUMNS": "120", "TERM": "dumb",
+    return env | LOOPBACK_ENV | {"LEDGER_DATA_DIR": str(data_dir), "COLUMNS": "120", "TERM": "dumb",
                   "NO_COLOR": "1"} | extra
 
 

@@ -12,6 +12,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from backends import LOOPBACK_ENV
 from kafka_fixtures import KAFKA_WARNINGS, pg_store_url, read_topics, tansu_broker  # noqa: F401
 
 from ledger.demo import DemoConfig, run_embedded_demo
@@ -34,7 +35,7 @@ def load_example() -> ModuleType:
 
 @pytest.fixture
 def published(pg_store_url: str, tansu_broker: str, tmp_path: Path) -> Iterator[list[Any]]:  # noqa: F811
-    settings = Settings.from_env({"LEDGER_STORE": pg_store_url, "LEDGER_DATA_DIR": str(tmp_path),
+    settings = Settings.from_env({**LOOPBACK_ENV, "LEDGER_STORE": pg_store_url, "LEDGER_DATA_DIR": str(tmp_path),
                                   "LEDGER_BROKER": f"kafka://{tansu_broker}",
                                   "LEDGER_DEFAULT_CRAWL_DELAY": "0.01"})
     ledger = run_embedded_demo(settings, DemoConfig(stores=2, cycles=4, seed=3, fault_rate=0.0))

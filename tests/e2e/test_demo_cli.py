@@ -11,6 +11,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from backends import LOOPBACK_ENV
 from PIL import Image
 
 from ledger.bootstrap import bootstrap
@@ -30,7 +31,7 @@ def _demo(binary: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 
 def _events_in(demo_dir: Path) -> int:
-    ledger = bootstrap(Settings.from_env({"LEDGER_DATA_DIR": str(demo_dir)}))
+    ledger = bootstrap(Settings.from_env({**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(demo_dir)}))
     try:
         return sum(1 for _ in all_envelopes(ledger))
     finally:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from backends import LOOPBACK_ENV
 
 from eventstore import Holder, StoreLocked
 from ledger.bootstrap import backend_for, bootstrap
@@ -18,7 +19,7 @@ from ledger.settings import Settings
 
 
 def settings(store_url: str, data_dir: Path) -> Settings:
-    return Settings.from_env({"LEDGER_DATA_DIR": str(data_dir), "LEDGER_STORE": store_url})
+    return Settings.from_env({**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(data_dir), "LEDGER_STORE": store_url})
 
 
 def test_a_second_holder_is_refused_with_the_holders_name(store_url: str, tmp_path: Path) -> None:

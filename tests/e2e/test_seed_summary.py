@@ -13,6 +13,8 @@ from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
+from backends import LOOPBACK_ENV
+
 from domain.timeutil import parse_iso
 from ledger.demo import DEMO_START, DemoConfig, run_embedded_demo
 from ledger.settings import Settings
@@ -22,7 +24,7 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "seed_summary.json"
 
 def test_a_seed_records_the_pinned_event_types_and_counts(tmp_path: Path) -> None:
     config = DemoConfig(stores=3, cycles=3, seed=11, fault_rate=0.3)
-    ledger = run_embedded_demo(Settings.from_env({"LEDGER_DATA_DIR": str(tmp_path)}), config)
+    ledger = run_embedded_demo(Settings.from_env({**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(tmp_path)}), config)
     try:
         envelopes = ledger.source.read(0, 1_000_000)
     finally:

@@ -33,14 +33,15 @@ class Hit:
 class RecordingServer:
     """An aiohttp server with per-path handlers; unknown paths get 404."""
 
-    def __init__(self) -> None:
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        self.host = host
         self.hits: list[Hit] = []
         self.routes: dict[str, Handler] = {}
         self.bytes_sent: dict[str, int] = {}
         self.in_flight = 0
         self.peak_in_flight = 0
         # bound now, so URLs are known before the server runs; listening starts in `running`
-        self._socket = socket.create_server(("127.0.0.1", 0))
+        self._socket = socket.create_server((host, 0))
         self.port: int = self._socket.getsockname()[1]
 
     def route(self, path: str, handler: Handler) -> None:
@@ -53,7 +54,7 @@ class RecordingServer:
         self.route(path, handler)
 
     def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+        return f"http://{self.host}:{self.port}{path}"
 
     def paths(self) -> list[str]:
         return [hit.path for hit in self.hits]

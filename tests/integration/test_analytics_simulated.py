@@ -17,6 +17,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from backends import LOOPBACK_ENV
 
 from analytics import (
     as_of,
@@ -83,7 +84,7 @@ def _register(ledger: Ledger, sim: SimulatorThread, clock: SimulatedClock) -> di
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     data_dir = tmp_path_factory.mktemp("simulated")
-    settings = Settings.from_env({"LEDGER_DATA_DIR": str(data_dir),
+    settings = Settings.from_env({**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(data_dir),
                                   "LEDGER_CATALOG_INTERVAL": str(INTERVAL)})
     ledger = bootstrap(settings)
     clock = SimulatedClock(T0)

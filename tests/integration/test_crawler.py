@@ -20,6 +20,7 @@ from http_fixtures import RecordingServer, redirect, serving, status, streaming,
 from domain.values import CrawlFailure, CrawlOutcome, CrawlSuccess, CrawlTask, Observation, Policy
 from workers.adapters.base import Adapter, Extraction, ExtractionError, Page, Request
 from workers.adapters.registry import Registry
+from workers.addresses import AddressGuard
 from workers.archive import RawArchive, content_hash
 from workers.crawler import Crawler, build_crawler
 from workers.fetch import FetchLimits
@@ -77,9 +78,11 @@ def run(
     limits: FetchLimits | None = None,
 ) -> T:
     async def scenario() -> T:
-        async with serving(*servers), build_client() as client:
+        guard = AddressGuard(["127.0.0.0/8"])  # the test servers, allowed on purpose
+        async with serving(*servers), build_client(guard=guard) as client:
             crawler = build_crawler(
-                client, data_dir, registry or adapters_of(), limits=limits or FetchLimits()
+                client, data_dir, registry or adapters_of(), limits=limits or FetchLimits(),
+                guard=guard,
             )
             return await body(crawler)
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from backends import LOOPBACK_ENV
 
 from analytics import connect
 from analytics.schema import DATASETS as VIEW_COLUMNS
@@ -109,7 +110,7 @@ def _history(shop: Shop, cycles: int) -> None:
 
 @pytest.fixture
 def ledger(tmp_path: Path) -> Iterator[Ledger]:
-    opened = bootstrap(Settings.from_env({"LEDGER_DATA_DIR": str(tmp_path / "data")}))
+    opened = bootstrap(Settings.from_env({**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(tmp_path / "data")}))
     yield opened
     opened.close()
 

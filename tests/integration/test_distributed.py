@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from backends import LOOPBACK_ENV
 from kafka_fixtures import KAFKA_WARNINGS, pg_store_url, read_topics, seed_stores, tansu_broker  # noqa: F401
 
 from analytics import connect
@@ -31,7 +32,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.kafka, KAFKA_WARNINGS, pytest.ma
 
 
 def cluster_settings(store: str, broker: str, data_dir: Path) -> Settings:
-    return Settings.from_env({"LEDGER_STORE": store, "LEDGER_BROKER": f"kafka://{broker}",
+    return Settings.from_env({**LOOPBACK_ENV, "LEDGER_STORE": store, "LEDGER_BROKER": f"kafka://{broker}",
                               "LEDGER_DATA_DIR": str(data_dir),
                               "LEDGER_DEFAULT_CRAWL_DELAY": "0.02"})
 
@@ -179,7 +180,7 @@ def product_rows(ledger: Ledger) -> list[tuple[Any, ...]]:
 
 def test_distributed_equals_embedded(dist: Ledger, dist_settings: Settings, tmp_path: Path) -> None:
     config = DemoConfig(stores=2, cycles=3, seed=5, fault_rate=0.0)
-    embedded_settings = Settings.from_env({
+    embedded_settings = Settings.from_env({**LOOPBACK_ENV,
         "LEDGER_STORE": f"sqlite:///{tmp_path / 'emb' / 'ledger.sqlite'}",
         "LEDGER_DATA_DIR": str(tmp_path / "emb"), "LEDGER_DEFAULT_CRAWL_DELAY": "0.02"})
     embedded = run_embedded_demo(embedded_settings, config)

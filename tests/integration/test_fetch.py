@@ -20,10 +20,14 @@ from http_fixtures import (
 )
 
 from workers.adapters.base import Page, Request
+from workers.addresses import AddressGuard
 from workers.errors import FetchError
 from workers.fetch import Fetcher, FetchLimits
 from workers.http import build_client
 from workers.politeness import DEFAULT_USER_AGENT
+
+#: these tests' servers listen on loopback, allowed on purpose
+LOOPBACK = AddressGuard(["127.0.0.0/8"])
 
 T = TypeVar("T")
 MB = 1024 * 1024
@@ -36,8 +40,8 @@ def run_with(
     limits: FetchLimits = DEFAULT_LIMITS,
 ) -> T:
     async def scenario() -> T:
-        async with serving(server), build_client() as client:
-            return await body(Fetcher(client, limits))
+        async with serving(server), build_client(guard=LOOPBACK) as client:
+            return await body(Fetcher(client, limits, guard=LOOPBACK))
 
     return asyncio.run(scenario())
 
@@ -149,9 +153,9 @@ def test_connection_refused_is_connect() -> None:
         server = RecordingServer()
         async with serving(server):
             url = server.url("/x")  # the port is closed once the server stops
-        async with build_client() as client:
+        async with build_client(guard=LOOPBACK) as client:
             with pytest.raises(FetchError) as caught:
-                await Fetcher(client).fetch(Request(url), DEFAULT_USER_AGENT)
+                await Fetcher(client, guard=LOOPBACK).fetch(Request(url), DEFAULT_USER_AGENT)
         return caught.value
 
     error = asyncio.run(scenario())

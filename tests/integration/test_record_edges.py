@@ -8,6 +8,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from backends import LOOPBACK_ENV
 
 from domain import ids
 from domain.application import CrawlLedger
@@ -96,7 +97,7 @@ def test_a_disabled_store_is_neither_dispatched_nor_leased(tmp_path: Path) -> No
     from ledger.bootstrap import bootstrap
     from ledger.settings import Settings
 
-    ledger = bootstrap(Settings.from_env({"LEDGER_DATA_DIR": str(tmp_path / "d")}))
+    ledger = bootstrap(Settings.from_env({**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(tmp_path / "d")}))
     try:
         app = ledger.app
         store = app.register_store(name="Shop", base_url=BASE, platform="shopify", now=T0)
