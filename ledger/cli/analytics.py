@@ -38,7 +38,9 @@ ProgressFn = Callable[[int, int], None]
 def register(sub: Any) -> None:
     group = sub.add_parser("analytics", help="DuckDB over the Parquet datasets")
     actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
-    sql = actions.add_parser("sql", help="run a SQL query over the dataset views")
+    sql = actions.add_parser(
+        "sql", help="run one read-only query over the dataset views (sandboxed: no files,"
+        " no other databases, no settings; `analytics shell` is unrestricted)")
     sql.add_argument("query")
     form = sql.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="a JSON array of row objects")
@@ -52,7 +54,8 @@ def register(sub: Any) -> None:
     report.add_argument("-o", "--output", default="report.html", help="HTML path")
     report.add_argument("--top", type=int, default=10, help="price movers shown (10)")
     report.set_defaults(handler=run_report)
-    shell = actions.add_parser("shell", help="how to open the views in DuckDB or Python")
+    shell = actions.add_parser(
+        "shell", help="how to open the views in your own, unrestricted DuckDB or Python")
     shell.set_defaults(handler=run_shell)
     snap = actions.add_parser("refresh", help="catch up (or rebuild) the Parquet datasets")
     snap.add_argument("--rebuild", action="store_true", help="delete and replay from position 0")
@@ -101,14 +104,17 @@ def _csv(value: Any) -> Any:
 
 
 def run_sql(args: argparse.Namespace) -> int:
-    con = fresh_connection()
+    from analytics.sandbox import QueryRefused, run_query, sandboxed
+
+    root, _ = refresh()
+    con = sandboxed(root)
     try:
-        relation = con.sql(args.query)
-        table = relation.to_arrow_table() if relation is not None else None
-    except duckdb.Error as error:
-        print(str(error), file=sys.stderr)
-        return 1
-    if table is not None:
+        table = run_query(con, args.query)
+    except QueryRefused as refused:
+        raise CommandError(f"analytics sql: {refused}") from None
+    finally:
+        con.close()
+    if table.num_columns:
         _emit(table.column_names, table.to_pylist(), args)
     return 0
 

@@ -69,14 +69,72 @@ def test_sql_table(product_id: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert "│ 4 │" in out
 
 
-def test_bad_sql_prints_duckdbs_message_only(product_id: str,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["analytics", "sql", "SELEC 1"]) != 0
+def test_bad_sql_prints_duckdbs_message_in_one_line(product_id: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["analytics", "sql", "SELEC 1"]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err.startswith("Parser Error: syntax error at or near \"SELEC\"")
-    assert cli.main(["analytics", "sql", "SELECT * FROM no_such_view"]) == 1
+    assert captured.err.startswith('crawl-ledger: error: analytics sql: Parser Error: syntax error')
+    assert len(captured.err.strip().splitlines()) == 1
+    assert cli.main(["analytics", "sql", "SELECT * FROM no_such_view"]) == 2
     assert "Catalog Error" in capsys.readouterr().err
+
+
+HOSTILE = {
+    "COPY (SELECT 1) TO 'x.csv'": "COPY statements are refused",
+    "SELECT * FROM read_csv('/etc/passwd')": "Permission Error",
+    "SELECT * FROM read_text('/etc/hostname')": "Permission Error",
+    "ATTACH 'other.db' AS other": "ATTACH statements are refused",
+    "INSTALL httpfs": "statements are refused",
+    "SET enable_external_access = true": "SET statements are refused",
+    "SELECT 1; COPY (SELECT 1) TO 'x.csv'": "one statement at a time",
+    "CREATE TABLE t AS SELECT 1": "statements are refused",
+    "DROP VIEW price_observations": "statements are refused",
+}
+
+
+@pytest.mark.parametrize("query", list(HOSTILE))
+def test_hostile_sql_exits_2_in_one_line_and_writes_nothing(
+        query: str, product_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
+    data = tmp_path / "data"
+    assert cli.main(["analytics", "sql", "SELECT 1"]) == 0  # the datasets, caught up
+    before = {p: p.stat().st_mtime_ns for p in data.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    assert cli.main(["analytics", "sql", query]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1, captured.err
+    assert HOSTILE[query] in captured.err, captured.err
+    assert list(workdir.iterdir()) == []
+    after = {p: p.stat().st_mtime_ns for p in data.rglob("*") if p.is_file()}
+    assert {p: t for p, t in after.items() if p.suffix == ".parquet"} == \
+        {p: t for p, t in before.items() if p.suffix == ".parquet"}
+
+
+def test_only_the_dataset_directory_is_readable(product_id: str, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    datasets = tmp_path / "data" / "datasets"
+    assert cli.main(["analytics", "sql", "SELECT 1"]) == 0  # writes the datasets
+    inside = next(datasets.rglob("*.parquet"))
+    query = f"SELECT count(*) AS n FROM read_parquet('{inside}')"
+    assert cli.main(["analytics", "sql", query, "--json"]) == 0
+    capsys.readouterr()
+    for escape in (tmp_path / "data" / "ledger.sqlite", datasets / ".." / "ledger.sqlite"):
+        assert cli.main(["analytics", "sql", f"SELECT * FROM read_blob('{escape}')"]) == 2
+        assert "Permission Error" in capsys.readouterr().err
+
+
+def test_a_query_over_the_time_limit_is_interrupted(tmp_path: Path) -> None:
+    from analytics.sandbox import QueryRefused, SandboxLimits, run_query, sandboxed
+
+    limits = SandboxLimits(seconds=0.2)
+    con = sandboxed(tmp_path, limits)
+    with pytest.raises(QueryRefused, match="interrupted after the 0.2s limit"):
+        run_query(con, "SELECT count(*) FROM range(100000000000) a", limits)
+    assert run_query(con, "SELECT 42 AS n", limits).to_pylist() == [{"n": 42}]
 
 
 def test_chart_writes_a_png(product_id: str, tmp_path: Path,
