@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from domain.application import CrawlLedger, LedgerOptions
 from eventstore import Backend, PostgresBackend, SQLiteBackend
+from ledger.redact import redact_url
 from ledger.settings import ConfigError, Settings
 from projections.db import Database, PostgresDatabase, SQLiteDatabase
 from runtime.components import Components
@@ -47,7 +48,8 @@ def bootstrap(settings: Settings) -> Ledger:
         backend = backend_for(settings)
         app = CrawlLedger(backend, ledger_options(settings))
     except OSError as error:
-        raise ConfigError(f"cannot open the event store {settings.store}: {error}") from error
+        raise ConfigError(f"cannot open the event store {redact_url(settings.store)}: "
+                          f"{error}") from error
     return Ledger(app, db, backend, settings.data_dir)
 
 

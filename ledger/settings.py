@@ -26,6 +26,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from eventstore.postgres import PostgresTarget
+from ledger.redact import redact_url
 
 DEFAULT_USER_AGENT = "crawl-ledger/0.1 (+https://github.com/crawl-ledger/crawl-ledger)"
 
@@ -73,7 +74,7 @@ class Settings:
             parse_postgres(self.store)  # raises ConfigError when it cannot
         elif not self.store.startswith("sqlite:///"):
             raise ConfigError(
-                f"LEDGER_STORE={self.store!r} is not understood: use sqlite:///path/file.sqlite"
+                f"LEDGER_STORE={redact_url(self.store)!r} is not understood: use sqlite:///path/file.sqlite"
                 " or postgresql://user@host:5432/dbname"
             )
         if self.broker is not None:
@@ -100,7 +101,7 @@ class Settings:
         if parts.scheme != "kafka" or not servers or not all(
             re.fullmatch(r"[\w.-]+:\d{1,5}", s) for s in servers
         ):
-            raise ConfigError(f"LEDGER_BROKER={self.broker!r} is not understood: "
+            raise ConfigError(f"LEDGER_BROKER={redact_url(self.broker)!r} is not understood: "
                               "use kafka://host:port[,host:port]")
         return servers
 
@@ -109,7 +110,7 @@ def parse_postgres(url: str) -> PostgresTarget:
     parts = urlsplit(url)
     dbname = parts.path.lstrip("/")
     if not parts.hostname or not dbname:
-        raise ConfigError(f"LEDGER_STORE={url!r}: a PostgreSQL URL needs a host and a database"
+        raise ConfigError(f"LEDGER_STORE={redact_url(url)!r}: a PostgreSQL URL needs a host and a database"
                           " name (postgresql://user@host:5432/dbname)")
     schema = (parse_qs(parts.query).get("schema") or ["public"])[0]
     if not re.fullmatch(r"[a-z_][a-z0-9_]{0,50}", schema):
@@ -117,7 +118,7 @@ def parse_postgres(url: str) -> PostgresTarget:
     try:
         port = parts.port or 5432
     except ValueError:
-        raise ConfigError(f"LEDGER_STORE={url!r}: invalid port") from None
+        raise ConfigError(f"LEDGER_STORE={redact_url(url)!r}: invalid port") from None
     return PostgresTarget(host=parts.hostname, port=port, dbname=dbname,
                           user=unquote(parts.username or "postgres"),
                           password=unquote(parts.password or ""), schema=schema)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -40,7 +41,9 @@ def modules_for(argv: Sequence[str] | None) -> Sequence[str]:
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from ledger.cli.arguments import OneLineParser
+
+    parser = OneLineParser(
         prog="crawl-ledger", description="An event-sourced ledger of store crawls."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -51,13 +54,15 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from ledger.cli.errors import report
+    from ledger.redact import redacting_output
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(argv).parse_args(argv)
-    try:
-        return int(args.handler(args) or 0)
-    except Exception as error:  # noqa: BLE001 - every error becomes one clear line
-        return report(error)
+    with redacting_output(os.environ):  # no password reaches the terminal (ledger/redact.py)
+        args = build_parser(argv).parse_args(argv)
+        try:
+            return int(args.handler(args) or 0)
+        except Exception as error:  # noqa: BLE001 - every error becomes one clear line
+            return report(error)
 
 
 if __name__ == "__main__":  # pragma: no cover

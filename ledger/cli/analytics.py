@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from ledger.bootstrap import bootstrap
+from ledger.cli.arguments import number
 from ledger.cli.errors import CommandError
 from ledger.cli.output import print_table
 from ledger.settings import Settings
@@ -52,7 +53,7 @@ def register(sub: Any) -> None:
     chart.set_defaults(handler=run_chart)
     report = actions.add_parser("report", help="a self-contained HTML report")
     report.add_argument("-o", "--output", default="report.html", help="HTML path")
-    report.add_argument("--top", type=int, default=10, help="price movers shown (10)")
+    report.add_argument("--top", type=number(1, 100, integer=True), default=10, help="price movers shown (10)")
     report.set_defaults(handler=run_report)
     shell = actions.add_parser(
         "shell", help="how to open the views in your own, unrestricted DuckDB or Python")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,15 @@ from ledger.cli.output import print_json
 from projections import audit
 
 
+def chain_hash(text: str) -> str:
+    """`--expect`: a chain hash is 64 hex digits (what `audit checkpoint` prints)."""
+    cleaned = text.strip().lower()
+    if not re.fullmatch(r"[0-9a-f]{64}", cleaned):
+        raise argparse.ArgumentTypeError(
+            f"{text[:80]!r} is not a chain hash (64 hex digits, as `audit checkpoint` prints)")
+    return cleaned
+
+
 def register(sub: Any) -> None:
     group = sub.add_parser("audit", help="hash-chain checkpoints over the event log")
     actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -19,13 +29,15 @@ def register(sub: Any) -> None:
     point.add_argument("--json", action="store_true")
     point.set_defaults(handler=run_checkpoint)
     check = actions.add_parser("verify", help="recompute the chain and compare with checkpoints")
-    check.add_argument("--expect", help="a head hash kept outside the system")
+    check.add_argument("--expect", type=chain_hash,
+                         help="a head hash kept outside the system")
     check.add_argument("--json", action="store_true")
     check.set_defaults(handler=run_verify)
     offline = actions.add_parser("verify-file",
                                  help="recompute the chain over a whole-log export (offline)")
     offline.add_argument("file", help="written by `crawl-ledger events export`")
-    offline.add_argument("--expect", help="a head hash kept outside the system")
+    offline.add_argument("--expect", type=chain_hash,
+                         help="a head hash kept outside the system")
     offline.add_argument("--json", action="store_true")
     offline.set_defaults(handler=run_verify_file)
 
@@ -68,7 +80,7 @@ def run_verify_file(args: argparse.Namespace) -> int:
         for number, line in enumerate(lines, 1):
             try:
                 env = Envelope.from_json(line)
-            except (ValueError, TypeError, KeyError) as error:
+            except (ValueError, TypeError, KeyError, AttributeError) as error:
                 raise CommandError(f"{args.file}:{number}: not an exported envelope ({error})") from None
             if env.position <= position:
                 raise CommandError(f"{args.file}:{number}: position {env.position} is out of order "

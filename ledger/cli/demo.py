@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 
 from ledger.bootstrap import Ledger
+from ledger.cli.arguments import number
 from ledger.cli.errors import CommandError
 from ledger.cli.output import print_table
 from ledger.cli.progress import LiveStats
@@ -20,17 +21,18 @@ from ledger.demo import (
     run_embedded_demo,
 )
 from ledger.demo_report import all_envelopes, draw_chart, summarize
+from ledger.redact import redact_url
 from ledger.settings import Settings
 
 
 def register(sub: Any) -> None:
     demo = sub.add_parser("demo", help="crawl the built-in store simulator end to end")
-    demo.add_argument("--stores", type=int, default=6)
-    demo.add_argument("--cycles", type=int, default=8)
-    demo.add_argument("--seed", type=int, default=7)
-    demo.add_argument("--fault-rate", type=float, default=0.08,
+    demo.add_argument("--stores", type=number(1, 50, integer=True), default=6)
+    demo.add_argument("--cycles", type=number(1, 100, integer=True), default=8)
+    demo.add_argument("--seed", type=number(0, 2147483647, integer=True), default=7)
+    demo.add_argument("--fault-rate", type=number(0, 1), default=0.08,
                       help="share of store-epochs answering 429/500 (default 0.08)")
-    demo.add_argument("--concurrency", type=int, default=8)
+    demo.add_argument("--concurrency", type=number(1, 256, integer=True), default=8)
     demo.add_argument("--store", help="postgresql://… to run distributed (with --broker)")
     demo.add_argument("--broker", help="kafka://host:port: relay + Faust worker processes")
     demo.add_argument("-o", "--chart", help="PNG path (default <data dir>/demo/price-history.png)")
@@ -59,7 +61,7 @@ def run_demo(args: argparse.Namespace) -> int:
             ledger.catch_up()
         report(ledger, ledger_envelopes := list(all_envelopes(ledger)), args, console)
         elapsed = time.monotonic() - started
-        store = f"LEDGER_STORE='{settings.store}' " if settings.is_postgres else ""
+        store = f"LEDGER_STORE='{redact_url(settings.store)}' " if settings.is_postgres else ""
         console.print(f"{len(ledger_envelopes)} events in {elapsed:.1f}s. Explore it:  "
                       f"{store}LEDGER_DATA_DIR={settings.data_dir} crawl-ledger products list")
     finally:

@@ -23,24 +23,31 @@ from typing import Any
 from rich.console import Console
 from rich.progress import Progress
 
+from ledger.cli.arguments import number
 from ledger.cli.context import open_ledger
 from ledger.cli.errors import CommandError
 from ledger.cli.history import describe
+
+#: any global position (or count of events)
+POSITIONS = 2**62
 
 
 def register(sub: Any) -> None:
     events = sub.add_parser("events", help="the event log")
     actions = events.add_subparsers(dest="action", required=True, metavar="ACTION")
     tail = actions.add_parser("tail", help="print events after a position, in order")
-    tail.add_argument("--after", type=int, default=0, help="global position (default 0)")
-    tail.add_argument("--limit", type=int, help="stop after this many events")
+    tail.add_argument("--after", type=number(0, POSITIONS, integer=True), default=0,
+                        help="global position (default 0)")
+    tail.add_argument("--limit", type=number(1, POSITIONS, integer=True),
+                        help="stop after this many events")
     tail.add_argument("--json", action="store_true", help="one envelope per line")
     tail.add_argument("--follow", action="store_true", help="keep waiting for new events")
     tail.set_defaults(handler=tail_events)
     export = actions.add_parser("export", help="write the log, or one stream, as JSON Lines")
     export.add_argument("-o", "--output", required=True, help="file to write (- for stdout)")
     export.add_argument("--stream", help="only this stream (aggregate id)")
-    export.add_argument("--until", type=int, help="last global position to include")
+    export.add_argument("--until", type=number(0, POSITIONS, integer=True),
+                        help="last global position to include")
     export.set_defaults(handler=export_events)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from domain.crawl_job import RetryPolicy
 from domain.values import JOB_KINDS
+from ledger.cli.arguments import number
 from ledger.cli.context import format_duration, open_ledger, parse_duration, utcnow
 from ledger.cli.errors import CommandError
 from ledger.cli.history import add_show_parser, print_history, stream_as_of
@@ -26,8 +27,8 @@ def register(sub: Any) -> None:
     schedule.add_argument("--url", required=True)
     schedule.add_argument("--every", help="interval, e.g. 4h (default: 4h; see --once)")
     schedule.add_argument("--once", action="store_true", help="a one-shot job")
-    schedule.add_argument("--priority", type=int, default=0)
-    schedule.add_argument("--max-attempts", type=int, default=3)
+    schedule.add_argument("--priority", type=number(-1000, 1000, integer=True), default=0)
+    schedule.add_argument("--max-attempts", type=number(1, 100, integer=True), default=3)
     schedule.add_argument("--no-adaptive", action="store_true",
                           help="keep the interval fixed even when content does not change")
     schedule.add_argument("--json", action="store_true")

@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from ledger.bootstrap import Ledger, bootstrap
+from ledger.cli.arguments import number
 from ledger.cli.errors import CommandError
 from ledger.settings import Settings
 from streams.relay import Producer, Relay, RelayMetrics, kafka_producer, relay_status
@@ -26,10 +27,10 @@ from streams.wakeup import wakeup_for
 
 def register(sub: Any) -> None:
     relay = sub.add_parser("relay", help="publish stored events to Kafka (distributed)")
-    relay.add_argument("--batch-size", type=int, default=2000, help="events per batch")
-    relay.add_argument("--gap-timeout", type=float, default=3.0,
+    relay.add_argument("--batch-size", type=number(1, 100000, integer=True), default=2000, help="events per batch")
+    relay.add_argument("--gap-timeout", type=number(0, 3600), default=3.0,
                        help="seconds to wait for a missing notification id (default 3)")
-    relay.add_argument("--partitions", type=int, default=DEFAULT_PARTITIONS,
+    relay.add_argument("--partitions", type=number(1, 1024, integer=True), default=DEFAULT_PARTITIONS,
                        help=f"partitions for topics it creates (default {DEFAULT_PARTITIONS})")
     relay.add_argument("--quiet", action="store_true", help="no periodic status lines")
     relay.set_defaults(handler=run_relay)

@@ -11,6 +11,7 @@ from typing import Any
 
 from eventstore import Holder, StoreLocked
 from ledger.bootstrap import backend_for, bootstrap, crawler_for
+from ledger.cli.arguments import number
 from ledger.cli.errors import CommandError
 from ledger.cli.progress import LiveStats, stats_table
 from ledger.embedded import EmbeddedRunner, RunStats, run_loop
@@ -23,10 +24,10 @@ def register(sub: Any) -> None:
     run = sub.add_parser("run", help="run scheduler, crawl workers and projections in-process")
     run.add_argument("--until-idle", action="store_true",
                      help="stop when nothing is due, queued or running")
-    run.add_argument("--concurrency", type=int, default=8, help="parallel crawls (default 8)")
-    run.add_argument("--lease-ttl", type=float, default=DEFAULTS.lease_ttl,
+    run.add_argument("--concurrency", type=number(1, 1024, integer=True), default=8, help="parallel crawls (default 8)")
+    run.add_argument("--lease-ttl", type=number(1, 86400), default=DEFAULTS.lease_ttl,
                      help=f"seconds (default {DEFAULTS.lease_ttl:g})")
-    run.add_argument("--stop-deadline", type=float, default=DEFAULTS.stop_deadline,
+    run.add_argument("--stop-deadline", type=number(0, 3600), default=DEFAULTS.stop_deadline,
                      help="seconds crawls in flight get to finish after SIGTERM/SIGINT before "
                           f"their leases are released (default {DEFAULTS.stop_deadline:g}); "
                           "a second signal exits at once")

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 from typing import Any
 
+from ledger.cli.arguments import number
 from ledger.cli.errors import CommandError
 
 
@@ -16,12 +17,12 @@ def register(sub: Any) -> None:
         description="Serve N fake stores (every supported platform), a store locator, "
         "link feeds and the ground truth (/__sim/truth) on loopback.",
     )
-    parser.add_argument("--port", type=int, default=8900,
+    parser.add_argument("--port", type=number(0, 65535, integer=True), default=8900,
                         help="control port (locator, feeds, /__sim); stores take the next free "
                         "ports; 0 = ephemeral ports for all (default 8900)")
-    parser.add_argument("--stores", type=int, default=5, help="number of stores (default 5)")
-    parser.add_argument("--seed", type=int, default=0, help="catalog seed (default 0)")
-    parser.add_argument("--fault-rate", type=float, default=0.0,
+    parser.add_argument("--stores", type=number(1, 1000, integer=True), default=5, help="number of stores (default 5)")
+    parser.add_argument("--seed", type=number(0, 2147483647, integer=True), default=0, help="catalog seed (default 0)")
+    parser.add_argument("--fault-rate", type=number(0, 1), default=0.0,
                         help="probability of a fault per store and epoch (default 0)")
     parser.set_defaults(handler=run_simulate)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ledger.cli.arguments import number
 from ledger.cli.context import open_ledger, utcnow
 from ledger.cli.output import print_json, print_table
 
@@ -17,8 +18,8 @@ def register(sub: Any) -> None:
     add.add_argument("url", help="the store's base URL")
     add.add_argument("--platform", required=True,
                      help="dispensary, shopify, woocommerce, jsonld, microdata or generic")
-    add.add_argument("--crawl-delay", type=float, help="seconds between requests (default 1)")
-    add.add_argument("--max-concurrency", type=int, help="parallel requests (default 1)")
+    add.add_argument("--crawl-delay", type=number(0, 3600), help="seconds between requests (default 1)")
+    add.add_argument("--max-concurrency", type=number(1, 64, integer=True), help="parallel requests (default 1)")
     add.add_argument("--region")
     add.add_argument("--timezone")
     add.add_argument("--ignore-robots", action="store_true",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ledger.cli.arguments import number
 from ledger.cli.errors import CommandError
 from ledger.settings import Settings
 from runtime.defaults import DEFAULTS
@@ -20,19 +21,21 @@ def register(sub: Any) -> None:
     worker.add_argument("--role", action="append", default=None,
                         help="dispatch, crawl, project or all (repeatable, comma-separated;"
                              " default all)")
-    worker.add_argument("--partitions", type=int, default=4, help="topic partitions (default 4)")
-    worker.add_argument("--concurrency", type=int, default=4, help="parallel crawls (default 4)")
-    worker.add_argument("--lease-ttl", type=float, default=DEFAULTS.lease_ttl,
+    worker.add_argument("--partitions", type=number(1, 1024, integer=True), default=4,
+                        help="topic partitions (default 4)")
+    worker.add_argument("--concurrency", type=number(1, 1024, integer=True), default=4,
+                        help="parallel crawls (default 4)")
+    worker.add_argument("--lease-ttl", type=number(1, 86400), default=DEFAULTS.lease_ttl,
                         help=f"seconds (default {DEFAULTS.lease_ttl:g})")
-    worker.add_argument("--tick", type=float, default=DEFAULTS.tick_seconds,
+    worker.add_argument("--tick", type=number(0.01, 3600), default=DEFAULTS.tick_seconds,
                         help=f"leader tick interval in seconds (default {DEFAULTS.tick_seconds:g})")
     worker.add_argument("--no-timers", action="store_true",
                         help="no leader tick/reaper: an external driver schedules (demo clock)")
-    worker.add_argument("--redrive-after", type=float, default=60.0,
+    worker.add_argument("--redrive-after", type=number(0, 86400), default=60.0,
                         help="re-send work for jobs dispatched but unleased this long (s)")
-    worker.add_argument("--stall-check", type=float, default=5.0,
+    worker.add_argument("--stall-check", type=number(0.1, 3600), default=5.0,
                         help="seconds between checks for a projection stuck behind the relay")
-    worker.add_argument("--datasets-every", type=float, default=30.0,
+    worker.add_argument("--datasets-every", type=number(0, 86400), default=30.0,
                         help="seconds between Parquet dataset catch-ups by the projecting "
                              "leader (0: off; analysts' commands catch up anyway)")
     worker.add_argument("--clock-file", default=None,
