@@ -6,6 +6,8 @@ States and the commands that move between them::
     scheduled --lease (when due)-------------> leased
     leased --succeed--> succeeded --> scheduled (recurring) | completed (one-shot)
     leased --fail / lease expired--> failed --> scheduled (retry) | dead
+        a recurring job whose attempts ran out on a transient cause is not dead:
+        `RunAbandoned` schedules its next regular run (attempts reset)
     leased --release--> scheduled (due now; the attempt does not count)
     scheduled --pause--> paused --resume--> scheduled
     scheduled | dispatched | leased | paused --cancel--> cancelled
@@ -13,7 +15,7 @@ States and the commands that move between them::
     scheduled --force_run--> scheduled (due now, priority boost for this run)
 
 `succeeded` and `failed` are momentary: the follow-up event (`Rescheduled`,
-`Completed`, `DeadLettered`) is saved in the same transaction. `completed`
+`RunAbandoned`, `Completed`, `DeadLettered`) is saved in the same transaction. `completed`
 and `cancelled` are terminal. Command methods validate and decide; the
 `@event` methods only assign.
 """
@@ -244,9 +246,11 @@ class CrawlJob(LedgerAggregate):
              retry_after: float | None, now: datetime) -> None:
         """Record a failed attempt, then retry later or dead-letter."""
         self.require_lease(lease_id, "record a failure for")
+        if error_kind == "no_products" and self.products:
+            retryable = True  # it had products: an empty page may be a bad moment, not the end
         retry_at = self._retry_at(retryable, retry_after, now)
         self._failed(lease_id, self.attempt, error_kind, message, retryable, retry_at, now)
-        self._after_failure(retry_at, f"{error_kind}: {message}", now)
+        self._after_failure(retry_at, f"{error_kind}: {message}", now, transient=retryable)
 
     def expire_lease(self, now: datetime, orphaned: bool = False) -> None:
         """A lease ran out (or its holder is known dead): the attempt counts as failed."""
@@ -255,7 +259,7 @@ class CrawlJob(LedgerAggregate):
             raise InvalidTransition(f"lease of job {self.id} has not expired yet")
         retry_at = self._retry_at(True, None, now)
         self._lease_expired(self.lease_id, self.attempt, retry_at, now)
-        self._after_failure(retry_at, "lease expired", now)
+        self._after_failure(retry_at, "lease expired", now, transient=True)
 
     def release(self, lease_id: str, reason: str, now: datetime) -> None:
         """Its holder gives the job back unfinished (a worker shutting down): due again at
@@ -270,8 +274,13 @@ class CrawlJob(LedgerAggregate):
         delay = max(self.policy.delay(self.attempt), retry_after or 0.0)
         return now + timedelta(seconds=delay)
 
-    def _after_failure(self, retry_at: datetime | None, reason: str, now: datetime) -> None:
-        if retry_at is None:
+    def _after_failure(self, retry_at: datetime | None, reason: str, now: datetime,
+                       transient: bool) -> None:
+        if retry_at is None and transient and self.interval is not None:
+            # a recurring job outlives a transient cause: this run ends, the next is due
+            self._run_abandoned(now + timedelta(seconds=self.interval),
+                                f"attempts exhausted after {reason}; next regular run", now)
+        elif retry_at is None:
             self._dead_lettered(f"no attempts left after {reason}", now)
         else:
             self._rescheduled(retry_at, f"retry {self.attempt + 1} after {reason}", now)
@@ -361,6 +370,12 @@ class CrawlJob(LedgerAggregate):
     @event("DeadLettered")
     def _dead_lettered(self, reason: str, at: datetime) -> None:
         self.state = "dead"
+
+    @event("RunAbandoned")
+    def _run_abandoned(self, next_run_at: datetime, reason: str, at: datetime) -> None:
+        self.state = "scheduled"
+        self.attempt = 0
+        self.next_run_at = next_run_at
 
     @event("Completed")
     def _completed(self, at: datetime) -> None:

@@ -98,6 +98,7 @@ def from_transport_error(exc: Exception, method: str, url: str) -> FetchError:
 
 
 _KIND_LABELS = {
+    "truncated": "body cut short",
     "dns": "DNS lookup failed",
     "connect": "connection failed",
     "timeout": "timed out",
@@ -113,6 +114,8 @@ def _kind_of(exc: Exception) -> str:
     for cause in _causes(exc):
         if type(cause).__name__ == "BlockedAddress":  # workers.addresses, at connect time
             return "blocked_address"
+        if type(cause).__name__ in _TRUNCATED_ERRORS:  # the body ended before it should
+            return "truncated"
     for cause in _causes(exc):
         if isinstance(cause, socket.gaierror) or type(cause).__name__ in _DNS_ERRORS:
             return "dns"
@@ -129,6 +132,8 @@ def _kind_of(exc: Exception) -> str:
 
 
 _DNS_ERRORS = frozenset({"ClientConnectorDNSError"})
+_TRUNCATED_ERRORS = frozenset({"ClientPayloadError", "ContentLengthError", "TransferEncodingError",
+                               "IncompleteRead"})
 _TLS_ERRORS = frozenset({"ClientSSLError", "ClientConnectorCertificateError"})
 _CONNECT_ERRORS = frozenset({"ServerDisconnectedError"})
 

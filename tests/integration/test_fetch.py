@@ -99,7 +99,7 @@ def test_huge_streamed_body_is_refused_without_reading_it_all() -> None:
     server = RecordingServer()
     server.route("/big", streaming(server, "big", total=10 * MB, chunk=16 * 1024))
     error = fetch_error(server, "/big", FetchLimits(max_bytes=MB))
-    assert error.kind == "too_large" and error.http_status == 200
+    assert error.kind == "too_large" and error.http_status == 200 and error.retryable
     assert server.bytes_sent["big"] < 10 * MB
 
 
@@ -171,3 +171,28 @@ def test_unknown_host_is_dns() -> None:
 
     error = asyncio.run(scenario())
     assert error.kind == "dns", error.message
+
+
+def test_a_body_cut_short_is_truncated_and_retryable() -> None:
+    async def scenario() -> FetchError:
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n"
+                         b"Content-Type: text/html\r\n\r\n" + b"x" * 100)
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            async with build_client(guard=LOOPBACK) as client:
+                with pytest.raises(FetchError) as caught:
+                    await Fetcher(client, guard=LOOPBACK).fetch(
+                        Request(f"http://127.0.0.1:{port}/page"), DEFAULT_USER_AGENT)
+        finally:
+            server.close()
+        return caught.value
+
+    error = asyncio.run(scenario())
+    assert error.kind == "truncated" and error.retryable, error.message
+    assert "body cut short" in error.message

@@ -250,8 +250,8 @@ def test_retry_after_is_honoured_when_larger(retry_after: float | None, delay: i
     assert job.next_run_at == T0 + timedelta(seconds=delay)
 
 
-def test_failure_with_no_attempts_left_dead_letters() -> None:
-    job = make_job(max_attempts=2)
+def test_one_shot_failure_with_no_attempts_left_dead_letters() -> None:
+    job = make_job(max_attempts=2, interval=None)
     fail_attempt(job, 1, T0)
     events = fail_attempt(job, 2, job.next_run_at)
     assert [type(e).__name__ for e in events] == ["Failed", "DeadLettered"]
@@ -265,6 +265,41 @@ def test_non_retryable_failure_dead_letters_at_once() -> None:
     events = fail_attempt(job, 1, T0, retryable=False)
     assert [type(e).__name__ for e in events] == ["Failed", "DeadLettered"]
     assert job.state == "dead" and job.attempt == 1
+
+
+def test_recurring_job_outlives_a_transient_cause_its_next_run_is_due() -> None:
+    job = make_job(max_attempts=2)
+    fail_attempt(job, 1, T0)
+    now = job.next_run_at
+    events = fail_attempt(job, 2, now)
+    assert [type(e).__name__ for e in events] == ["Failed", "RunAbandoned"]
+    assert events[1].reason == "attempts exhausted after http_5xx: 502; next regular run"
+    assert job.state == "scheduled" and job.attempt == 0
+    assert job.next_run_at == now + timedelta(seconds=HOUR)
+    lease(job, "L3", now=job.next_run_at)
+    assert job.attempt == 1  # the next run starts its attempts afresh
+
+
+def test_recurring_job_with_one_attempt_never_dies_of_a_transient_cause() -> None:
+    job = make_job(max_attempts=1)
+    events = fail_attempt(job, 1, T0)
+    assert [type(e).__name__ for e in events] == ["Failed", "RunAbandoned"]
+    assert job.state == "scheduled"
+
+
+def test_a_page_that_had_products_and_now_has_none_is_retried() -> None:
+    job = make_job(interval=HOUR)
+    lease(job, "L0")
+    job.succeed("L0", outcome(), ["product-1"], T0)
+    lease(job, "L1", now=job.next_run_at)
+    job.collect_events()
+    job.fail("L1", "no_products", "none found", False, None, job.next_run_at)
+    failed, rescheduled = job.collect_events()
+    assert failed.retryable and type(rescheduled).__name__ == "Rescheduled"
+    fresh = make_job(interval=None)
+    lease(fresh, "L1")
+    fresh.fail("L1", "no_products", "none found", False, None, T0)
+    assert names(fresh)[-1] == "DeadLettered"  # never had any: no retry helps
 
 
 # --- lease expiry -------------------------------------------------------------------
@@ -283,7 +318,7 @@ def test_lease_expires_only_after_its_expiry() -> None:
 
 
 def test_expired_lease_counts_as_a_failed_attempt() -> None:
-    job = make_job(max_attempts=2)
+    job = make_job(max_attempts=2, interval=None)
     lease(job, "L1")
     job.expire_lease(LATER)
     lease(job, "L2", now=job.next_run_at)
@@ -314,7 +349,7 @@ def test_cancel_of_leased_job_ends_the_lease() -> None:
 
 
 def test_retry_of_dead_job_resets_attempts_and_runs_now() -> None:
-    job = make_job(max_attempts=1)
+    job = make_job(max_attempts=1, interval=None)
     fail_attempt(job, 1, T0)
     assert job.state == "dead"
     job.retry(T0 + timedelta(days=1))

@@ -6,8 +6,7 @@ import argparse
 
 import pytest
 
-from ledger.cli import simulate
-from ledger.cli.errors import CommandError
+from ledger.cli import main, simulate
 
 
 def _parse(*argv: str) -> argparse.Namespace:
@@ -25,8 +24,13 @@ def test_defaults_and_options() -> None:
 
 
 @pytest.mark.parametrize(
-    "argv", [("--stores", "0"), ("--fault-rate", "1.5"), ("--port", "70000")]
+    "argv", [("--stores", "0"), ("--fault-rate", "1.5"), ("--port", "70000"),
+             ("--fault-rate", "nan"), ("--seed", "inf")]
 )
-def test_bad_input_is_a_command_error(argv: tuple[str, ...]) -> None:
-    with pytest.raises(CommandError):
-        simulate.run_simulate(_parse(*argv))
+def test_bad_input_is_refused_in_one_line_with_exit_2(
+        argv: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["simulate", *argv])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and argv[0] in err, err
