@@ -120,8 +120,8 @@ class Crawler:
         policy = task.policy
         # before politeness: a refused address gets no robots.txt request either
         await self._guard.check(request.url, request.method)
-        async with self._politeness.slot(request.url, policy):
-            page = await self._fetcher.fetch(request, self._politeness.user_agent(policy))
+        page = await self._fetcher.fetch(request, self._politeness.user_agent(policy),
+                                         lambda url: self._politeness.slot(url, policy))
         # file I/O and compression off the event loop
         crawl.refs.append(await self._off_loop(self._archive.put, page.body))
         crawl.pages.append(page)

@@ -1,7 +1,8 @@
 """The fetcher: one request -> a decoded `Page`, or a typed `FetchError`.
 
 It streams the body through an injected `httpx.AsyncClient` and enforces:
-the address guard on every hop (`workers.addresses`),
+the address guard and the caller's politeness slot on every hop (each hop
+waits for its own host's robots.txt, spacing and concurrency), redirect loops,
 connect/read timeouts (httpx), a total timeout around everything including
 redirects and the body (asyncio), a maximum (decoded) body size while
 streaming, and a redirect limit, recording the final URL. Compressed bodies
@@ -13,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import codecs
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 
 import httpx
@@ -24,13 +26,20 @@ from workers.addresses import AddressGuard
 from workers.backoff import parse_retry_after
 from workers.errors import FetchError, from_status, from_transport_error, status_kind
 
-__all__ = ["Decode", "FetchLimits", "Fetcher", "decode_body"]
+__all__ = ["Decode", "FetchLimits", "Fetcher", "Slot", "decode_body"]
 
 #: any byte-order mark (charset.decode reads it first)
 _BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)
 
 #: bytes + Content-Type header -> text (see workers/charset.py)
 Decode = Callable[[bytes, str], str]
+#: url -> a context entered around that request (the crawler's politeness slot)
+Slot = Callable[[str], AbstractAsyncContextManager[None]]
+
+
+@asynccontextmanager
+async def _no_slot(_url: str) -> AsyncIterator[None]:
+    yield
 
 
 @dataclass(frozen=True)
@@ -78,11 +87,16 @@ class Fetcher:
             limits.read_timeout, connect=limits.connect_timeout, pool=limits.total_timeout
         )
 
-    async def fetch(self, request: Request, user_agent: str) -> Page:
-        """The final page after redirects; raises `FetchError` on any failure."""
+    async def fetch(self, request: Request, user_agent: str, slot: Slot | None = None) -> Page:
+        """The final page after redirects; raises `FetchError` on any failure.
+
+        `slot(url)`, when given, is entered around each hop (politeness: robots.txt,
+        the hop's own host's spacing and concurrency); the crawler passes it.
+        """
         try:
             async with asyncio.timeout(self._limits.total_timeout):
-                return await self._follow(request, self._build(request, user_agent))
+                return await self._follow(request, self._build(request, user_agent),
+                                          slot or _no_slot)
         except TimeoutError:
             total = self._limits.total_timeout
             message = f"{request.method} {request.url}: timed out after {total:g}s total"
@@ -101,17 +115,24 @@ class Fetcher:
             timeout=self._timeout,
         )
 
-    async def _follow(self, original: Request, request: httpx.Request) -> Page:
+    async def _follow(self, original: Request, request: httpx.Request, slot: Slot) -> Page:
         first = request
+        seen: set[str] = set()
         for _ in range(self._limits.max_redirects + 1):
-            await self._guard.check(str(request.url), request.method)
-            response = await self._client.send(request, stream=True, follow_redirects=False)
-            try:
-                if not response.is_redirect or response.next_request is None:
-                    return await self._read(response, original)
-                request = response.next_request
-            finally:
-                await response.aclose()
+            url = str(request.url)
+            if url in seen:
+                raise FetchError("too_many_redirects",
+                                 f"{first.method} {first.url}: redirect loop back to {url}")
+            seen.add(url)
+            await self._guard.check(url, request.method)
+            async with slot(url):
+                response = await self._client.send(request, stream=True, follow_redirects=False)
+                try:
+                    if not response.is_redirect or response.next_request is None:
+                        return await self._read(response, original)
+                    request = response.next_request
+                finally:
+                    await response.aclose()
         raise FetchError(
             "too_many_redirects",
             f"{first.method} {first.url}: more than {self._limits.max_redirects} redirects"

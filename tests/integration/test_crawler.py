@@ -224,14 +224,27 @@ def test_trickling_server_hits_the_total_timeout(tmp_path: Path) -> None:
     assert outcome.retryable and 1.4 < outcome.duration < 4.0
 
 
-def test_redirect_loop_stops_at_the_limit(tmp_path: Path) -> None:
+def test_redirect_loop_stops_at_the_first_repeat(tmp_path: Path) -> None:
     server = RecordingServer()
     server.route("/a", redirect("/b"))
     server.route("/b", redirect("/a"))
     outcome = crawl_one(server, task(server.url("/a")), tmp_path,
                         limits=FetchLimits(max_redirects=4))
     assert isinstance(outcome, CrawlFailure) and outcome.error_kind == "too_many_redirects"
-    assert server.paths().count("/a") + server.paths().count("/b") == 5
+    assert "redirect loop" in outcome.message
+    assert server.paths().count("/a") + server.paths().count("/b") == 2
+
+
+def test_a_redirect_to_another_host_obeys_that_hosts_robots_txt(tmp_path: Path) -> None:
+    first = RecordingServer("127.0.0.1")
+    other = RecordingServer("127.0.0.2")
+    first.route("/p", redirect(other.url("/private/p")))
+    other.text("/robots.txt", "User-agent: *\nDisallow: /private/\n", "text/plain")
+    other.text("/private/p", "<html></html>")
+    outcome = run((first, other), lambda c: c.crawl(task(first.url("/p"))), tmp_path)
+    assert isinstance(outcome, CrawlFailure) and outcome.error_kind == "robots_disallowed"
+    assert other.paths() == ["/robots.txt"]  # asked, then kept out
+    assert "/p" in first.paths()
 
 
 # --- bad pages never escape as exceptions ------------------------------------

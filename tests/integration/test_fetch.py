@@ -85,14 +85,23 @@ def test_gzip_body_is_decoded_and_charset_applied() -> None:
     assert page.text == text and page.body == text.encode("cp1252")
 
 
-def test_redirect_loop_stops_at_the_limit() -> None:
+def test_redirect_loop_stops_at_the_first_repeat() -> None:
     server = RecordingServer()
     server.route("/a", redirect("/b"))
     server.route("/b", redirect("/a"))
     error = fetch_error(server, "/a", FetchLimits(max_redirects=3))
     assert error.kind == "too_many_redirects" and not error.retryable
-    assert "more than 3 redirects" in error.message
-    assert server.paths() == ["/a", "/b", "/a", "/b"]
+    assert "redirect loop back to" in error.message and error.message.endswith("/a")
+    assert server.paths() == ["/a", "/b"]
+
+
+def test_a_redirect_chain_longer_than_the_limit_stops() -> None:
+    server = RecordingServer()
+    for n in range(10):
+        server.route(f"/r{n}", redirect(f"/r{n + 1}"))
+    error = fetch_error(server, "/r0", FetchLimits(max_redirects=3))
+    assert error.kind == "too_many_redirects" and "more than 3 redirects" in error.message
+    assert server.paths() == ["/r0", "/r1", "/r2", "/r3"]
 
 
 def test_huge_streamed_body_is_refused_without_reading_it_all() -> None:
