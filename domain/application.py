@@ -19,7 +19,7 @@ from eventsourcing.domain import MutableOrImmutableAggregate
 
 from domain import ids
 from domain.cache import AggregateCache
-from domain.chaining import DEFAULT_CATALOG_INTERVAL, Chain
+from domain.chaining import DEFAULT_CATALOG_INTERVAL, DEFAULT_MAX_NEW_JOBS, Chain
 from domain.crawl_job import CrawlJob, RetryPolicy
 from domain.errors import Conflict, InvalidInput, InvalidTransition
 from domain.outcome import outcome_payload, unique_observations
@@ -45,6 +45,8 @@ class LedgerOptions:
     default_crawl_delay: float | None = None
     #: products kept in memory between saves (`AggregateCache`)
     product_cache_size: int = 100_000
+    #: new jobs one result may chain (the excess is counted in the Succeeded event)
+    max_new_jobs: int = DEFAULT_MAX_NEW_JOBS
 
 
 @dataclass(frozen=True)
@@ -293,9 +295,9 @@ class CrawlLedger(LedgerApplication):
             return RecordResult(str(job.id), duplicate=True)
         job.require_lease(lease_id, "record a result for")
         products, loaded, new_ids = self._product_events(job, outcome, now)
-        chain = Chain(self, job, now, self.options.catalog_interval)
+        chain = Chain(self, job, now, self.options.catalog_interval, self.options.max_new_jobs)
         chain.follow(outcome)
-        job.succeed(lease_id, outcome_payload(outcome), new_ids, now)
+        job.succeed(lease_id, outcome_payload(outcome, chain.dropped), new_ids, now)
         aggregates = [job, *products, *chain.aggregates()]
         events = sum(len(a.pending_events) for a in aggregates)
         self._save(*aggregates)

@@ -24,6 +24,9 @@ from domain.values import CrawlSuccess, DiscoveredStore
 A = TypeVar("A", bound=Aggregate)
 CHAIN_PRIORITY_BOOST = 10
 DEFAULT_CATALOG_INTERVAL = 4 * 3600
+#: new jobs one result may chain; the rest are counted (`Succeeded.outcome.dropped`) and
+#: found again by the parent's next run, when the ones created now already exist
+DEFAULT_MAX_NEW_JOBS = 1000
 
 
 class Aggregates(Protocol):
@@ -47,11 +50,15 @@ class Chain:
     """Collects the stores and child jobs one run's outcome leads to."""
 
     def __init__(self, app: Aggregates, parent: CrawlJob, now: datetime,
-                 catalog_interval: int = DEFAULT_CATALOG_INTERVAL) -> None:
+                 catalog_interval: int = DEFAULT_CATALOG_INTERVAL,
+                 max_new_jobs: int = DEFAULT_MAX_NEW_JOBS) -> None:
         self.app = app
         self.parent = parent
         self.now = now
         self.catalog_interval = catalog_interval
+        self.max_new_jobs = max_new_jobs
+        #: links/stores left out because the result already chained `max_new_jobs` new jobs
+        self.dropped = 0
         self.stores: dict[str, Store] = {}
         self.jobs: dict[str, CrawlJob] = {}
 
@@ -65,12 +72,22 @@ class Chain:
         kind = self.parent.kind
         if kind == "store_discovery":
             for found in outcome.stores:
+                if self._full():
+                    continue
                 self._discovered_store(found)
         elif kind == "entry_point" and outcome.platform_store_id:
             self._entry_point(outcome.platform_store_id, outcome.catalog_url)
         elif kind == "feed":
             for link in outcome.links:
+                if self._full():
+                    continue
                 self._feed_link(link)
+
+    def _full(self) -> bool:
+        if len(self.jobs) < self.max_new_jobs:
+            return False
+        self.dropped += 1
+        return True
 
     def _store(self, store_id: str) -> Store | None:
         if store_id not in self.stores:

@@ -15,7 +15,8 @@ def unique_observations(observations: Iterable[Observation]) -> dict[str, Observ
     return seen
 
 
-def outcome_payload(outcome: CrawlSuccess) -> dict[str, Any]:
+def outcome_payload(outcome: CrawlSuccess, chain_dropped: int = 0) -> dict[str, Any]:
+    dropped = outcome.links_dropped + chain_dropped
     return {
         "http_status": outcome.http_status,
         "final_url": outcome.final_url,
@@ -28,4 +29,6 @@ def outcome_payload(outcome: CrawlSuccess) -> dict[str, Any]:
         "extractor": outcome.extractor,
         "extractor_version": outcome.extractor_version,
         "gone": outcome.gone,
+        # links/stores left out by the fan-out caps (only when there were some)
+        **({"dropped": dropped} if dropped else {}),
     }

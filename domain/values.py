@@ -176,6 +176,8 @@ class CrawlSuccess:
     catalog_url: str | None = None
     #: feeds: normalised product-page URLs found
     links: tuple[str, ...] = ()
+    #: links and stores found beyond the crawler's per-result cap (not in `links`/`stores`)
+    links_dropped: int = 0
     #: product pages: the page answered 404/410 — the store no longer offers the product
     gone: bool = False
     ok: Literal[True] = True

@@ -41,6 +41,8 @@ _NEEDS_PRODUCTS = frozenset({"catalog", "product_page"})
 _T = TypeVar("_T")
 #: threads writing to the raw archive (see `Crawler.__init__`)
 ARCHIVE_THREADS = 2
+#: links (feeds) and stores (locators) one crawl hands on; the rest are only counted
+MAX_LINKS = 10_000
 
 
 @dataclass
@@ -66,7 +68,9 @@ class Crawler:
         decode: Decode = decode_body,
         clock: Callable[[], float] = time.monotonic,
         guard: AddressGuard | None = None,
+        max_links: int = MAX_LINKS,
     ) -> None:
+        self._max_links = max_links
         self._guard = guard or AddressGuard()
         self._fetcher = Fetcher(client, limits, decode, guard=self._guard)
         self._politeness = politeness
@@ -168,6 +172,11 @@ class Crawler:
                  raw_ref: str) -> CrawlOutcome:
         last = crawl.pages[-1]
         found = _merge(crawl.extractions)
+        dropped = max(len(found.links) - self._max_links, 0) + max(
+            len(found.stores) - self._max_links, 0)
+        if dropped:
+            found = replace(found, links=found.links[:self._max_links],
+                            stores=found.stores[:self._max_links])
         if task.kind in _NEEDS_PRODUCTS and not found.observations:
             return CrawlFailure(
                 "no_products",
@@ -191,6 +200,7 @@ class Crawler:
             platform_store_id=found.platform_store_id,
             catalog_url=found.catalog_url,
             links=found.links,
+            links_dropped=dropped,
         )
 
 
