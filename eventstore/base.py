@@ -106,6 +106,15 @@ class Backend(ABC):
         return {self._originator(recorder, r["originator_id"]): self._stored(recorder, r)
                 for r in rows}
 
+    def delete_records(self, recorder: AggregateRecorder, ids: Iterable[UUID]) -> None:
+        """Delete every record of `ids` from `recorder`'s table: only ever the snapshots
+        table (derived data; the event log is never deleted from)."""
+        for chunk in _chunks(ids):
+            self._delete_chunk(recorder, chunk)
+
+    @abstractmethod
+    def _delete_chunk(self, recorder: Any, ids: list[UUID]) -> None: ...
+
     def select_versions(self, recorder: AggregateRecorder, ids: Iterable[UUID]) -> dict[UUID, int]:
         """The current (highest) version of each id that has events.
 

@@ -123,6 +123,13 @@ class PostgresBackend(Backend):
                       "originator_version, topic, state FROM {schema}.{table} WHERE originator_id"
                       " = ANY(%s) ORDER BY originator_id, originator_version DESC", [ids])
 
+    def _delete_chunk(self, recorder: Any, ids: list[UUID]) -> None:
+        sql = SQL("DELETE FROM {schema}.{table} WHERE originator_id = ANY(%s)").format(
+            schema=Identifier(recorder.datastore.schema),
+            table=Identifier(recorder.events_table_name))
+        with recorder.datastore.transaction(commit=True) as cursor:
+            cursor.execute(sql, [ids])
+
     def _versions_chunk(self, recorder: Any, ids: list[UUID]) -> list[tuple[Any, Any]]:
         rows = _query(recorder, "SELECT f.id, (SELECT max(originator_version) FROM "
                       "{schema}.{table} WHERE originator_id = f.id) FROM unnest(%s::uuid[]) AS f(id)",

@@ -53,6 +53,12 @@ class SQLiteBackend(Backend):
                       f"WHERE originator_id IN ({marks}) GROUP BY originator_id",
                       [i.hex for i in ids])
 
+    def _delete_chunk(self, recorder: Any, ids: list[UUID]) -> None:
+        marks = ",".join("?" for _ in ids)
+        with recorder.datastore.transaction(commit=True) as cursor:
+            cursor.execute(f"DELETE FROM {recorder.events_table_name} WHERE originator_id IN "
+                           f"({marks})", [i.hex for i in ids])
+
     def _versions_chunk(self, recorder: Any, ids: list[UUID]) -> list[tuple[Any, Any]]:
         values = ",".join("(?)" for _ in ids)
         rows = _query(recorder, f"WITH f(id) AS (VALUES {values}) SELECT f.id, (SELECT "

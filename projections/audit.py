@@ -43,6 +43,8 @@ class Verdict:
     checked: int
     first_bad: Checkpoint | None = None
     message: str = ""
+    #: every stream (aggregate) id met in the log, for the checks of derived data
+    streams: frozenset[str] = frozenset()
 
 
 def link(previous: str, env: Envelope) -> str:
@@ -99,8 +101,10 @@ def verify(source: EventSource, db: Database, expect: str | None = None,
     wanted = {c.position: c for c in recorded}
     good = 0  # the last position whose checkpoint matched
     head, total = Checkpoint(0, 0, GENESIS), source.head()
+    streams: set[str] = set()
     try:
         for env in _envelopes(source, 0):
+            streams.add(str(env.stream_id))
             head = Checkpoint(env.position, head.events + 1, link(head.chain_hash, env))
             known = wanted.pop(head.position, None)
             if known is not None and known != head:
@@ -120,4 +124,4 @@ def verify(source: EventSource, db: Database, expect: str | None = None,
     if expect is not None and expect not in {head.chain_hash, *(c.chain_hash for c in recorded)}:
         return Verdict(False, head, head.events, None,
                        f"the recomputed chain does not pass through the expected hash {expect[:16]}…")
-    return Verdict(True, head, head.events)
+    return Verdict(True, head, head.events, streams=frozenset(streams))

@@ -25,6 +25,7 @@ the materialised `products_latest` (see `parquet_writer`).
 from __future__ import annotations
 
 import fcntl
+import logging
 import shutil
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from domain.envelope import Envelope
+from projections.checksums import verify as verify_checksums
 from projections.parquet_writer import (
     Manifest,
     compact,
@@ -45,6 +47,8 @@ from projections.parquet_writer import (
     write_manifest,
 )
 from projections.source import EventSource
+
+log = logging.getLogger(__name__)
 
 Rows = dict[str, dict[str, list[dict[str, Any]]]]
 Progress = Callable[[int, int], None]
@@ -246,19 +250,32 @@ class DatasetWriter:
         self.source = source
         self.batch_size = batch_size
         self.before_manifest = before_manifest
+        #: what the last catch-up's integrity check found (then rebuilt)
+        self.problems: list[str] = []
+        self._verified: dict[str, tuple[int, int]] = {}
 
     def position(self) -> int:
         return read_manifest(self.root).position
 
     def catch_up(self, progress: Progress | None = None) -> int:
-        """Write everything recorded so far; returns the number of events read."""
+        """Write everything recorded so far; returns the number of events read.
+
+        A dataset file that is not what the writer wrote (`projections.checksums`)
+        is never used: the datasets are rebuilt from the log, and `self.problems`
+        says what was found."""
         with self._locked():
+            self.problems = verify_checksums(self.root, self._verified)
+            if self.problems:
+                log.warning("datasets rebuilt from the event log: %s", "; ".join(self.problems))
+                self._clear()
+                self._verified.clear()
             return self._catch_up(progress)
 
     def rebuild(self, progress: Progress | None = None) -> int:
         """Delete the datasets and replay the whole log from position 0."""
         with self._locked():
             self._clear()
+            self._verified.clear()
             return self._catch_up(progress)
 
     def compact(self) -> None:

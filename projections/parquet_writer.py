@@ -45,6 +45,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from projections.checksums import publish
+
 MANIFEST = "manifest.json"
 PART = re.compile(r"^part-(\d+)-(\d+)\.parquet$")
 #: money: 18 digits, 4 after the point (prices are quantised to this, never floats)
@@ -156,14 +158,8 @@ def write_part(root: Path, dataset: str, date: str, first: int, last: int,
     schema = DATASETS[dataset][0]
     folder = root / dataset / f"date={date}"
     folder.mkdir(parents=True, exist_ok=True)
-    final = folder / part_name(first, last)
-    tmp = folder / (final.name + ".tmp")
     table = pa.Table.from_pylist(rows, schema=schema)
-    pq.write_table(table, tmp, compression="zstd")
-    with open(tmp, "rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(tmp, final)
-    return final
+    return publish(root, table, folder / part_name(first, last), compression="zstd")
 
 
 def parts(root: Path) -> list[Path]:
@@ -234,11 +230,8 @@ def compact_partition(folder: Path, dataset: str) -> Path | None:
     table = table.replace_schema_metadata({SORTED_BY: ",".join(keys).encode()})
     ranges = [part_range(f) for f in files]
     final = folder / part_name(min(r[0] for r in ranges), max(r[1] for r in ranges))
-    tmp = folder / (final.name + ".tmp")
-    pq.write_table(table, tmp, compression="zstd", row_group_size=ROW_GROUP_ROWS)
-    with open(tmp, "rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(tmp, final)
+    publish(folder.parent.parent, table, final, compression="zstd",
+            row_group_size=ROW_GROUP_ROWS)
     for old in files:
         if old != final:
             old.unlink()
@@ -299,9 +292,5 @@ def refresh_latest(root: Path, position: int) -> bool:
         con.execute("SET TimeZone = 'UTC'")
         table = con.sql(LATEST_SQL.format(rows=" UNION ALL BY NAME ".join(selects))).to_arrow_table()
     table = table.replace_schema_metadata({THROUGH: str(position).encode()})
-    tmp = root / (LATEST + ".tmp")
-    pq.write_table(table, tmp, compression="zstd", row_group_size=ROW_GROUP_ROWS)
-    with open(tmp, "rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(tmp, root / LATEST)
+    publish(root, table, root / LATEST, compression="zstd", row_group_size=ROW_GROUP_ROWS)
     return True

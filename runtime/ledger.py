@@ -27,7 +27,7 @@ class Ledger:
     app: CrawlLedger
     db: Database
     backend: Backend
-    #: where embedded data lives: raw pages, Parquet price snapshots, logs
+    #: where embedded data lives: raw pages, Parquet datasets, logs
     data_dir: Path
     source: NotificationLogSource = field(init=False)
     read: ReadModel = field(init=False)
