@@ -25,7 +25,10 @@ class Cli:
 
     def run(self, *argv: str) -> tuple[int, str, str]:
         self.capsys.readouterr()
-        code = main(list(argv))
+        try:
+            code = main(list(argv))
+        except SystemExit as exited:  # argparse's refusals
+            code = int(exited.code or 0)
         out, err = self.capsys.readouterr()
         return code, out, err
 
@@ -131,7 +134,9 @@ def test_refusals_exit_non_zero_with_one_line_and_record_nothing(
                 reason="unknown store id")
     cli.refused("jobs", "schedule", store, "--kind", "catalog",
                 "--url", "https://greenleaf.example/menu", reason="already exists")
-    cli.refused("events", "tail", "--after", "-1", reason="--after must be >= 0")
+    cli.refused("events", "tail", "--after", "-1", reason="argument --after: '-1' must be an")
+    cli.refused("stores", "add", "Y", "https://y.example", "--platform", "shopify",
+                "--crawl-delay", "nan", reason="argument --crawl-delay: 'nan' must be a number")
 
 
 def test_events_tail_prints_envelopes_in_order(cli: Cli, store: str, job: str) -> None:

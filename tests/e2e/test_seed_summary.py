@@ -1,8 +1,9 @@
 """The same simulator seed records the same history: event types and counts are pinned.
 
 `tests/fixtures/seed_summary.json` was recorded from the code before the
-runtime/eventstore restructure (the same demo configuration below); any
-change to what the system records for a given seed shows up here. Every
+runtime/eventstore restructure (the same demo configuration below), with the
+one deliberate change its "about" names; any other change to what the system
+records for a given seed shows up here. Every
 event is stamped by the demo's simulated clock, never the wall clock.
 """
 
