@@ -8,9 +8,10 @@ chooses one by configuration.
 
 from __future__ import annotations
 
-from eventstore.base import Backend
+from eventstore.base import Backend, unavailable
 from eventstore.locks import Holder, StoreLocked
 from eventstore.postgres import PostgresBackend, PostgresTarget
 from eventstore.sqlite import SQLiteBackend
 
-__all__ = ["Backend", "Holder", "PostgresBackend", "PostgresTarget", "SQLiteBackend", "StoreLocked"]
+__all__ = ["Backend", "Holder", "PostgresBackend", "PostgresTarget", "SQLiteBackend", "StoreLocked",
+           "unavailable"]

@@ -138,3 +138,28 @@ def _chunks(ids: Iterable[UUID]) -> Iterable[list[UUID]]:
     wanted = list(dict.fromkeys(ids))
     for start in range(0, len(wanted), CHUNK):
         yield wanted[start:start + CHUNK]
+
+
+def unavailable(error: BaseException) -> bool:
+    """Whether `error` says the event store cannot be reached right now (a server
+    restart, a cut connection, an exhausted pool, a locked file): worth retrying later,
+    unlike a refused command or a bug."""
+    import eventsourcing.persistence as persistence
+
+    transient = (persistence.OperationalError, persistence.InterfaceError,
+                 persistence.ConnectionUnavailableError)
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, transient):
+            return True
+        module = type(current).__module__.split(".")[0]
+        if module in ("psycopg", "psycopg_pool") and type(current).__name__ in _PSYCOPG_TRANSIENT:
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+_PSYCOPG_TRANSIENT = frozenset({"OperationalError", "InterfaceError", "PoolTimeout",
+                                "AdminShutdown", "ConnectionTimeout", "PoolClosed"})

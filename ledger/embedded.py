@@ -31,11 +31,12 @@ from typing import Any, TypeVar
 import uvloop
 
 from domain.values import CrawlFailure, CrawlTask
+from eventstore import unavailable
 from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
 from runtime.ledger import Ledger
 from runtime.scheduler import Scheduler
-from runtime.work import CrawlerPort, DbThread, JobWorker, RunReport, worker_name
+from runtime.work import CrawlerPort, DbThread, JobWorker, RunReport, first_line, worker_name
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -76,6 +77,23 @@ class RunStats:
             self.events += report.result.events
 
 
+@dataclass
+class Outage:
+    """The event store stopped answering at `since` (loop time): wait, with backoff."""
+
+    since: float
+    delay: float = 0.5
+
+    async def pause(self, error: BaseException, limit: float) -> None:
+        waited = asyncio.get_running_loop().time() - self.since
+        if waited > limit:
+            raise error
+        log.warning("event store unavailable for %.0fs (%s); retrying in %.1fs",
+                    waited, first_line(error), self.delay)
+        await asyncio.sleep(self.delay)
+        self.delay = min(self.delay * 2, 10.0)
+
+
 class EmbeddedRunner:
     """Runs the whole crawl loop in-process until idle or stopped."""
 
@@ -83,7 +101,8 @@ class EmbeddedRunner:
                  concurrency: int = 8, lease_ttl: float = DEFAULTS.lease_ttl,
                  tick_seconds: float = DEFAULTS.tick_seconds,
                  recover_orphans: bool = True,
-                 on_change: Callable[[RunStats], None] | None = None) -> None:
+                 on_change: Callable[[RunStats], None] | None = None,
+                 max_outage: float = 600.0) -> None:
         self.ledger = ledger
         self.clock = clock
         self.concurrency = concurrency
@@ -105,6 +124,10 @@ class EmbeddedRunner:
         self.holder = worker_name(0).rsplit(":", 1)[0] + ":runner"
         self._wake = asyncio.Event()
         self._stopping = False
+        #: since when the event store has been unreachable (None: it is reachable)
+        self._outage: Outage | None = None
+        #: seconds of outage after which the runner gives up (exits with the error)
+        self.max_outage = max_outage
         self._stop_by: float | None = None  # loop time by which in-flight crawls must end
         self._finished = 0  # jobs finished so far: a change during a step means "not idle"
 
@@ -131,7 +154,15 @@ class EmbeddedRunner:
         projecting = asyncio.create_task(self._project())
         try:
             while not self._stopping:
-                idle = await self._step()
+                try:
+                    idle = await self._step()
+                    self._outage = None
+                except Exception as error:
+                    if not unavailable(error):
+                        raise
+                    idle = False
+                    self._outage = self._outage or Outage(asyncio.get_running_loop().time())
+                    await self._outage.pause(error, self.max_outage)
                 if idle and until_idle:
                     break
                 await self._sleep()
@@ -142,7 +173,13 @@ class EmbeddedRunner:
             await self._finish_in_flight(tasks)
             projecting.cancel()
             await asyncio.gather(projecting, return_exceptions=True)
-            await self.projector.call(self.ledger.catch_up)
+            try:
+                await self.projector.call(self.ledger.catch_up)
+            except Exception as error:
+                if not unavailable(error):
+                    raise
+                log.warning("read models not caught up at exit (event store unavailable): %s",
+                            first_line(error))
 
     async def _finish_in_flight(self, tasks: list[asyncio.Task[None]]) -> None:
         """Wait for the crawls in flight until the stop deadline, then cancel the rest
@@ -159,7 +196,13 @@ class EmbeddedRunner:
         while True:
             await self._recorded.wait()
             self._recorded.clear()
-            await self.projector.call(self.ledger.catch_up)
+            try:
+                await self.projector.call(self.ledger.catch_up)
+            except Exception as error:
+                if not unavailable(error):
+                    raise
+                self._recorded.set()  # try again once the store is back
+                await asyncio.sleep(1.0)
             await asyncio.sleep(DEFAULTS.project_every)  # results arriving meanwhile share one catch-up
 
     async def _start(self) -> None:

@@ -185,26 +185,34 @@ class PostgresDatabase(Database):
     dialect = "postgres"
 
     def __init__(self, conninfo: str, schema: str = "readmodel") -> None:
-        import psycopg
-
         if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
             raise ValueError(f"invalid schema name {schema!r}")
         self.schema = schema
+        self._conninfo = conninfo
         self._lock = threading.RLock()
-        self._conn = psycopg.connect(conninfo, autocommit=False)
-        with self._conn.cursor() as cursor:
-            cursor.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
-            cursor.execute(f"SET search_path TO {schema}")
-        self._conn.commit()
+        self._conn = self._connect()
+
+    def _connect(self) -> Any:
+        import psycopg
+
+        conn = psycopg.connect(self._conninfo, autocommit=False)
+        with conn.cursor() as cursor:
+            cursor.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
+            cursor.execute(f"SET search_path TO {self.schema}")
+        conn.commit()
+        return conn
 
     @contextmanager
     def transaction(self) -> Iterator[Tx]:
         with self._lock:
+            if self._conn.closed or self._conn.broken:  # the server restarted: reconnect
+                self._conn = self._connect()
             try:
                 yield _PostgresTx(self._conn)
                 self._conn.commit()
             except BaseException:
-                self._conn.rollback()
+                if not (self._conn.closed or self._conn.broken):
+                    self._conn.rollback()
                 raise
 
     def table_names(self) -> set[str]:

@@ -12,7 +12,7 @@ import functools
 import logging
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar
 from domain.application import RecordResult
 from domain.errors import LeaseLost, LedgerError
 from domain.values import CrawlFailure, CrawlOutcome, CrawlTask
+from eventstore import unavailable
 from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
 from runtime.ledger import Ledger
@@ -107,8 +108,10 @@ class JobWorker:
         app = self.ledger.app
         record = app.record_success if outcome.ok else app.record_failure
         try:
-            return await self.db.call(record, task.job_id, task.lease_id, outcome,
-                                      self.clock.now())
+            return await retrying_while_unavailable(
+                lambda: self.db.call(record, task.job_id, task.lease_id, outcome,
+                                     self.clock.now()),
+                f"recording job {task.job_id}", patience=self.lease_ttl)
         except LeaseLost as lost:  # the lease expired and was reaped (or cancelled) meanwhile
             log.warning("result of job %s not recorded: %s", task.job_id, lost)
             return None
@@ -130,3 +133,32 @@ class JobWorker:
                                    self.lease_ttl, self.clock.now())
             except LedgerError:
                 return
+            except Exception as error:
+                if not unavailable(error):
+                    raise
+                log.warning("lease of job %s not extended (event store unavailable): %s",
+                            task.job_id, first_line(error))
+
+
+def first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+async def retrying_while_unavailable(call: Callable[[], Awaitable[T]], what: str,
+                                     patience: float) -> T:
+    """`await call()`, again (with backoff: 0.5 s doubling to 10 s) while the event store
+    is unavailable (`eventstore.unavailable`), for up to `patience` seconds.
+
+    Recording twice is safe: a result already recorded under its lease records nothing."""
+    loop = asyncio.get_running_loop()
+    give_up, delay = loop.time() + patience, 0.5
+    while True:
+        try:
+            return await call()
+        except Exception as error:
+            if not unavailable(error) or loop.time() + delay > give_up:
+                raise
+            log.warning("%s: event store unavailable (%s); retrying in %.1fs",
+                        what, first_line(error), delay)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 10.0)

@@ -39,6 +39,7 @@ class Fleet:
     sim: SimulatorThread
     jobs: dict[str, str]  # store key -> catalog job id
     stores: dict[str, str]  # store key -> store id
+    store_url: str | None = None  # LEDGER_STORE (None: SQLite in the data dir)
 
     @property
     def slow_jobs(self) -> set[str]:
@@ -49,7 +50,11 @@ class Fleet:
         return set(self.jobs.values()) - self.slow_jobs
 
     def settings(self) -> Settings:
-        return Settings.from_env({**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(self.data_dir)})
+        return Settings.from_env(self.ledger_env())
+
+    def ledger_env(self) -> dict[str, str]:
+        store = {"LEDGER_STORE": self.store_url} if self.store_url else {}
+        return {**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(self.data_dir), **store}
 
     @contextmanager
     def ledger(self) -> Iterator[Ledger]:
@@ -65,8 +70,7 @@ class Fleet:
 
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
-        return env | LOOPBACK_ENV | {"LEDGER_DATA_DIR": str(self.data_dir), "NO_COLOR": "1",
-                                     "TERM": "dumb"} | extra
+        return env | self.ledger_env() | {"NO_COLOR": "1", "TERM": "dumb"} | extra
 
     def start(self, *args: str) -> subprocess.Popen[str]:
         return subprocess.Popen([CLI, "run", "--concurrency", "4", *args], env=self.env(),
@@ -94,10 +98,12 @@ class Fleet:
 
 
 @contextmanager
-def fleet(tmp_path: Path, slow_delay: float = 60.0) -> Iterator[Fleet]:
+def fleet(tmp_path: Path, slow_delay: float = 60.0, store_url: str | None = None
+          ) -> Iterator[Fleet]:
     data_dir = tmp_path / "data"
     with SimulatorThread(stores=5, seed=5) as sim:
-        ledger = bootstrap(Settings.from_env({**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(data_dir)}))
+        box = Fleet(data_dir, sim, {}, {}, store_url)
+        ledger = bootstrap(box.settings())
         now = datetime.now(UTC)
         jobs, stores = {}, {}
         try:
@@ -112,7 +118,8 @@ def fleet(tmp_path: Path, slow_delay: float = 60.0) -> Iterator[Fleet]:
                     every=3600, now=now, retry_policy=NO_BACKOFF))
         finally:
             ledger.close()
-        yield Fleet(data_dir, sim, jobs, stores)
+        box.jobs, box.stores = jobs, stores
+        yield box
 
 
 def wait_for(predicate: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:

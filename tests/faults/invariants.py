@@ -2,8 +2,8 @@
 
 - `no_loss`: every event that was stored (acknowledged) before the fault is still
   stored after it, unchanged (same ids, positions, payloads);
-- `no_duplicate_effects`: one lease records one outcome; one (job, attempt) one
-  observation per product; event ids unique;
+- `no_duplicate_effects`: one lease records one outcome; a job's successful runs
+  observe each product at most once each; event ids unique;
 - `read_models_equal_rebuild`: the live read models equal a rebuild from the log;
 - `jobs_settled`: every job ends terminal or rescheduled (none left dispatched
   or leased once the system is idle again).
@@ -70,10 +70,15 @@ def no_duplicate_effects(envelopes: list[Envelope]) -> str | None:
                        if e.event_type in ("CrawlJob.Succeeded", "CrawlJob.Failed"))
     if (twice := [lease for lease, n in outcomes.items() if n > 1]):
         return f"lease {twice[0]} recorded {outcomes[twice[0]]} outcomes"
-    seen = Counter((e.stream_id, e.payload["job_id"], e.payload["attempt"]) for e in envelopes
+    # each recorded success observes each product at most once (a job's later runs start
+    # their attempts at 1 again, so attempts do not tell runs apart; successes do)
+    runs = Counter(str(e.stream_id) for e in envelopes if e.event_type == "CrawlJob.Succeeded")
+    seen = Counter((str(e.stream_id), e.payload["job_id"]) for e in envelopes
                    if e.event_type == "Product.Observed")
-    if (again := [k for k, n in seen.items() if n > 1]):
-        return f"product {again[0][0]} observed twice by one attempt of job {again[0][1]}"
+    if (again := [k for k, n in seen.items() if n > runs[k[1]]]):
+        product, job = again[0]
+        return (f"product {product} observed {seen[again[0]]} times in {runs[job]} "
+                f"successful runs of job {job}")
     return None
 
 

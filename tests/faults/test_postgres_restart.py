@@ -1,0 +1,115 @@
+"""PostgreSQL restarts under a running `crawl-ledger run`: the runner waits for the
+store to come back (no crash, no lost result), keeps crawling afterwards, and the
+invariants hold. The server is a private cluster on a free loopback port, so the
+shared PostgreSQL of the other tests is never touched."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from fleet import Fleet, fleet, make_slow_fast, wait_for
+from invariants import check, jobs_settled, no_duplicate_effects, no_loss, read_models_equal_rebuild
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.postgres]
+
+BINARIES = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
+
+
+@dataclass
+class PrivatePostgres:
+    base: Path
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def ctl(self, *args: str) -> None:
+        options = (f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1 "
+                   "-c fsync=off -c max_connections=60")
+        _as_postgres([str(BINARIES[-1]), "-D", str(self.base / "data"), "-o", options,
+                      "-l", str(self.base / "log"), "-w", *args])
+
+
+def _as_postgres(argv: list[str]) -> None:
+    prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    done = subprocess.run(prefix + argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, f"{argv[0]} failed: {done.stderr or done.stdout}"
+
+
+@contextmanager
+def private_postgres() -> Iterator[PrivatePostgres]:
+    if not BINARIES or (os.geteuid() == 0 and shutil.which("runuser") is None):
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
+    base = Path(tempfile.mkdtemp(prefix="ledger-pg-"))
+    if os.geteuid() == 0:
+        shutil.chown(base, "postgres")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = PrivatePostgres(base, port)
+    try:
+        _as_postgres([str(BINARIES[-1].with_name("initdb")), "-D", str(base / "data"),
+                      "-A", "trust", "-U", "postgres", "--no-sync"])
+        server.ctl("start")
+        yield server
+    finally:
+        subprocess.run(["runuser", "-u", "postgres", "--", str(BINARIES[-1]), "-D",
+                        str(base / "data"), "-m", "immediate", "stop"] if os.geteuid() == 0
+                       else [str(BINARIES[-1]), "-D", str(base / "data"), "-m", "immediate",
+                             "stop"], capture_output=True, timeout=60, check=False)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def job_rows(box: Fleet) -> dict[str, dict[str, object]]:
+    """The job-status read model the runner keeps in PostgreSQL ({} while unreachable)."""
+    try:
+        with box.ledger() as ledger:
+            return {str(row["job_id"]): row for row in ledger.read.jobs()}
+    except Exception:  # noqa: BLE001 - the server is restarting
+        return {}
+
+
+def test_postgres_restart_under_a_running_runner(tmp_path: Path) -> None:
+    with private_postgres() as pg, fleet(tmp_path, store_url=pg.url) as box:
+        proc = box.start("--stop-deadline", "2")
+        try:
+            fast = sorted(box.fast_jobs)
+            wait_for(lambda: all(job_rows(box).get(j, {}).get("runs") for j in fast)
+                     and all(job_rows(box).get(j, {}).get("state") == "leased"
+                             for j in box.slow_jobs), "fast jobs recorded, slow ones in flight")
+            before = box.envelopes()
+            pg.ctl("-m", "fast", "restart")  # every connection of the runner is cut
+            runs = int(job_rows(box)[fast[0]]["runs"])  # type: ignore[call-overload]
+            with box.ledger() as ledger:
+                ledger.app.force_run(fast[0], now=datetime.now(UTC))
+            wait_for(lambda: int(job_rows(box).get(fast[0], {}).get("runs", 0)) > runs,  # type: ignore[call-overload]
+                     "the same runner to crawl and record again after the restart")
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, err
+        finally:
+            proc.kill()
+            proc.communicate()
+        make_slow_fast(box)
+        box.run_until_idle()
+        after = box.envelopes()
+        with box.ledger() as ledger:
+            check("PostgreSQL restart under the runner", {
+                "no_loss": lambda: no_loss(before, after),
+                "no_duplicate_effects": lambda: no_duplicate_effects(after),
+                "read_models_equal_rebuild": lambda: read_models_equal_rebuild(ledger),
+                "jobs_settled": lambda: jobs_settled(ledger),
+            })
