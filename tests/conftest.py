@@ -7,6 +7,7 @@ from pathlib import Path
 
 import backends
 import pytest
+from invariants import TABLE
 
 from ledger.bootstrap import Ledger
 
@@ -26,3 +27,11 @@ def ledger(store_url: str, tmp_path: Path) -> Iterator[Ledger]:
     """A bootstrapped ledger on each backend, closed afterwards."""
     with backends.open_ledger(store_url, tmp_path) as opened:
         yield opened
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The fault cases' case x invariant table (tests/invariants.py), at the end of the run."""
+    if TABLE.rows:
+        terminalreporter.section("fault suite: case x invariant")
+        for line in TABLE.lines():
+            terminalreporter.write_line(line)
