@@ -10,7 +10,7 @@ import re
 
 from domain.values import AVAILABILITIES
 
-__all__ = ["from_flag", "to_availability"]
+__all__ = ["from_flag", "from_text", "to_availability"]
 
 _MAP: dict[str, str] = {
     "instock": "in_stock",
@@ -53,3 +53,39 @@ def from_flag(in_stock: bool | None) -> str:
     if in_stock is None:
         return "unknown"
     return "in_stock" if in_stock else "out_of_stock"
+
+
+#: stock lines as shops write them, in the languages of the shops we crawl; the
+#: negative forms come first ("nicht auf Lager" must not read as "auf Lager")
+_OUT_OF_STOCK = re.compile(
+    r"out of stock|sold out|currently unavailable|no longer available|not available|"
+    r"unavailable|temporarily out|ausverkauft|nicht (?:auf lager|verfügbar|lieferbar|vorrätig)|"
+    r"derzeit nicht|vergriffen|épuisé|epuise|rupture de stock|indisponible|"
+    r"plus disponible|agotado|sin stock|no disponible|sin existencias|esaurito|"
+    r"non disponibile|esgotado|indisponível|uitverkocht|niet (?:op voorraad|leverbaar)|"
+    r"brak w magazynie|niedostępny|wyprzedany|vyprodáno|není skladem|nedostupné|"
+    r"нет в наличии|отсутствует|распродано|закончился|немає в наявності|"
+    r"slutsåld|ej i lager|udsolgt|ikke på lager|utsolgt|loppu|stokta yok|tükendi|"
+    r"elfogyott|nincs készleten|品切れ|在庫なし|售完|缺貨|缺货|已售完|품절|재고 ?없음",
+    re.IGNORECASE)
+_IN_STOCK = re.compile(
+    r"\bin stock\b|available now|ready to ship|ships? (?:today|tomorrow|in)|"
+    r"auf lager|sofort (?:lieferbar|verfügbar)|lieferbar|verfügbar|vorrätig|en stock|"
+    r"disponible|en existencia|disponibile|in magazzino|disponível|em estoque|"
+    r"op voorraad|leverbaar|dostępny|w magazynie|skladem|на складе|в наличии|"
+    r"есть в наличии|в наявності|i lager|på lager|varastossa|stokta var|készleten|"
+    r"在庫あり|有現貨|有货|现货|재고 ?있음",
+    re.IGNORECASE)
+_PREORDER = re.compile(r"pre-?order|vorbestell|précommande|reserva|preordina|предзаказ",
+                       re.IGNORECASE)
+
+
+def from_text(text: str) -> str:
+    """A visible stock line ("Nur noch 3 auf Lager", "Нет в наличии") -> the vocabulary."""
+    if _OUT_OF_STOCK.search(text):
+        return "out_of_stock"
+    if _PREORDER.search(text):
+        return "preorder"
+    if _IN_STOCK.search(text):
+        return "in_stock"
+    return "unknown"

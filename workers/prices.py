@@ -13,64 +13,15 @@ from decimal import Decimal, InvalidOperation
 
 from price_parser import Price
 
+from workers.currency import Where, minor_units, resolve
+
 __all__ = ["Money", "currency_code", "parse_amount", "parse_price"]
 
-#: Symbols and local words price-parser returns -> ISO 4217. "$" and "kr" are
-#: ambiguous, so they yield to a store's currency hint (see `currency_code`).
-_SYMBOLS: dict[str, str] = {
-    "€": "EUR",
-    "eur": "EUR",
-    "euro": "EUR",
-    "£": "GBP",
-    "$": "USD",
-    "us$": "USD",
-    "zł": "PLN",
-    "zl": "PLN",
-    "pln": "PLN",
-    "руб": "RUB",
-    "руб.": "RUB",
-    "р.": "RUB",
-    "₽": "RUB",
-    "rub": "RUB",
-    "r$": "BRL",
-    "¥": "JPY",
-    "円": "JPY",
-    "₹": "INR",
-    "rs.": "INR",
-    "c$": "CAD",
-    "ca$": "CAD",
-    "a$": "AUD",
-    "au$": "AUD",
-    "nz$": "NZD",
-    "hk$": "HKD",
-    "₩": "KRW",
-    "₺": "TRY",
-    "tl": "TRY",
-    "kč": "CZK",
-    "₴": "UAH",
-    "грн": "UAH",
-    "ft": "HUF",
-    "lei": "RON",
-    "chf": "CHF",
-    "fr.": "CHF",
-    "kr": "SEK",
-    "kr.": "DKK",
-    "r": "ZAR",
-    "₪": "ILS",
-    "฿": "THB",
-    "₫": "VND",
-    "₱": "PHP",
-}
-_KRONA = {"SEK", "NOK", "DKK", "ISK"}
-_AMBIGUOUS = {
-    "$": {"USD", "CAD", "AUD", "NZD", "HKD", "SGD", "MXN"},
-    "kr": _KRONA,
-    "kr.": _KRONA,
-    "¥": {"JPY", "CNY"},
-}
 _ISO = re.compile(r"^[A-Z]{3}$")
 _PLAIN_NUMBER = re.compile(r"^\s*-?\d+(\.\d+)?\s*$")
 _DIGIT = re.compile(r"\d")
+#: one kind of separator, each followed by exactly three digits: "24.990", "1,234"
+_GROUPED = re.compile(r"\d{1,3}(?:([.,])\d{3})+(?!\d)")
 
 
 @dataclass(frozen=True)
@@ -79,17 +30,16 @@ class Money:
     currency: str | None
 
 
-def currency_code(symbol: str | None, hint: str | None = None) -> str | None:
-    """ISO 4217 code for a symbol/code as found on a page; `hint` is the store's."""
-    hint_code = hint.strip().upper() if hint and _ISO.match(hint.strip().upper()) else None
+def currency_code(symbol: str | None, hint: str | None = None,
+                  where: Where | None = None) -> str | None:
+    """ISO 4217 code for a symbol/code as found on a page (`workers.currency.resolve`);
+    `hint` is the store's currency, `where` the page's locale."""
+    place = where or Where()
+    if hint and place.hint is None:
+        place = Where(place.territory, place.language, resolve(hint))
     if not symbol:
-        return hint_code
-    key = symbol.strip().lower()
-    if key in _AMBIGUOUS and hint_code in _AMBIGUOUS[key]:
-        return hint_code
-    if key in _SYMBOLS:
-        return _SYMBOLS[key]
-    return key.upper() if _ISO.match(key.upper()) else hint_code
+        return place.hint
+    return resolve(symbol, place) or place.hint
 
 
 def parse_amount(value: object, *, structured: bool = False) -> Decimal | None:
@@ -99,32 +49,58 @@ def parse_amount(value: object, *, structured: bool = False) -> Decimal | None:
 
 
 def parse_price(
-    value: object, currency_hint: str | None = None, *, structured: bool = False
+    value: object, currency_hint: str | None = None, *, structured: bool = False,
+    where: Where | None = None,
 ) -> Money | None:
-    """Parse "12,50 €", "$1,234.56", "$10 – $20" (the low end); "Free"/junk -> None."""
+    """Parse "12,50 €", "$1,234.56", "$10 – $20" (the low end); "Free"/junk -> None.
+
+    `where` (the page's locale) decides what "24.990" or "1,234" means: a thousands
+    separator for a currency without minor units or where the locale says so."""
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, (int, float, Decimal)):
-        return _from_number(value, currency_hint)
+        return _from_number(value, currency_hint, where)
     text = str(value).strip()
     if not text or len(text) > 200 or not _DIGIT.search(text):
         return None  # "Free", "Call for price": no number, so no price
     if structured and _PLAIN_NUMBER.match(text):
-        return _from_number(Decimal(text), currency_hint)
+        return _from_number(Decimal(text), currency_hint, where)
     parsed = Price.fromstring(text, currency_hint=currency_hint)
+    currency = currency_code(parsed.currency, currency_hint, where)
+    separator = _decimal_separator(text, currency, where)
+    if separator is not None:
+        parsed = Price.fromstring(text, currency_hint=currency_hint,
+                                  decimal_separator=separator)
     if parsed.amount is None or not _finite(parsed.amount):
         return None
-    return Money(parsed.amount, currency_code(parsed.currency, currency_hint))
+    return Money(parsed.amount, currency)
 
 
-def _from_number(value: float | Decimal, hint: str | None) -> Money | None:
+def _decimal_separator(text: str, currency: str | None, where: Where | None) -> str | None:
+    """The decimal separator of an ambiguous number ("24.990"), or None to let
+    price-parser decide."""
+    grouped = _GROUPED.search(text)
+    if grouped is None or ("." in grouped.group(0) and "," in grouped.group(0)):
+        return None
+    separator = grouped.group(1)
+    other = "," if separator == "." else "."
+    if currency is not None and minor_units(currency) == 0:
+        return other  # no minor units: the separator groups thousands
+    local = where.decimal_separator if where is not None else None
+    if local in (".", ","):
+        return local
+    return None
+
+
+def _from_number(value: float | Decimal, hint: str | None,
+                 where: Where | None = None) -> Money | None:
     try:
         amount = value if isinstance(value, Decimal) else Decimal(str(value))
     except InvalidOperation:
         return None
     if not _finite(amount) or amount < 0:
         return None
-    return Money(amount, currency_code(None, hint))
+    return Money(amount, currency_code(None, hint, where))
 
 
 def _finite(amount: Decimal) -> bool:

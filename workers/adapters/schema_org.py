@@ -1,5 +1,6 @@
 """Generic product pages: schema.org (JSON-LD, microdata, RDFa), then
-OpenGraph product tags, then the visible price, in that order of trust."""
+OpenGraph product tags, then what the page visibly shows, field by field in that
+order of trust (`workers.adapters.merge`)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from urllib.parse import urljoin
 from domain.values import CrawlTask, Observation
 from workers.adapters.base import Extraction, Page, Request
 from workers.adapters.main_product import page_products
+from workers.adapters.merge import complete, merge
 from workers.adapters.opengraph import opengraph_observation
 from workers.adapters.schema_product import product_observation
 from workers.adapters.structured_data import parse_html, read_head_data, with_embedded_markup
-from workers.adapters.visible_price import visible_price_observation
+from workers.adapters.visible import read_visible
+from workers.currency import where_from
 
 __all__ = ["SchemaOrgAdapter"]
 
@@ -43,14 +46,20 @@ class SchemaOrgAdapter:
         if products is None:
             data = with_embedded_markup(data, tree, page.url)
             products = page_products([*data.jsonld, *data.microdata, *data.rdfa], page_urls)
+        where = where_from(page.url, tree.get("lang"), data.opengraph.get("og:locale"),
+                           task.currency)
         # A lone product is the page's own product, so the page is its URL.
         own_url = page_urls[-1] if len(products) == 1 else None
-        found = [product_observation(p, page.url, task.currency, own_url) for p in products]
+        found = [product_observation(p, page.url, where.hint, own_url) for p in products]
         observations = _unique(obs for obs in found if obs)
         if not observations:
-            fallback = opengraph_observation(data.opengraph, page.url, task.currency)
-            fallback = fallback or visible_price_observation(tree, page.url, task.currency)
+            fallback = opengraph_observation(data.opengraph, page.url, where.hint)
             observations = (fallback,) if fallback else ()
+        main = observations[0] if observations else None
+        if main is None or not complete(main):
+            seen = read_visible(tree, where)
+            main = merge(main, seen, where, page.url, data.opengraph.get("og:title"))
+            observations = (main, *observations[1:]) if main else observations[1:]
         return Extraction(observations=observations)
 
 

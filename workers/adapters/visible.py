@@ -1,0 +1,305 @@
+"""What a visitor sees: the product's name, price, struck-through price and stock text.
+
+Pages without structured data (and structured data that leaves a field out) still
+show the product: a heading, a price near it and near the buy button, sometimes a
+struck-through regular price, a stock line. `read_visible(tree, where)` finds them
+in the document, in any language:
+
+- the heading is the first `<h1>` outside navigation, cookie banners and footers;
+- every short text that reads as a price (price-parser, with the page's locale and
+  currency context from `workers.currency`) is a candidate, scored by what marks it
+  (a `price` class or id in many languages, a currency, `itemprop=price`) and what
+  marks it down (struck through, "was"/"old"/"UVP", discount badges, instalments,
+  shipping), and by how close it is to the heading and to the buy button;
+- the best candidate is the price paid; a struck-through candidate next to it and
+  above it is the regular price;
+- the stock line near the product, or failing that an enabled buy button, gives
+  the availability (`workers.availability.from_text`).
+
+Every candidate is kept with its score (`Visible.prices`) so `extract --explain`
+can show what lost.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import lxml.html
+
+from workers.availability import from_text
+from workers.currency import Where
+from workers.prices import Money, parse_price
+
+__all__ = ["Candidate", "Visible", "read_visible"]
+
+_SKIP_TAGS = frozenset({"script", "style", "noscript", "template", "svg", "head", "select",
+                        "option", "textarea"})
+_NOISE_TAGS = frozenset({"nav", "footer", "aside"})
+_NOISE = re.compile(r"cookie|consent|gdpr|footer|breadcrumb|newsletter|minicart|mini-cart|"
+                    r"megamenu|mega-menu|navigation|navbar|sidebar|recommend|similar|related|"
+                    r"carousel|upsell|cross-?sell|recently|also-?(?:bought|viewed)|"
+                    r"compare-?list|wishlist|login|signin|modal", re.IGNORECASE)
+_PRICE_MARK = re.compile(r"price|preis|prix|precio|prezzo|prijs|pris|pre[cç]o|cena|cijena|"
+                         r"hinta|fiyat|[цЦ]ена|[сС]тоимость|amount|buybox|buy-box|"
+                         r"價|价|가격|値段|価格", re.IGNORECASE)
+_OLD_MARK = re.compile(r"\b(?:old|was|before|regular|list|strike|crossed|compare|orig|"
+                       r"original|uvp|rrp|msrp|retail|reference|statt|avant|antes|prima|"
+                       r"alt|previous|former|marketprice|market-price|line-through|"
+                       r"vorher|oldprice|old-price|price-old|price--old|price-was|wasprice)",
+                       re.IGNORECASE)
+_OLD_WORDS = re.compile(r"\b(?:was|statt|uvp|rrp|list price|regular price|avant|antes|"
+                        r"prima|before|vorher|old price|alter preis|zuvor)\b|"
+                        r"старая цена|было", re.IGNORECASE)
+_JUNK_WORDS = re.compile(r"%|/\s*(?:mo|month|monat|mois|mes)\b|per month|x\s*\d|\d\s*x\b|"
+                         r"shipping|versand|livraison|env[ií]o|spedizione|delivery|доставка|"
+                         r"save|spare|économisez|ahorra|risparmi|rabatt|discount|скидка|"
+                         r"rating|review|bewertung|stars?\b|sterne|votes?\b", re.IGNORECASE)
+_BUY = re.compile(r"add[ -]?to[ -]?(?:cart|basket|bag|trolley)|addtocart|add-to-cart|buy[ -]?now|"
+                  r"in den (?:warenkorb|einkaufswagen)|warenkorb|ajouter au panier|"
+                  r"a[ñn]adir al carrito|agregar al carrito|aggiungi al carrello|"
+                  r"in winkelwagen|dodaj do koszyka|do koszyka|в корзину|купить|"
+                  r"до кошика|sepete ekle|kosárba|do košíku|lägg i varukorgen|"
+                  r"læg i kurv|legg i handlekurven|lisää ostoskoriin|"
+                  r"カートに入れる|加入購物車|加入购物车|장바구니|comprar|kaufen|"
+                  r"adicionar ao carrinho|bid now|place bid", re.IGNORECASE)
+_DIGIT = re.compile(r"\d")
+#: a text this long is a sentence, not a price
+_MAX_PRICE_TEXT = 48
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One visible price and why it scored what it did."""
+
+    money: Money
+    text: str
+    score: float
+    position: int
+    struck: bool
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Visible:
+    name: str | None = None
+    price: Money | None = None
+    regular: Money | None = None
+    availability: str = "unknown"
+    prices: tuple[Candidate, ...] = field(default_factory=tuple)
+
+
+@dataclass
+class _Walk:
+    """One pass over the document's visible elements, in order."""
+
+    elements: list[lxml.html.HtmlElement] = field(default_factory=list)
+    heading: int | None = None
+    name: str | None = None
+    buy: int | None = None
+    buy_enabled: bool = False
+
+
+def read_visible(tree: lxml.html.HtmlElement, where: Where) -> Visible:
+    walk = _walk(tree)
+    candidates = sorted(_candidates(walk, where), key=lambda c: (-c.score, c.position))
+    price = next((c for c in candidates if not c.struck and c.score > 0), None)
+    regular = _regular(candidates, price)
+    return Visible(
+        name=walk.name,
+        price=price.money if price else None,
+        regular=regular.money if regular else None,
+        availability=_availability(walk),
+        prices=tuple(candidates[:12]),
+    )
+
+
+def _walk(tree: lxml.html.HtmlElement) -> _Walk:
+    walk = _Walk()
+    root = tree.getroottree().getroot()
+    skip_until: lxml.html.HtmlElement | None = None
+    for element in root.iter():
+        if skip_until is not None:
+            if _inside(element, skip_until):
+                continue
+            skip_until = None
+        if not isinstance(element.tag, str):
+            continue
+        if element.tag in _SKIP_TAGS or _is_noise(element):
+            skip_until = element
+            continue
+        walk.elements.append(element)
+        index = len(walk.elements) - 1
+        if walk.heading is None and element.tag == "h1":
+            text = " ".join(element.text_content().split())
+            if 2 < len(text) <= 300:
+                walk.heading, walk.name = index, text
+        if walk.buy is None and _is_buy(element):
+            walk.buy = index
+            walk.buy_enabled = element.get("disabled") is None and "disabled" not in (
+                element.get("class") or "").lower()
+    return walk
+
+
+def _inside(element: lxml.html.HtmlElement, ancestor: lxml.html.HtmlElement) -> bool:
+    parent = element.getparent()
+    while parent is not None:
+        if parent is ancestor:
+            return True
+        parent = parent.getparent()
+    return False
+
+
+def _marks(element: lxml.html.HtmlElement) -> str:
+    return " ".join(filter(None, (element.get("class"), element.get("id"),
+                                  element.get("itemprop"), element.get("data-testid"))))
+
+
+def _is_noise(element: lxml.html.HtmlElement) -> bool:
+    if element.tag in _NOISE_TAGS:
+        return True
+    marks = _marks(element)
+    return bool(marks) and bool(_NOISE.search(marks)) and element.tag not in ("body", "html")
+
+
+def _is_buy(element: lxml.html.HtmlElement) -> bool:
+    if element.tag not in ("button", "input", "a"):
+        return False
+    if element.tag == "input" and element.get("type", "").lower() not in ("submit", "button",
+                                                                         "image"):
+        return False
+    label = " ".join(filter(None, (element.text_content() if element.tag != "input" else "",
+                                   element.get("value"), element.get("title"),
+                                   element.get("aria-label"), _marks(element),
+                                   element.get("name"))))
+    return bool(_BUY.search(label[:300]))
+
+
+def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
+    found: list[Candidate] = []
+    for index, element in enumerate(walk.elements):
+        text = _price_text(element)
+        if text is None:
+            continue
+        money = parse_price(text, where.hint, where=where)
+        if money is None or money.amount <= 0:
+            continue
+        marked = _context(element)
+        struck = element.tag in ("del", "s", "strike") or bool(
+            _OLD_MARK.search(marked)) or bool(_OLD_WORDS.search(text)) or _struck_style(element)
+        reasons = []
+        score = 0.0
+        if _PRICE_MARK.search(marked) or element.get("itemprop") == "price":
+            score += 4
+            reasons.append("marked as a price")
+        if money.currency and _has_currency_text(text):
+            score += 2
+            reasons.append("shows a currency")
+        elif not _PRICE_MARK.search(marked):
+            continue  # a bare number with nothing saying it is a price
+        if _JUNK_WORDS.search(text) or _JUNK_WORDS.search(_own_words(element)):
+            score -= 4
+            reasons.append("discount, instalment, shipping or rating text")
+        score += _near(index, walk.heading, "the heading", reasons)
+        score += _near(index, walk.buy, "the buy button", reasons, before_ok=True)
+        if money.currency is None and where.default_currency:
+            money = Money(money.amount, where.default_currency)
+        found.append(Candidate(money, text, score, index, struck, tuple(reasons)))
+    if walk.heading is None and walk.buy is None:
+        return found
+    return found
+
+
+def _near(index: int, anchor: int | None, what: str, reasons: list[str],
+          before_ok: bool = False) -> float:
+    if anchor is None:
+        return 0.0
+    distance = index - anchor
+    if distance < 0 and not before_ok:
+        return -1.0 if distance > -400 else -2.0
+    distance = abs(distance)
+    for limit, points in ((40, 3.0), (120, 2.0), (400, 1.0)):
+        if distance <= limit:
+            reasons.append(f"within {limit} elements of {what}")
+            return points
+    return 0.0
+
+
+def _price_text(element: lxml.html.HtmlElement) -> str | None:
+    """The element's text when it is short, holds a digit and no single child holds it all."""
+    own = element.text or ""
+    if element.get("content") and element.get("itemprop") == "price":
+        return str(element.get("content"))
+    if len(element) > 6:
+        return None
+    text = " ".join(" ".join(element.itertext()).split())
+    if not text or len(text) > _MAX_PRICE_TEXT or not _DIGIT.search(text):
+        return None
+    if not _DIGIT.search(own) and len(element) == 1:
+        child = element[0]
+        if isinstance(child.tag, str) and " ".join(" ".join(child.itertext()).split()) == text:
+            return None  # the child is the price element
+    return text
+
+
+def _context(element: lxml.html.HtmlElement, levels: int = 3) -> str:
+    marks = []
+    current: lxml.html.HtmlElement | None = element
+    for _ in range(levels + 1):
+        if current is None:
+            break
+        marks.append(_marks(current))
+        current = current.getparent()
+    return " ".join(marks)
+
+
+def _own_words(element: lxml.html.HtmlElement) -> str:
+    parent = element.getparent()
+    if parent is None:
+        return ""
+    text = " ".join(" ".join(parent.itertext()).split())
+    return text if len(text) <= 80 else ""
+
+
+def _struck_style(element: lxml.html.HtmlElement) -> bool:
+    current: lxml.html.HtmlElement | None = element
+    for _ in range(3):
+        if current is None:
+            return False
+        if current.tag in ("del", "s", "strike") or "line-through" in (
+                current.get("style") or ""):
+            return True
+        current = current.getparent()
+    return False
+
+
+_CURRENCY_TEXT = re.compile(r"[^\d\s.,\-–—:;()/+]")
+
+
+def _has_currency_text(text: str) -> bool:
+    return bool(_CURRENCY_TEXT.search(text))
+
+
+def _regular(candidates: list[Candidate], price: Candidate | None) -> Candidate | None:
+    if price is None:
+        return None
+    near = [c for c in candidates if c.struck and abs(c.position - price.position) <= 40
+            and c.money.amount > price.money.amount
+            and c.money.currency in (None, price.money.currency)]
+    return min(near, key=lambda c: abs(c.position - price.position)) if near else None
+
+
+def _availability(walk: _Walk) -> str:
+    anchors = [a for a in (walk.heading, walk.buy) if a is not None]
+    if anchors:
+        start = max(min(anchors) - 50, 0)
+        end = max(anchors) + 250
+        for element in walk.elements[start:end]:
+            text = " ".join((element.text or "").split())
+            if 2 < len(text) <= 120:
+                found = from_text(text)
+                if found != "unknown":
+                    return found
+    if walk.buy is not None and walk.buy_enabled:
+        return "in_stock"
+    return "unknown"

@@ -1,0 +1,181 @@
+"""Currencies as ISO 4217 codes, from what a page shows and where the page is.
+
+Codes, symbols, territories and number formats come from babel (CLDR data):
+
+- `resolve(found, where)`: a code or symbol as found on a page -> an ISO 4217 code.
+  A code is checked against CLDR's list and redenominated codes are mapped to the
+  current one (RUR -> RUB, BYR -> BYN, …). An ambiguous symbol ($, kr, ¥, Rs, £)
+  is resolved by the store's configured currency, then by the page's territory
+  (`<html lang>`, og:locale, the country TLD), then by its most common use. A word
+  that is not a currency is never taken for one.
+- `Where`: the page's territory, language and the store's currency, read once per
+  page (`where_from`), also giving the locale's decimal separator and whether the
+  currency has minor units (CLP, KRW, JPY have none: "24.990" is 24990).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from babel import Locale, UnknownLocaleError, localedata
+from babel.numbers import (
+    get_currency_precision,
+    get_decimal_symbol,
+    get_territory_currencies,
+    list_currencies,
+)
+
+__all__ = ["Where", "resolve", "where_from"]
+
+#: codes that were replaced by a redenomination or a new currency
+REDENOMINATED = {"RUR": "RUB", "BYR": "BYN", "BYB": "BYN", "TRL": "TRY", "ROL": "RON",
+                 "VEF": "VES", "VEB": "VES", "ZMK": "ZMW", "GHC": "GHS", "MRO": "MRU",
+                 "STD": "STN", "MZM": "MZN", "SDD": "SDG", "AZM": "AZN", "TMM": "TMT",
+                 "YUM": "RSD", "CSD": "RSD", "SRG": "SRD"}
+#: local words for currencies that CLDR's symbols do not spell this way (lower case,
+#: without dots and spaces)
+WORDS: dict[str, frozenset[str]] = {
+    "руб": frozenset({"RUB", "BYN"}), "р": frozenset({"RUB", "BYN"}),
+    "рубль": frozenset({"RUB", "BYN"}), "рублей": frozenset({"RUB", "BYN"}),
+    "белруб": frozenset({"BYN"}), "тг": frozenset({"KZT"}), "тенге": frozenset({"KZT"}),
+    "грн": frozenset({"UAH"}), "kn": frozenset({"HRK"}), "lei": frozenset({"RON"}),
+    "leu": frozenset({"RON"}), "원": frozenset({"KRW"}), "tl": frozenset({"TRY"}),
+    "fr": frozenset({"CHF"}), "sfr": frozenset({"CHF"}), "euro": frozenset({"EUR"}),
+    "euros": frozenset({"EUR"}), "zl": frozenset({"PLN"}), "円": frozenset({"JPY"}),
+    "元": frozenset({"CNY", "TWD"}), "kč": frozenset({"CZK"}), "ft": frozenset({"HUF"}),
+    "rs": frozenset({"INR", "PKR", "LKR", "NPR", "MUR", "SCR"}),
+    "₨": frozenset({"INR", "PKR", "LKR", "NPR", "MUR", "SCR"}),
+    "лв": frozenset({"BGN"}), "дин": frozenset({"RSD"}), "ден": frozenset({"MKD"}),
+    "сум": frozenset({"UZS"}), "сом": frozenset({"KGS"}), "ман": frozenset({"AZN"}),
+    "₾": frozenset({"GEL"}), "֏": frozenset({"AMD"}), "ر.س": frozenset({"SAR"}),
+    "د.إ": frozenset({"AED"}), "ج.م": frozenset({"EGP"}), "kr": frozenset(
+        {"SEK", "NOK", "DKK", "ISK"}),
+}
+#: the most common reading of an ambiguous symbol when nothing about the page decides
+USUAL = {"$": "USD", "£": "GBP", "¥": "JPY", "kr": "SEK", "rs": "INR", "₨": "INR",
+         "руб": "RUB", "р": "RUB", "рубль": "RUB", "рублей": "RUB", "元": "CNY", "br": "BYN",
+         "fr": "CHF"}
+#: country TLDs that are not ISO 3166 codes
+TLD_TERRITORY = {"uk": "GB", "el": "GR"}
+_ISO = re.compile(r"^[A-Z]{3}$")
+_LOCALE = re.compile(r"^([a-zA-Z]{2,3})(?:[-_]([a-zA-Z]{2}|\d{3}))?")
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a page is: its territory (ISO 3166), language and the store's currency."""
+
+    territory: str | None = None
+    language: str | None = None
+    hint: str | None = None
+
+    @property
+    def currencies(self) -> tuple[str, ...]:
+        """The territory's current legal tenders (CLDR), most used first."""
+        return _territory_currencies(self.territory) if self.territory else ()
+
+    @property
+    def default_currency(self) -> str | None:
+        """The store's currency, else the territory's (for prices shown without one)."""
+        return self.hint or (self.currencies[0] if self.currencies else None)
+
+    @property
+    def decimal_separator(self) -> str | None:
+        """The locale's decimal separator, when the page says enough to know it."""
+        if not self.language:
+            return None
+        try:
+            locale = Locale.parse(f"{self.language}_{self.territory}" if self.territory
+                                  else self.language)
+        except (UnknownLocaleError, ValueError):
+            return None
+        return str(get_decimal_symbol(locale))
+
+
+def where_from(url: str, lang: str | None = None, og_locale: str | None = None,
+               hint: str | None = None) -> Where:
+    """A page's `Where`: og:locale or `<html lang>` (with a region) first, then the TLD."""
+    language = territory = None
+    for raw in (og_locale, lang):
+        match = _LOCALE.match((raw or "").strip())
+        if match:
+            language = language or match.group(1).lower()
+            region = match.group(2)
+            if region and region.isalpha() and territory is None:
+                territory = region.upper()
+    if territory is None:
+        host = re.sub(r"^[a-z]+://", "", url).split("/", 1)[0].split(":", 1)[0].lower()
+        tld = host.rsplit(".", 1)[-1]
+        if len(tld) == 2 and tld.isalpha():
+            territory = TLD_TERRITORY.get(tld, tld.upper())
+    code = resolve(hint, Where()) if hint else None
+    return Where(territory if territory and _territory_currencies(territory) else None,
+                 language, code)
+
+
+def resolve(found: str | None, where: Where = Where()) -> str | None:
+    """The ISO 4217 code `found` (a code, symbol or local word) stands for, or None."""
+    if not found:
+        return None
+    text = found.strip()
+    upper = text.upper()
+    if _ISO.match(upper):
+        return _known(upper)
+    candidates = {*_symbols().get(text, ()), *WORDS.get(_word(text), ()),
+                  *WORDS.get(text.lower(), ())}
+    candidates = {REDENOMINATED.get(c, c) for c in candidates} & _codes()
+    if not candidates:
+        return None
+    if len(candidates) == 1:
+        return str(next(iter(candidates)))
+    if where.hint in candidates:
+        return where.hint
+    for code in where.currencies:
+        if code in candidates:
+            return code
+    usual = USUAL.get(_word(text)) or USUAL.get(text)
+    return usual if usual in candidates else sorted(candidates)[0]
+
+
+def minor_units(code: str | None) -> int:
+    """Digits after the decimal point the currency uses (2 when unknown)."""
+    return int(get_currency_precision(code)) if code else 2
+
+
+def _known(code: str) -> str | None:
+    code = REDENOMINATED.get(code, code)
+    return code if code in _codes() else None
+
+
+def _word(text: str) -> str:
+    return re.sub(r"[\s.]", "", text.lower())
+
+
+@lru_cache(maxsize=1)
+def _codes() -> frozenset[str]:
+    return frozenset(list_currencies())
+
+
+@lru_cache(maxsize=512)
+def _territory_currencies(territory: str) -> tuple[str, ...]:
+    try:
+        return tuple(get_territory_currencies(territory))
+    except Exception:  # noqa: BLE001 - not a territory CLDR knows
+        return ()
+
+
+@lru_cache(maxsize=1)
+def _symbols() -> dict[str, frozenset[str]]:
+    """symbol -> the currencies some CLDR locale writes that way (built once, ~0.7 s)."""
+    index: dict[str, set[str]] = {}
+    for identifier in localedata.locale_identifiers():
+        try:
+            symbols = Locale.parse(identifier).currency_symbols
+        except (UnknownLocaleError, ValueError):
+            continue
+        for code, symbol in symbols.items():
+            if not _ISO.match(symbol):  # a code is handled as a code
+                index.setdefault(symbol, set()).add(code)
+    return {symbol: frozenset(codes) for symbol, codes in index.items()}
