@@ -76,7 +76,7 @@ _IN_STOCK = re.compile(
     r"есть в наличии|в наявності|i lager|på lager|varastossa|stokta var|készleten|"
     r"在庫あり|有現貨|有货|现货|재고 ?있음",
     re.IGNORECASE)
-_PREORDER = re.compile(r"pre-?order|vorbestell|précommande|reserva|preordina|предзаказ",
+_PREORDER = re.compile(r"pre-?order|vorbestell|précommande|preordina|предзаказ|en preventa",
                        re.IGNORECASE)
 
 

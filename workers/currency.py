@@ -39,7 +39,8 @@ REDENOMINATED = {"RUR": "RUB", "BYR": "BYN", "BYB": "BYN", "TRL": "TRY", "ROL": 
 WORDS: dict[str, frozenset[str]] = {
     "руб": frozenset({"RUB", "BYN"}), "р": frozenset({"RUB", "BYN"}),
     "рубль": frozenset({"RUB", "BYN"}), "рублей": frozenset({"RUB", "BYN"}),
-    "белруб": frozenset({"BYN"}), "тг": frozenset({"KZT"}), "тенге": frozenset({"KZT"}),
+    "белруб": frozenset({"BYN"}), "бр": frozenset({"BYN"}), "br": frozenset({"BYN"}),
+    "тг": frozenset({"KZT"}), "тенге": frozenset({"KZT"}),
     "грн": frozenset({"UAH"}), "kn": frozenset({"HRK"}), "lei": frozenset({"RON"}),
     "leu": frozenset({"RON"}), "원": frozenset({"KRW"}), "tl": frozenset({"TRY"}),
     "fr": frozenset({"CHF"}), "sfr": frozenset({"CHF"}), "euro": frozenset({"EUR"}),

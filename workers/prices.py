@@ -21,6 +21,7 @@ _ISO = re.compile(r"^[A-Z]{3}$")
 _PLAIN_NUMBER = re.compile(r"^\s*-?\d+(\.\d+)?\s*$")
 _DIGIT = re.compile(r"\d")
 #: one kind of separator, each followed by exactly three digits: "24.990", "1,234"
+_TOKEN = re.compile(r"[^\d\s.,\-–—()/:;+*%]+\.?")
 _GROUPED = re.compile(r"\d{1,3}(?:([.,])\d{3})+(?!\d)")
 
 
@@ -66,7 +67,8 @@ def parse_price(
     if structured and _PLAIN_NUMBER.match(text):
         return _from_number(Decimal(text), currency_hint, where)
     parsed = Price.fromstring(text, currency_hint=currency_hint)
-    currency = currency_code(parsed.currency, currency_hint, where)
+    shown = parsed.currency or _currency_token(text, where)
+    currency = currency_code(shown, currency_hint, where)
     separator = _decimal_separator(text, currency, where)
     if separator is not None:
         parsed = Price.fromstring(text, currency_hint=currency_hint,
@@ -74,6 +76,15 @@ def parse_price(
     if parsed.amount is None or not _finite(parsed.amount):
         return None
     return Money(parsed.amount, currency)
+
+
+def _currency_token(text: str, where: Where | None) -> str | None:
+    """A currency price-parser does not know ("270,00 Kn", "502 б.р."): the first token
+    `workers.currency.resolve` reads as one; other words are never taken for one."""
+    for token in _TOKEN.findall(text):
+        if resolve(token, where or Where()):
+            return str(token)
+    return None
 
 
 def _decimal_separator(text: str, currency: str | None, where: Where | None) -> str | None:

@@ -54,7 +54,8 @@ _OLD_WORDS = re.compile(r"\b(?:was|statt|uvp|rrp|list price|regular price|avant|
 _JUNK_WORDS = re.compile(r"%|/\s*(?:mo|month|monat|mois|mes)\b|per month|x\s*\d|\d\s*x\b|"
                          r"shipping|versand|livraison|env[ií]o|spedizione|delivery|доставка|"
                          r"save|spare|économisez|ahorra|risparmi|rabatt|discount|скидка|"
-                         r"rating|review|bewertung|stars?\b|sterne|votes?\b", re.IGNORECASE)
+                         r"rating|review|bewertung|stars?\b|sterne|votes?\b|approx|circa|"
+                         r"ungefähr|environ|≈|~|postage|p&p", re.IGNORECASE)
 _BUY = re.compile(r"add[ -]?to[ -]?(?:cart|basket|bag|trolley)|addtocart|add-to-cart|buy[ -]?now|"
                   r"in den (?:warenkorb|einkaufswagen)|warenkorb|ajouter au panier|"
                   r"a[ñn]adir al carrito|agregar al carrito|aggiungi al carrello|"
@@ -64,6 +65,9 @@ _BUY = re.compile(r"add[ -]?to[ -]?(?:cart|basket|bag|trolley)|addtocart|add-to-
                   r"カートに入れる|加入購物車|加入购物车|장바구니|comprar|kaufen|"
                   r"adicionar ao carrinho|bid now|place bid", re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
+_CART = re.compile(r"cart|basket|trolley|korb|panier|carrito|carrello|winkelwagen|koszyk|"
+                   r"košík|kosár|varukorg|kurv|ostoskori|sepet|корзин|кошик|carrinho",
+                   re.IGNORECASE)
 #: a text this long is a sentence, not a price
 _MAX_PRICE_TEXT = 48
 
@@ -98,6 +102,7 @@ class _Walk:
     name: str | None = None
     buy: int | None = None
     buy_enabled: bool = False
+    titled: bool = False
 
 
 def read_visible(tree: lxml.html.HtmlElement, where: Where) -> Visible:
@@ -130,10 +135,13 @@ def _walk(tree: lxml.html.HtmlElement) -> _Walk:
             continue
         walk.elements.append(element)
         index = len(walk.elements) - 1
-        if walk.heading is None and element.tag == "h1":
+        if element.tag == "h1" and (walk.heading is None or (
+                not walk.titled and _TITLE.search(_marks(element)))):
             text = " ".join(element.text_content().split())
             if 2 < len(text) <= 300:
+                # the first heading, or a later one marked as the product's title
                 walk.heading, walk.name = index, text
+                walk.titled = bool(_TITLE.search(_marks(element)))
         if walk.buy is None and _is_buy(element):
             walk.buy = index
             walk.buy_enabled = element.get("disabled") is None and "disabled" not in (
@@ -163,16 +171,21 @@ def _is_noise(element: lxml.html.HtmlElement) -> bool:
 
 
 def _is_buy(element: lxml.html.HtmlElement) -> bool:
-    if element.tag not in ("button", "input", "a"):
+    if element.tag not in ("button", "input", "a", "img"):
         return False
     if element.tag == "input" and element.get("type", "").lower() not in ("submit", "button",
                                                                          "image"):
         return False
-    label = " ".join(filter(None, (element.text_content() if element.tag != "input" else "",
-                                   element.get("value"), element.get("title"),
-                                   element.get("aria-label"), _marks(element),
-                                   element.get("name"))))
-    return bool(_BUY.search(label[:300]))
+    text = element.text_content() if element.tag not in ("input", "img") else ""
+    label = " ".join(filter(None, (text, element.get("value"), element.get("title"),
+                                   element.get("alt"), element.get("aria-label"),
+                                   _marks(element), element.get("name"),
+                                   element.get("data-test"))))[:300]
+    if _BUY.search(label):
+        return True
+    # "Do košíka", "In den Korb": a cart word on a real button (not a header cart link)
+    return element.tag in ("button", "input") and bool(_CART.search(label)) \
+        and not _DIGIT.search(text)
 
 
 def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
@@ -181,6 +194,8 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
         text = _price_text(element)
         if text is None:
             continue
+        if len(_WORD.findall(text)) > 3:
+            continue  # a phrase with a number in it ("365 by Whole Foods"), not a price
         money = parse_price(text, where.hint, where=where)
         if money is None or money.amount <= 0:
             continue
@@ -197,7 +212,8 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
             reasons.append("shows a currency")
         elif not _PRICE_MARK.search(marked):
             continue  # a bare number with nothing saying it is a price
-        if _JUNK_WORDS.search(text) or _JUNK_WORDS.search(_own_words(element)):
+        if _JUNK_WORDS.search(text) or _JUNK_WORDS.search(_own_words(element)) or \
+                _CONVERTED.search(marked):
             score -= 4
             reasons.append("discount, instalment, shipping or rating text")
         score += _near(index, walk.heading, "the heading", reasons)
@@ -273,6 +289,9 @@ def _struck_style(element: lxml.html.HtmlElement) -> bool:
     return False
 
 
+_CONVERTED = re.compile(r"conv|approx|install|financ|klarna|monthly|per-?month", re.IGNORECASE)
+_TITLE = re.compile(r"title|name|product", re.IGNORECASE)
+_WORD = re.compile(r"[^\W\d_]{2,}")
 _CURRENCY_TEXT = re.compile(r"[^\d\s.,\-–—:;()/+]")
 
 
@@ -290,16 +309,36 @@ def _regular(candidates: list[Candidate], price: Candidate | None) -> Candidate 
 
 
 def _availability(walk: _Walk) -> str:
+    """The stock line that is about this product: one in an element marked as the
+    availability beats one that is merely nearest to the buy button or heading."""
     anchors = [a for a in (walk.heading, walk.buy) if a is not None]
-    if anchors:
-        start = max(min(anchors) - 50, 0)
-        end = max(anchors) + 250
-        for element in walk.elements[start:end]:
-            text = " ".join((element.text or "").split())
-            if 2 < len(text) <= 120:
-                found = from_text(text)
-                if found != "unknown":
-                    return found
+    if not anchors:
+        return "unknown"
+    start, end = max(min(anchors) - 300, 0), max(anchors) + 600
+    said: list[tuple[bool, int, str]] = []
+    for index, element in enumerate(walk.elements[start:end], start):
+        text = " ".join((element.text or "").split())
+        if not 2 < len(text) <= 120 or _NOT_ABOUT_STOCK.search(text):
+            continue
+        found = from_text(text)
+        if found != "unknown":
+            context = _context(element)
+            if _NOT_ABOUT_STOCK.search(context):
+                continue
+            marked = bool(_STOCK_MARK.search(context))
+            said.append((not marked, min(abs(index - a) for a in anchors), found))
+    if said:
+        return min(said)[2]
     if walk.buy is not None and walk.buy_enabled:
         return "in_stock"
     return "unknown"
+
+
+#: stock words about something else than the product itself
+_NOT_ABOUT_STOCK = re.compile(
+    r"image|immagine|imagen|imagem|bild|photo|foto|video|in-?store|store availability|"
+    r"click ?& ?collect|collect|delivery|lieferung|livraison|let you know|notify|"
+    r"benachrichtig|alert me|email me|e-mail|size|taglia|talla|gr[öo]ße|farbe|colou?r",
+    re.IGNORECASE)
+_STOCK_MARK = re.compile(r"avail|stock|lager|dispon|inventory|наличи|sklad|magazyn|zapas",
+                         re.IGNORECASE)
