@@ -1,0 +1,115 @@
+"""Dispense menus (dispenseapp.com venues): product lists with discounts applied.
+
+Every product carries its list `price` and `priceWithDiscounts` (what the
+customer pays once the venue's discounts apply), `quantity` in stock, and its
+size as `weightFormatted` ("3.5g", "100mg"). A product sold in several sizes
+lists the other sizes as `variants`, each itself a full product record (the
+product may list itself among them); each distinct record is one option.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domain.values import CrawlTask, Observation, Offer
+from workers.adapters.base import Extraction, ExtractionError, Page, Request
+from workers.adapters.menu_common import (
+    currency_for,
+    dig,
+    first_list,
+    menu_offer,
+    money,
+    quantity,
+    total_quantity,
+)
+from workers.adapters.offers import overall_availability
+from workers.adapters.payload import as_dicts, first_text, load_json, sniff_json, text
+
+__all__ = ["DispenseAdapter"]
+
+_PATHS = (("data",), ("products",), ("data", "products"))
+
+
+class DispenseAdapter:
+    name = "dispense"
+    version = "dispense/1"
+
+    def detects(self, page: Page) -> bool:
+        products = first_list(sniff_json(page), _PATHS)
+        if not products:
+            return False
+        first = products[0]
+        return "priceWithDiscounts" in first or (
+            "venue" in first and "productCategoryName" in first
+        )
+
+    def start(self, task: CrawlTask) -> Request:
+        return Request(task.url)
+
+    def extract(self, page: Page, task: CrawlTask) -> Extraction:
+        products = first_list(load_json(page), _PATHS)
+        if products is None:
+            raise ExtractionError(f"{page.url}: not a Dispense product list")
+        currency = currency_for(task)
+        return Extraction(
+            observations=tuple(obs for p in products if (obs := _read(p, currency)))
+        )
+
+
+def _read(product: dict[str, Any], currency: str) -> Observation | None:
+    product_id = first_text(product.get("id"), product.get("_id"))
+    name = text(product.get("name"))
+    if not product_id or not name:
+        return None
+    offers = _offers(product, currency)
+    return Observation(
+        provider_product_id=product_id,
+        name=name,
+        offers=offers,
+        availability=overall_availability(offers),
+        brand=text(dig(product, "brand", "name")),
+        category=first_text(product.get("productCategoryName"), product.get("subType")),
+        url=text(product.get("productUrl")),
+        image_url=text(product.get("image")),
+        sku=text(product.get("sku")),
+        quantity=total_quantity(offer.quantity for offer in offers),
+        attributes=_attributes(product),
+    )
+
+
+def _offers(product: dict[str, Any], currency: str) -> tuple[Offer, ...]:
+    """One offer per distinct size: the product's own and its variants', each id once."""
+    sizes = [product, *(v for v in as_dicts(product.get("variants")) if "price" in v)]
+    offers: list[Offer] = []
+    seen: set[str] = set()
+    for size in sizes:
+        key = first_text(size.get("id"), size.get("_id")) or str(len(seen))
+        regular = money(size.get("price"))
+        if key in seen or regular is None:
+            continue
+        seen.add(key)
+        offers.append(
+            menu_offer(
+                first_text(size.get("weightFormatted"), size.get("size")),
+                regular,
+                money(size.get("priceWithDiscounts")),
+                currency,
+                count=quantity(size.get("quantity")),
+            )
+        )
+    return tuple(offers)
+
+
+def _attributes(product: dict[str, Any]) -> dict[str, str]:
+    found = {
+        "strain_type": first_text(product.get("cannabisStrain"), product.get("cannabisType")),
+        "thc": _lab(product, "thc"),
+        "cbd": _lab(product, "cbd"),
+    }
+    return {key: value for key, value in found.items() if value}
+
+
+def _lab(product: dict[str, Any], compound: str) -> str | None:
+    value = money(dig(product, "labs", compound))
+    unit = text(dig(product, "labs", f"{compound}ContentUnit")) or ""
+    return f"{value}{unit}" if value is not None else None

@@ -1,0 +1,169 @@
+"""Weedmaps dispensary menus: the `menu_items` JSON:API listing.
+
+`{"meta": {"page", "per_page", "total"}, "data": [{"type": "menu_item",
+"attributes": {...}}]}`. An item is sold either in `variants` (each with a
+`label` and `price.amount`) or, on older listings, through the fixed weight
+slots of `prices` (`price_gram`, `price_eighth`, ..., 0 meaning "not sold at
+this weight"; `price_unit` for things sold by the piece). A `sale` of
+`{"type": "percentage", "amount": 30}` takes 30 % off every option; other sale
+types take a fixed amount off.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from domain.values import CrawlTask, Observation, Offer
+from workers.adapters.base import Extraction, ExtractionError, Page, Request
+from workers.adapters.menu_common import (
+    currency_for,
+    dig,
+    menu_offer,
+    money,
+    percent_off,
+    quantity,
+)
+from workers.adapters.offers import overall_availability
+from workers.adapters.payload import as_dicts, first_text, load_json, sniff_json, text
+
+__all__ = ["WeedmapsAdapter"]
+
+#: The fixed weight slots of `prices`, in menu order, with the label Weedmaps shows.
+_SLOTS = (
+    ("price_unit", None),
+    ("price_half_gram", "1/2 g"),
+    ("price_gram", "1 g"),
+    ("price_two_grams", "2 g"),
+    ("price_eighth", "1/8 oz"),
+    ("price_quarter", "1/4 oz"),
+    ("price_half_ounce", "1/2 oz"),
+    ("price_ounce", "1 oz"),
+)
+
+
+class WeedmapsAdapter:
+    name = "weedmaps"
+    version = "weedmaps/1"
+
+    def detects(self, page: Page) -> bool:
+        items = _items(sniff_json(page))
+        return bool(items) and items[0].get("type") == "menu_item"
+
+    def start(self, task: CrawlTask) -> Request:
+        return Request(task.url)
+
+    def extract(self, page: Page, task: CrawlTask) -> Extraction:
+        data = load_json(page)
+        items = _items(data)
+        if items is None:
+            raise ExtractionError(f"{page.url}: not a Weedmaps menu_items response")
+        observations = tuple(
+            obs for item in items if item.get("type") == "menu_item" and (obs := _read(item, task))
+        )
+        return Extraction(observations=observations, next_request=_next(page, data, len(items)))
+
+
+def _items(data: Any) -> list[dict[str, Any]] | None:
+    found = dig(data, "data")
+    return as_dicts(found) if isinstance(found, list) else None
+
+
+def _next(page: Page, data: Any, count: int) -> Request | None:
+    number, per_page, total = (dig(data, "meta", key) for key in ("page", "per_page", "total"))
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (number, per_page, total)):
+        return None
+    if count == 0 or number * per_page >= total:
+        return None
+    parts = urlsplit(page.url)
+    query = dict(parse_qsl(parts.query))
+    query["page"] = str(number + 1)
+    query.setdefault("page_size", str(per_page))
+    return Request(urlunsplit(parts._replace(query=urlencode(query))))
+
+
+def _read(item: dict[str, Any], task: CrawlTask) -> Observation | None:
+    attrs = item.get("attributes")
+    if not isinstance(attrs, dict):
+        return None
+    product_id, name = first_text(item.get("id"), attrs.get("external_id")), text(attrs.get("name"))
+    if not product_id or not name:
+        return None
+    count = quantity(attrs.get("inventory_quantity"))
+    offers = _offers(attrs, task, count)
+    return Observation(
+        provider_product_id=product_id,
+        name=name,
+        offers=offers,
+        availability=overall_availability(offers),
+        brand=text(attrs.get("brand_name")),
+        category=first_text(attrs.get("category_name"), dig(attrs, "parent_category", "name")),
+        url=text(dig(item, "links", "order")),
+        image_url=first_text(attrs.get("picture_url"), attrs.get("original_picture_url")),
+        sku=text(attrs.get("sku")),
+        quantity=count,
+        attributes=_attributes(attrs),
+    )
+
+
+def _offers(attrs: dict[str, Any], task: CrawlTask, count: int | None) -> tuple[Offer, ...]:
+    sale = attrs.get("sale") if isinstance(attrs.get("sale"), dict) else None
+    offers = []
+    for option, regular, currency, stock in _options(attrs):
+        offers.append(
+            menu_offer(
+                option,
+                regular,
+                _on_sale(regular, sale),
+                currency_for(task, currency),
+                count=stock if stock is not None else count,
+            )
+        )
+    return tuple(offers)
+
+
+def _options(attrs: dict[str, Any]) -> list[tuple[str | None, Decimal | None, Any, int | None]]:
+    """(label, regular price, currency, stock) of every option the item is sold in."""
+    variants = as_dicts(attrs.get("variants"))
+    if variants:
+        return [
+            (
+                first_text(v.get("label"), v.get("name")),
+                money(v.get("price")),
+                dig(v, "price", "currency"),
+                quantity(v.get("inventory_quantity")),
+            )
+            for v in variants
+        ]
+    prices = attrs.get("prices") if isinstance(attrs.get("prices"), dict) else {}
+    found = [(label, money(prices.get(key)), None, None) for key, label in _SLOTS]
+    other = prices.get("prices_other")
+    if isinstance(other, dict):
+        found.extend((text(label), money(value), None, None) for label, value in other.items())
+    return [option for option in found if option[1] is not None]
+
+
+def _on_sale(regular: Decimal | None, sale: dict[str, Any] | None) -> Decimal | None:
+    amount = money(sale.get("amount")) if sale else None
+    if regular is None or sale is None or amount is None:
+        return None
+    if str(sale.get("type") or "").lower() == "percentage":
+        return percent_off(regular, amount) if amount < 100 else None
+    reduced = regular - amount
+    return reduced if reduced > 0 else None
+
+
+def _attributes(attrs: dict[str, Any]) -> dict[str, str]:
+    found = {
+        "subcategory": text(dig(attrs, "sub_category", "name")),
+        "license_type": text(attrs.get("license_type")),
+        "thc": _percent(dig(attrs, "cannabinoids", "thc")),
+        "cbd": _percent(dig(attrs, "cannabinoids", "cbd")),
+    }
+    return {key: value for key, value in found.items() if value}
+
+
+def _percent(value: Any) -> str | None:
+    found = text(value)
+    return f"{found}%" if found else None
