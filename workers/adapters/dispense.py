@@ -1,5 +1,8 @@
 """Dispense menus (dispenseapp.com venues): product lists with discounts applied.
 
+`GET /products?venueId=...&skip=&limit=` answers `{"count", "skip", "limit",
+"data": [...]}`; saved menus may be the bare list.
+
 Every product carries its list `price` and `priceWithDiscounts` (what the
 customer pays once the venue's discounts apply), `quantity` in stock, and its
 size as `weightFormatted` ("3.5g", "100mg"). A product sold in several sizes
@@ -10,6 +13,7 @@ product may list itself among them); each distinct record is one option.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from domain.values import CrawlTask, Observation, Offer
 from workers.adapters.base import Extraction, ExtractionError, Page, Request
@@ -47,13 +51,28 @@ class DispenseAdapter:
         return Request(task.url)
 
     def extract(self, page: Page, task: CrawlTask) -> Extraction:
-        products = first_list(load_json(page), _PATHS)
+        data = load_json(page)
+        products = first_list(data, _PATHS)
         if products is None:
             raise ExtractionError(f"{page.url}: not a Dispense product list")
         currency = currency_for(task)
         return Extraction(
-            observations=tuple(obs for p in products if (obs := _read(p, currency)))
+            observations=tuple(obs for p in products if (obs := _read(p, currency))),
+            next_request=_next(page, data, len(products)),
         )
+
+
+def _next(page: Page, data: Any, count: int) -> Request | None:
+    """The next `skip` of a `{"count", "skip", "limit", "data"}` page, if any remain."""
+    total, skip, limit = (dig(data, key) for key in ("count", "skip", "limit"))
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (total, skip, limit)):
+        return None
+    if count == 0 or skip + count >= total:
+        return None
+    parts = urlsplit(page.url)
+    query = dict(parse_qsl(parts.query))
+    query.update(skip=str(skip + count), limit=str(limit))
+    return Request(urlunsplit(parts._replace(query=urlencode(query))))
 
 
 def _read(product: dict[str, Any], currency: str) -> Observation | None:

@@ -1,5 +1,8 @@
 """Sweed POS menus: `Products/GetProductList` responses (or their products saved as a list).
 
+The API is POSTed `{"page", "pageSize", ...}` and answers `{"page", "pageSize",
+"total", "list": [...]}`; the next page repeats the request with `page` + 1.
+
 A product's `variants` are its sizes: each has a `name` ("3.5g",
 "10mg ea | 10-Pack"), a `price`, a `promoPrice` (null unless a promotion
 applies; then it is what the customer pays), `availableQty` and a `unitSize`.
@@ -44,13 +47,27 @@ class SweedAdapter:
         return Request(task.url)
 
     def extract(self, page: Page, task: CrawlTask) -> Extraction:
-        products = first_list(load_json(page), _PATHS)
+        data = load_json(page)
+        products = first_list(data, _PATHS)
         if products is None:
             raise ExtractionError(f"{page.url}: not a Sweed product list")
         currency = currency_for(task)
         return Extraction(
-            observations=tuple(obs for p in products if (obs := _read(p, currency)))
+            observations=tuple(obs for p in products if (obs := _read(p, currency))),
+            next_request=_next(page, data, len(products)),
         )
+
+
+def _next(page: Page, data: Any, count: int) -> Request | None:
+    """The next page of a POSTed `GetProductList` whose envelope says more remain."""
+    request = page.request
+    body = dict(request.json) if request and request.json else None
+    number, size, total = (dig(data, key) for key in ("page", "pageSize", "total"))
+    ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (number, size, total))
+    if request is None or body is None or not ints or count == 0 or number * size >= total:
+        return None
+    body["page"] = number + 1
+    return Request(request.url, method=request.method, json=body, headers=request.headers)
 
 
 def _read(product: dict[str, Any], currency: str) -> Observation | None:

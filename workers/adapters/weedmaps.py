@@ -48,7 +48,7 @@ class WeedmapsAdapter:
     version = "weedmaps/1"
 
     def detects(self, page: Page) -> bool:
-        items = _items(sniff_json(page))
+        items = _items(sniff_json(page)) or []
         return bool(items) and items[0].get("type") == "menu_item"
 
     def start(self, task: CrawlTask) -> Request:
@@ -108,7 +108,8 @@ def _read(item: dict[str, Any], task: CrawlTask) -> Observation | None:
 
 
 def _offers(attrs: dict[str, Any], task: CrawlTask, count: int | None) -> tuple[Offer, ...]:
-    sale = attrs.get("sale") if isinstance(attrs.get("sale"), dict) else None
+    found = attrs.get("sale")
+    sale = found if isinstance(found, dict) else None
     offers = []
     for option, regular, currency, stock in _options(attrs):
         offers.append(
@@ -136,7 +137,8 @@ def _options(attrs: dict[str, Any]) -> list[tuple[str | None, Decimal | None, An
             )
             for v in variants
         ]
-    prices = attrs.get("prices") if isinstance(attrs.get("prices"), dict) else {}
+    found_prices = attrs.get("prices")
+    prices: dict[str, Any] = found_prices if isinstance(found_prices, dict) else {}
     found = [(label, money(prices.get(key)), None, None) for key, label in _SLOTS]
     other = prices.get("prices_other")
     if isinstance(other, dict):
