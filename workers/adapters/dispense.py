@@ -13,21 +13,11 @@ product may list itself among them); each distinct record is one option.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from domain.values import CrawlTask, Observation, Offer
-from workers.adapters.base import Extraction, ExtractionError, Page, Request
-from workers.adapters.menu_common import (
-    currency_for,
-    dig,
-    first_list,
-    menu_offer,
-    money,
-    quantity,
-    total_quantity,
-)
-from workers.adapters.offers import overall_availability
-from workers.adapters.payload import as_dicts, first_text, load_json, sniff_json, text
+from workers.adapters import menu_common as menu
+from workers.adapters.base import Extraction, Page, Request
+from workers.adapters.payload import as_dicts, first_text, sniff_json, text
 
 __all__ = ["DispenseAdapter"]
 
@@ -39,7 +29,7 @@ class DispenseAdapter:
     version = "dispense/1"
 
     def detects(self, page: Page) -> bool:
-        products = first_list(sniff_json(page), _PATHS)
+        products = menu.first_list(sniff_json(page), _PATHS)
         if not products:
             return False
         first = products[0]
@@ -51,11 +41,8 @@ class DispenseAdapter:
         return Request(task.url)
 
     def extract(self, page: Page, task: CrawlTask) -> Extraction:
-        data = load_json(page)
-        products = first_list(data, _PATHS)
-        if products is None:
-            raise ExtractionError(f"{page.url}: not a Dispense product list")
-        currency = currency_for(task)
+        data, products = menu.read_products(page, _PATHS, "Dispense product list")
+        currency = menu.currency_for(task)
         return Extraction(
             observations=tuple(obs for p in products if (obs := _read(p, currency))),
             next_request=_next(page, data, len(products)),
@@ -64,15 +51,11 @@ class DispenseAdapter:
 
 def _next(page: Page, data: Any, count: int) -> Request | None:
     """The next `skip` of a `{"count", "skip", "limit", "data"}` page, if any remain."""
-    total, skip, limit = (dig(data, key) for key in ("count", "skip", "limit"))
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (total, skip, limit)):
+    paging = menu.counts(*(menu.dig(data, key) for key in ("count", "skip", "limit")))
+    if paging is None or count == 0 or paging[1] + count >= paging[0]:
         return None
-    if count == 0 or skip + count >= total:
-        return None
-    parts = urlsplit(page.url)
-    query = dict(parse_qsl(parts.query))
-    query.update(skip=str(skip + count), limit=str(limit))
-    return Request(urlunsplit(parts._replace(query=urlencode(query))))
+    _, skip, limit = paging
+    return Request(menu.with_query(page.url, skip=str(skip + count), limit=str(limit)))
 
 
 def _read(product: dict[str, Any], currency: str) -> Observation | None:
@@ -81,17 +64,15 @@ def _read(product: dict[str, Any], currency: str) -> Observation | None:
     if not product_id or not name:
         return None
     offers = _offers(product, currency)
-    return Observation(
-        provider_product_id=product_id,
-        name=name,
-        offers=offers,
-        availability=overall_availability(offers),
-        brand=text(dig(product, "brand", "name")),
+    return menu.menu_observation(
+        product_id,
+        name,
+        offers,
+        brand=text(menu.dig(product, "brand", "name")),
         category=first_text(product.get("productCategoryName"), product.get("subType")),
         url=text(product.get("productUrl")),
         image_url=text(product.get("image")),
         sku=text(product.get("sku")),
-        quantity=total_quantity(offer.quantity for offer in offers),
         attributes=_attributes(product),
     )
 
@@ -103,17 +84,17 @@ def _offers(product: dict[str, Any], currency: str) -> tuple[Offer, ...]:
     seen: set[str] = set()
     for size in sizes:
         key = first_text(size.get("id"), size.get("_id")) or str(len(seen))
-        regular = money(size.get("price"))
+        regular = menu.money(size.get("price"))
         if key in seen or regular is None:
             continue
         seen.add(key)
         offers.append(
-            menu_offer(
+            menu.menu_offer(
                 first_text(size.get("weightFormatted"), size.get("size")),
                 regular,
-                money(size.get("priceWithDiscounts")),
+                menu.money(size.get("priceWithDiscounts")),
                 currency,
-                count=quantity(size.get("quantity")),
+                count=menu.quantity(size.get("quantity")),
             )
         )
     return tuple(offers)
@@ -129,6 +110,6 @@ def _attributes(product: dict[str, Any]) -> dict[str, str]:
 
 
 def _lab(product: dict[str, Any], compound: str) -> str | None:
-    value = money(dig(product, "labs", compound))
-    unit = text(dig(product, "labs", f"{compound}ContentUnit")) or ""
+    value = menu.money(menu.dig(product, "labs", compound))
+    unit = text(menu.dig(product, "labs", f"{compound}ContentUnit")) or ""
     return f"{value}{unit}" if value is not None else None

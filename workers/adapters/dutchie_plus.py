@@ -21,19 +21,9 @@ from decimal import Decimal
 from typing import Any
 
 from domain.values import CrawlTask, Observation, Offer
-from workers.adapters.base import Extraction, ExtractionError, Page, Request
-from workers.adapters.menu_common import (
-    currency_for,
-    dig,
-    first_list,
-    menu_offer,
-    money,
-    quantity,
-    total_quantity,
-    variant_entries,
-)
-from workers.adapters.offers import overall_availability
-from workers.adapters.payload import as_dicts, as_list, first_text, load_json, sniff_json, text
+from workers.adapters import menu_common as menu
+from workers.adapters.base import Extraction, Page, Request
+from workers.adapters.payload import as_dicts, as_list, first_text, sniff_json, text
 
 __all__ = ["DutchiePlusAdapter"]
 
@@ -52,17 +42,15 @@ class DutchiePlusAdapter:
     version = "dutchie-plus/1"
 
     def detects(self, page: Page) -> bool:
-        variants = variant_entries(first_list(sniff_json(page), _PATHS))
+        variants = menu.variant_entries(menu.first_list(sniff_json(page), _PATHS))
         return bool(variants) and "option" in variants[0] and _priced(variants[0])
 
     def start(self, task: CrawlTask) -> Request:
         return Request(task.url)
 
     def extract(self, page: Page, task: CrawlTask) -> Extraction:
-        products = first_list(load_json(page), _PATHS)
-        if products is None:
-            raise ExtractionError(f"{page.url}: not a Dutchie Plus product list")
-        currency = currency_for(task)
+        _, products = menu.read_products(page, _PATHS, "Dutchie Plus product list")
+        currency = menu.currency_for(task)
         return Extraction(
             observations=tuple(obs for p in products if (obs := _read(p, currency)))
         )
@@ -80,16 +68,14 @@ def _read(product: dict[str, Any], currency: str) -> Observation | None:
     if not product_id or not name:
         return None
     offers = _offers(as_dicts(product.get("variants")), currency)
-    return Observation(
-        provider_product_id=product_id,
-        name=name,
-        offers=offers,
-        availability=overall_availability(offers),
-        brand=first_text(dig(product, "brand", "name"), product.get("brandName")),
+    return menu.menu_observation(
+        product_id,
+        name,
+        offers,
+        brand=first_text(menu.dig(product, "brand", "name"), product.get("brandName")),
         category=text(product.get("category")),
         image_url=first_text(product.get("image"), product.get("primaryImage")),
-        sku=first_text(dig(product, "posMetaData", "sku"), product.get("posId")),
-        quantity=total_quantity(offer.quantity for offer in offers),
+        sku=first_text(menu.dig(product, "posMetaData", "sku"), product.get("posId")),
         attributes=_attributes(product),
     )
 
@@ -104,12 +90,12 @@ def _offers(variants: list[dict[str, Any]], currency: str) -> tuple[Offer, ...]:
         if regular is None and special is None:
             continue
         offers.append(
-            menu_offer(
+            menu.menu_offer(
                 text(variant.get("option")),
                 regular,
                 special,
                 currency,
-                count=quantity(variant.get("quantity")),
+                count=menu.quantity(variant.get("quantity")),
                 pricing_type=kind,
             )
         )
@@ -118,14 +104,14 @@ def _offers(variants: list[dict[str, Any]], currency: str) -> tuple[Offer, ...]:
 
 def _prices(variant: dict[str, Any]) -> tuple[Decimal | None, Decimal | None, str]:
     """(regular, special, pricing type) of one variant, recreational first."""
-    rec = money(variant.get("priceRec"))
+    rec = menu.money(variant.get("priceRec"))
     if rec is not None:
-        return rec, money(variant.get("specialPriceRec")), "rec"
-    plain = money(variant.get("price"))
+        return rec, menu.money(variant.get("specialPriceRec")), "rec"
+    plain = menu.money(variant.get("price"))
     if plain is not None:
-        menu = str(variant.get("menuType") or "").upper()
-        return plain, money(variant.get("specialPrice")), "medical" if menu == "MEDICAL" else "rec"
-    return money(variant.get("priceMed")), money(variant.get("specialPriceMed")), "medical"
+        medical = str(variant.get("menuType") or "").upper() == "MEDICAL"
+        return plain, menu.money(variant.get("specialPrice")), "medical" if medical else "rec"
+    return menu.money(variant.get("priceMed")), menu.money(variant.get("specialPriceMed")), "medical"
 
 
 def _attributes(product: dict[str, Any]) -> dict[str, str]:
@@ -133,10 +119,10 @@ def _attributes(product: dict[str, Any]) -> dict[str, str]:
         "strain_type": text(product.get("strainType")),
         "subcategory": first_text(product.get("subcategory"), product.get("subCategory")),
         "thc": first_text(
-            dig(product, "potencyThc", "formatted"), product.get("potencyThcDisplayValue")
+            menu.dig(product, "potencyThc", "formatted"), product.get("potencyThcDisplayValue")
         ),
         "cbd": first_text(
-            dig(product, "potencyCbd", "formatted"), product.get("potencyCbdDisplayValue")
+            menu.dig(product, "potencyCbd", "formatted"), product.get("potencyCbdDisplayValue")
         ),
         "effects": ", ".join(t for t in map(text, as_list(product.get("effects"))) if t),
     }

@@ -12,24 +12,30 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from domain.values import CrawlTask, Offer
-from workers.adapters.offers import make_offer
-from workers.adapters.payload import as_dicts, text
+from domain.values import CrawlTask, Observation, Offer
+from workers.adapters.base import ExtractionError, Page
+from workers.adapters.offers import make_offer, overall_availability
+from workers.adapters.payload import as_dicts, load_json, text
 from workers.prices import parse_amount
 
 __all__ = [
     "CENT",
     "currency_for",
     "dig",
+    "counts",
     "first_list",
+    "menu_observation",
     "menu_offer",
     "money",
     "percent_off",
     "quantity",
+    "read_products",
     "stock_word",
     "total_quantity",
     "variant_entries",
+    "with_query",
 ]
 
 CENT = Decimal("0.01")
@@ -54,6 +60,15 @@ def first_list(data: Any, paths: Sequence[tuple[str, ...]]) -> list[dict[str, An
         if isinstance(found, list):
             return as_dicts(found)
     return None
+
+
+def read_products(page: Page, paths: Sequence[tuple[str, ...]], what: str) -> tuple[Any, list[dict[str, Any]]]:
+    """(the whole payload, its product dicts); ExtractionError naming `what` when it has none."""
+    data = load_json(page)
+    products = first_list(data, paths)
+    if products is None:
+        raise ExtractionError(f"{page.url}: not a {what}")
+    return data, products
 
 
 def variant_entries(products: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
@@ -113,6 +128,21 @@ def menu_offer(
     )
 
 
+def menu_observation(
+    product_id: str, name: str, offers: tuple[Offer, ...], *, stock: int | None = None, **fields: Any
+) -> Observation:
+    """A product with its offers; availability follows from the offers', and so does the
+    stock unless the product states its own (`stock`)."""
+    return Observation(
+        provider_product_id=product_id,
+        name=name,
+        offers=offers,
+        availability=overall_availability(offers),
+        quantity=stock if stock is not None else total_quantity(offer.quantity for offer in offers),
+        **fields,
+    )
+
+
 def currency_for(task: CrawlTask, *found: Any) -> str:
     """The payload's currency code if it states one, else the task's, else USD."""
     for value in found:
@@ -130,3 +160,18 @@ def total_quantity(counts: Iterable[int | None]) -> int | None:
 def percent_off(regular: Decimal, percent: Decimal) -> Decimal:
     """`regular` less `percent` %, to the cent (half up, as tills round)."""
     return (regular * (Decimal(100) - percent) / Decimal(100)).quantize(CENT, ROUND_HALF_UP)
+
+
+def counts(*values: Any) -> tuple[int, ...] | None:
+    """The values when every one is an int (paging fields), else None."""
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return tuple(values)
+    return None
+
+
+def with_query(url: str, **params: str) -> str:
+    """`url` with `params` set in its query string (other parameters kept)."""
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query))
+    query.update(params)
+    return urlunsplit(parts._replace(query=urlencode(query)))

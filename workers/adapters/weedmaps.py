@@ -13,19 +13,10 @@ from __future__ import annotations
 
 from decimal import Decimal
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from domain.values import CrawlTask, Observation, Offer
+from workers.adapters import menu_common as menu
 from workers.adapters.base import Extraction, ExtractionError, Page, Request
-from workers.adapters.menu_common import (
-    currency_for,
-    dig,
-    menu_offer,
-    money,
-    percent_off,
-    quantity,
-)
-from workers.adapters.offers import overall_availability
 from workers.adapters.payload import as_dicts, first_text, load_json, sniff_json, text
 
 __all__ = ["WeedmapsAdapter"]
@@ -66,21 +57,16 @@ class WeedmapsAdapter:
 
 
 def _items(data: Any) -> list[dict[str, Any]] | None:
-    found = dig(data, "data")
+    found = menu.dig(data, "data")
     return as_dicts(found) if isinstance(found, list) else None
 
 
 def _next(page: Page, data: Any, count: int) -> Request | None:
-    number, per_page, total = (dig(data, "meta", key) for key in ("page", "per_page", "total"))
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (number, per_page, total)):
+    paging = menu.counts(*(menu.dig(data, "meta", key) for key in ("page", "per_page", "total")))
+    if paging is None or count == 0 or paging[0] * paging[1] >= paging[2]:
         return None
-    if count == 0 or number * per_page >= total:
-        return None
-    parts = urlsplit(page.url)
-    query = dict(parse_qsl(parts.query))
-    query["page"] = str(number + 1)
-    query.setdefault("page_size", str(per_page))
-    return Request(urlunsplit(parts._replace(query=urlencode(query))))
+    number, per_page, _ = paging
+    return Request(menu.with_query(page.url, page=str(number + 1), page_size=str(per_page)))
 
 
 def _read(item: dict[str, Any], task: CrawlTask) -> Observation | None:
@@ -90,19 +76,18 @@ def _read(item: dict[str, Any], task: CrawlTask) -> Observation | None:
     product_id, name = first_text(item.get("id"), attrs.get("external_id")), text(attrs.get("name"))
     if not product_id or not name:
         return None
-    count = quantity(attrs.get("inventory_quantity"))
+    count = menu.quantity(attrs.get("inventory_quantity"))
     offers = _offers(attrs, task, count)
-    return Observation(
-        provider_product_id=product_id,
-        name=name,
-        offers=offers,
-        availability=overall_availability(offers),
+    return menu.menu_observation(
+        product_id,
+        name,
+        offers,
         brand=text(attrs.get("brand_name")),
-        category=first_text(attrs.get("category_name"), dig(attrs, "parent_category", "name")),
-        url=text(dig(item, "links", "order")),
+        category=first_text(attrs.get("category_name"), menu.dig(attrs, "parent_category", "name")),
+        url=text(menu.dig(item, "links", "order")),
         image_url=first_text(attrs.get("picture_url"), attrs.get("original_picture_url")),
         sku=text(attrs.get("sku")),
-        quantity=count,
+        stock=count,
         attributes=_attributes(attrs),
     )
 
@@ -113,11 +98,11 @@ def _offers(attrs: dict[str, Any], task: CrawlTask, count: int | None) -> tuple[
     offers = []
     for option, regular, currency, stock in _options(attrs):
         offers.append(
-            menu_offer(
+            menu.menu_offer(
                 option,
                 regular,
                 _on_sale(regular, sale),
-                currency_for(task, currency),
+                menu.currency_for(task, currency),
                 count=stock if stock is not None else count,
             )
         )
@@ -131,37 +116,37 @@ def _options(attrs: dict[str, Any]) -> list[tuple[str | None, Decimal | None, An
         return [
             (
                 first_text(v.get("label"), v.get("name")),
-                money(v.get("price")),
-                dig(v, "price", "currency"),
-                quantity(v.get("inventory_quantity")),
+                menu.money(v.get("price")),
+                menu.dig(v, "price", "currency"),
+                menu.quantity(v.get("inventory_quantity")),
             )
             for v in variants
         ]
     found_prices = attrs.get("prices")
     prices: dict[str, Any] = found_prices if isinstance(found_prices, dict) else {}
-    found = [(label, money(prices.get(key)), None, None) for key, label in _SLOTS]
+    found = [(label, menu.money(prices.get(key)), None, None) for key, label in _SLOTS]
     other = prices.get("prices_other")
     if isinstance(other, dict):
-        found.extend((text(label), money(value), None, None) for label, value in other.items())
+        found.extend((text(label), menu.money(value), None, None) for label, value in other.items())
     return [option for option in found if option[1] is not None]
 
 
 def _on_sale(regular: Decimal | None, sale: dict[str, Any] | None) -> Decimal | None:
-    amount = money(sale.get("amount")) if sale else None
+    amount = menu.money(sale.get("amount")) if sale else None
     if regular is None or sale is None or amount is None:
         return None
     if str(sale.get("type") or "").lower() == "percentage":
-        return percent_off(regular, amount) if amount < 100 else None
+        return menu.percent_off(regular, amount) if amount < 100 else None
     reduced = regular - amount
     return reduced if reduced > 0 else None
 
 
 def _attributes(attrs: dict[str, Any]) -> dict[str, str]:
     found = {
-        "subcategory": text(dig(attrs, "sub_category", "name")),
+        "subcategory": text(menu.dig(attrs, "sub_category", "name")),
         "license_type": text(attrs.get("license_type")),
-        "thc": _percent(dig(attrs, "cannabinoids", "thc")),
-        "cbd": _percent(dig(attrs, "cannabinoids", "cbd")),
+        "thc": _percent(menu.dig(attrs, "cannabinoids", "thc")),
+        "cbd": _percent(menu.dig(attrs, "cannabinoids", "cbd")),
     }
     return {key: value for key, value in found.items() if value}
 
