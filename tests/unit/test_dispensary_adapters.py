@@ -184,3 +184,15 @@ def test_weedmaps_sales_and_weight_slots_and_next_page() -> None:
     assert found.next_request == Request(url.replace("page=1", "page=2"))
     last = {**WEEDMAPS, "meta": {"page": 3, "per_page": 2, "total": 5}}
     assert extract_page(page(last, url=url), task())[1].next_request is None
+
+
+def test_weedmaps_crawls_start_at_the_listing_menu_items_api() -> None:
+    adapter = next(a for a in ADAPTERS if a.name == "weedmaps")
+    start = adapter.start(task("https://weedmaps.com/dispensaries/score-420-albuquerque/menu"))
+    assert start == Request(
+        "https://api-g.weedmaps.com/discovery/v1/listings/dispensaries/score-420-albuquerque/menu_items"
+        "?page=1&page_size=100"
+    )
+    api = "https://api-g.weedmaps.com/discovery/v1/listings/deliveries/x/menu_items?page=3"
+    assert adapter.start(task(api)) == Request(api)
+    assert adapter.start(task("https://shop.invalid/dispensaries/x")) == Request("https://shop.invalid/dispensaries/x")

@@ -57,6 +57,8 @@ _ALIASES = {
     "jsonld": "schema_org",
     "microdata": "schema_org",
     "generic": "schema_org",
+    "dutchie_plus": "dutchie-plus",
+    "dispenseapp": "dispense",
     "rdfa": "schema_org",
     "opengraph": "schema_org",
 }

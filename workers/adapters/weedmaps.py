@@ -1,5 +1,8 @@
 """Weedmaps dispensary menus: the `menu_items` JSON:API listing.
 
+A crawl of a weedmaps.com listing page starts at the listing's `menu_items`
+API (`menu_items_url`) and follows `meta.page`/`per_page`/`total`.
+
 `{"meta": {"page", "per_page", "total"}, "data": [{"type": "menu_item",
 "attributes": {...}}]}`. An item is sold either in `variants` (each with a
 `label` and `price.amount`) or, on older listings, through the fixed weight
@@ -13,13 +16,17 @@ from __future__ import annotations
 
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlsplit
 
 from domain.values import CrawlTask, Observation, Offer
 from workers.adapters import menu_common as menu
 from workers.adapters.base import Extraction, ExtractionError, Page, Request
 from workers.adapters.payload import as_dicts, first_text, load_json, sniff_json, text
 
-__all__ = ["WeedmapsAdapter"]
+__all__ = ["WeedmapsAdapter", "menu_items_url"]
+
+_API = "https://api-g.weedmaps.com/discovery/v1/listings"
+_LISTING_KINDS = ("dispensaries", "deliveries", "doctors")
 
 #: The fixed weight slots of `prices`, in menu order, with the label Weedmaps shows.
 _SLOTS = (
@@ -43,7 +50,7 @@ class WeedmapsAdapter:
         return bool(items) and items[0].get("type") == "menu_item"
 
     def start(self, task: CrawlTask) -> Request:
-        return Request(task.url)
+        return Request(menu_items_url(task.url))
 
     def extract(self, page: Page, task: CrawlTask) -> Extraction:
         data = load_json(page)
@@ -54,6 +61,19 @@ class WeedmapsAdapter:
             obs for item in items if item.get("type") == "menu_item" and (obs := _read(item, task))
         )
         return Extraction(observations=observations, next_request=_next(page, data, len(items)))
+
+
+def menu_items_url(url: str) -> str:
+    """The first `menu_items` page of a weedmaps.com listing URL
+    (`/dispensaries/<slug>`, `/deliveries/<slug>`); any other URL is returned as is."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    segments = [s for s in parts.path.split("/") if s]
+    if not (host == "weedmaps.com" or host.endswith(".weedmaps.com")) or host.startswith("api"):
+        return url
+    if len(segments) < 2 or segments[0] not in _LISTING_KINDS:
+        return url
+    return f"{_API}/{segments[0]}/{segments[1]}/menu_items?page=1&page_size=100"
 
 
 def _items(data: Any) -> list[dict[str, Any]] | None:
