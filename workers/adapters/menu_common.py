@@ -22,9 +22,9 @@ from workers.prices import parse_amount
 
 __all__ = [
     "CENT",
+    "counts",
     "currency_for",
     "dig",
-    "counts",
     "first_list",
     "menu_observation",
     "menu_offer",
