@@ -54,6 +54,28 @@ _keys = st.sampled_from(
         "Name",
         "title",
         "name",
+        # dispensary menu platforms (Dutchie Plus, Sweed, Dispense, Weedmaps)
+        "option",
+        "priceRec",
+        "specialPriceRec",
+        "specialPrice",
+        "menuType",
+        "quantity",
+        "promoPrice",
+        "availableQty",
+        "unitSize",
+        "list",
+        "priceWithDiscounts",
+        "venue",
+        "productCategoryName",
+        "count",
+        "skip",
+        "limit",
+        "meta",
+        "type",
+        "attributes",
+        "sale",
+        "amount",
     ]
 )
 _shaped = st.recursive(

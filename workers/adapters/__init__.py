@@ -1,6 +1,7 @@
 """The platform adapters, in the order content detection tries them.
 
-Platform APIs come first (their JSON shapes are specific), then feeds and
+Platform APIs come first (their JSON shapes are specific; the dispensary
+menu platforms are told apart by the keys of their product and variant records), then feeds and
 locators, and the generic schema.org page reader last, since it accepts any
 HTML. `REGISTRY` (a `Registry`: `by_name`, `detect`, `for_task`) is the one
 registry the crawler uses; tests build a `Registry` of their own adapters.
@@ -11,11 +12,15 @@ from __future__ import annotations
 from workers.adapters.base import Adapter, Extraction, ExtractionError, Page, Request
 from workers.adapters.dispensary_graphql import DispensaryAdapter
 from workers.adapters.dispensary_resolver import DispensaryResolver
+from workers.adapters.dispense import DispenseAdapter
+from workers.adapters.dutchie_plus import DutchiePlusAdapter
 from workers.adapters.feeds import FeedAdapter
 from workers.adapters.locator import LocatorAdapter
 from workers.adapters.registry import Registry
 from workers.adapters.schema_org import SchemaOrgAdapter
 from workers.adapters.shopify import ShopifyAdapter
+from workers.adapters.sweed import SweedAdapter
+from workers.adapters.weedmaps import WeedmapsAdapter
 from workers.adapters.woocommerce import WooCommerceAdapter
 
 __all__ = [
@@ -35,6 +40,10 @@ __all__ = [
 ADAPTERS: tuple[Adapter, ...] = (
     DispensaryAdapter(),
     DispensaryResolver(),
+    DutchiePlusAdapter(),
+    SweedAdapter(),
+    DispenseAdapter(),
+    WeedmapsAdapter(),
     ShopifyAdapter(),
     WooCommerceAdapter(),
     LocatorAdapter(),
@@ -48,6 +57,8 @@ _ALIASES = {
     "jsonld": "schema_org",
     "microdata": "schema_org",
     "generic": "schema_org",
+    "dutchie_plus": "dutchie-plus",
+    "dispenseapp": "dispense",
     "rdfa": "schema_org",
     "opengraph": "schema_org",
 }

@@ -1,0 +1,198 @@
+"""Dispensary menu platform adapters: detection by content, offers, pagination.
+
+The payloads here are minimal records in each platform's published response
+shape (field names as the APIs return them; names and prices invented); the
+real menus they were modelled on are exercised in test_dispensary_corpus.py.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from domain.values import CrawlTask
+from workers.adapters import ADAPTERS, detect
+from workers.adapters.base import Page, Request
+from workers.extraction import extract_page
+
+PAGES = Path(__file__).parent.parent / "fixtures" / "pages"
+CORPUS = Path(__file__).parent.parent / "corpus" / "dispensary"
+NEW = ("dutchie-plus", "sweed", "dispense", "weedmaps")
+
+
+def page(payload: Any, url: str = "https://menu.invalid/api", request: Request | None = None) -> Page:
+    return Page(url=url, text=json.dumps(payload), request=request)
+
+
+def task(url: str = "https://menu.invalid/api", **extra: str) -> CrawlTask:
+    return CrawlTask(job_id="j", lease_id="l", attempt=1, kind="catalog", url=url, **extra)
+
+
+def plus_product(pid: str, name: str, *variants: dict[str, Any]) -> dict[str, Any]:
+    return {"id": pid, "name": name, "brand": {"name": "Acme"}, "category": "FLOWER",
+            "strainType": "HYBRID", "potencyThc": {"formatted": "21%"}, "variants": list(variants)}
+
+
+PLUS_GRAPHQL = {"data": {"menu": {"products": [
+    plus_product("p1", "Blue Dream", {"option": "3.5g", "priceRec": 40, "specialPriceRec": 32, "quantity": 4},
+                 {"option": "7g", "priceRec": 75, "specialPriceRec": None, "quantity": 0}),
+    plus_product("p2", "Tincture", {"option": "N/A", "priceMed": 30, "specialPriceMed": 27, "quantity": 2}),
+]}}}
+PLUS_LIST = [plus_product("p3", "Gummies", {"option": "100mg", "priceRec": 20, "priceMed": 18, "quantity": 9})]
+LISTING = [{
+    "jointId": "j1", "globalProductId": "g1", "name": "Lotion", "brandName": "Avexia", "category": "TOPICALS",
+    "variants": [
+        {"option": ".1g", "price": "55.00", "specialPrice": "35.75", "menuType": "RECREATIONAL", "quantity": "8"},
+        {"option": ".1g", "price": "50.00", "specialPrice": None, "menuType": "MEDICAL", "quantity": "8"},
+    ],
+}]
+SWEED = {"page": 1, "pageSize": 2, "total": 3, "list": [
+    {"id": 11, "name": "Bites", "brand": {"name": "Select"}, "category": {"name": "Edibles"},
+     "images": ["https://img.invalid/1.jpg"],
+     "variants": [{"id": 1, "name": "10mg ea | 10-Pack", "price": 20.0, "promoPrice": 14.0, "availableQty": 24,
+                   "unitSize": {"value": 10.0, "unitAbbr": "MG"}}]},
+    {"id": 12, "name": "Screen", "variants": [
+        {"id": 2, "name": "Each", "price": 1.0, "promoPrice": None, "availableQty": 0,
+         "unitSize": {"value": 1.0, "unitAbbr": "EA"}},
+        {"id": 3, "name": "Pack", "price": 5.0, "promoPrice": 5.0, "availableQty": 3,
+         "unitSize": {"value": 5.0, "unitAbbr": "EA"}}]},
+]}
+
+
+def dispense_record(pid: str, weight: str, price: float, paid: float, **extra: Any) -> dict[str, Any]:
+    return {"id": pid, "name": "Pearls", "venue": "v1", "productCategoryName": "Edibles", "brand": {"name": "Gron"},
+            "weightFormatted": weight, "price": price, "priceWithDiscounts": paid, "quantity": 5, **extra}
+
+
+DISPENSE = {"count": 3, "skip": 0, "limit": 2, "data": [
+    dispense_record("d1", "10mg", 7, 7, variants=[dispense_record("d1", "10mg", 7, 7),
+                                                   dispense_record("d2", "100mg", 30, 24)]),
+    dispense_record("d3", "3.5g", 45, 36),
+]}
+WEEDMAPS = {"meta": {"page": 1, "per_page": 2, "total": 5}, "data": [
+    {"id": 1, "type": "menu_item", "links": {"order": "https://weedmaps.invalid/menu/a"},
+     "attributes": {"name": "Cart", "brand_name": "Kushie", "category_name": "Vape", "sale": {"type": "percentage",
+                    "amount": 30}, "variants": [], "prices": {"price_unit": 39.83, "price_gram": 0}}},
+    {"id": 2, "type": "menu_item", "attributes": {
+        "name": "Preroll", "sale": {"type": "amount", "amount": 1}, "inventory_quantity": 0,
+        "variants": [{"label": "1/2 g", "price": {"amount": "4.00", "currency": "USD"}},
+                     {"label": "1 g", "price": {"amount": "8.00", "currency": "USD"}}]}},
+]}
+
+SHAPES = {
+    "plus-graphql": (PLUS_GRAPHQL, "dutchie-plus"),
+    "plus-list": (PLUS_LIST, "dutchie-plus"),
+    "dutchie-listing": (LISTING, "dutchie-plus"),
+    "sweed": (SWEED, "sweed"),
+    "sweed-list": (SWEED["list"], "sweed"),
+    "dispense": (DISPENSE, "dispense"),
+    "dispense-list": (DISPENSE["data"], "dispense"),
+    "weedmaps": (WEEDMAPS, "weedmaps"),
+}
+
+
+def new_adapters() -> list[Any]:
+    return [adapter for adapter in ADAPTERS if adapter.name in NEW]
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_each_platform_shape_is_recognised_by_its_adapter_only(shape: str) -> None:
+    payload, owner = SHAPES[shape]
+    recognised = {adapter.name for adapter in new_adapters() if adapter.detects(page(payload))}
+    assert recognised == {owner}
+    found = detect(page(payload))
+    assert found is not None and found.name == owner
+
+
+@pytest.mark.parametrize("fixture", sorted(path.name for path in PAGES.iterdir()))
+def test_existing_fixture_pages_are_left_to_the_older_adapters(fixture: str) -> None:
+    text = (PAGES / fixture).read_text("utf-8", errors="replace")
+    fixture_page = Page(url=f"https://shop.invalid/{fixture}", text=text)
+    assert not [adapter.name for adapter in new_adapters() if adapter.detects(fixture_page)]
+    found = detect(fixture_page)
+    assert found is None or found.name not in NEW
+
+
+@pytest.mark.parametrize("corpus", sorted(p.name for p in CORPUS.iterdir() if p.name != "manifest.json"))
+def test_corpus_payloads_are_claimed_by_one_adapter(corpus: str) -> None:
+    raw = (CORPUS / corpus).read_bytes()
+    text = (gzip.decompress(raw) if corpus.endswith(".gz") else raw).decode("utf-8")
+    corpus_page = Page(url="https://corpus.invalid/menu", text=text)
+    assert len([adapter for adapter in ADAPTERS if adapter.detects(corpus_page)]) == 1
+
+
+def test_dutchie_plus_special_price_is_what_you_pay_and_medical_prices_are_a_fallback() -> None:
+    adapter, found = extract_page(page(PLUS_GRAPHQL), task())
+    dream, tincture = found.observations
+    eighth, quarter = dream.offers
+    assert (eighth.option, eighth.price, eighth.special_price, eighth.currency) == (
+        "3.5g", Decimal("40"), Decimal("32"), "USD")
+    assert (quarter.price, quarter.special_price, quarter.availability) == (Decimal("75"), None, "out_of_stock")
+    assert (dream.brand, dream.quantity, dream.availability, dream.attributes["thc"]) == ("Acme", 4, "in_stock", "21%")
+    (only,) = tincture.offers
+    assert (only.price, only.special_price, only.pricing_type) == (Decimal("30"), Decimal("27"), "medical")
+
+
+def test_dutchie_listing_keeps_recreational_variants_and_string_quantities() -> None:
+    _, found = extract_page(page(LISTING), task())
+    (lotion,) = found.observations
+    (offer,) = lotion.offers
+    assert (lotion.provider_product_id, lotion.brand) == ("j1", "Avexia")
+    assert (offer.option, offer.price, offer.special_price, offer.quantity) == (
+        ".1g", Decimal("55.00"), Decimal("35.75"), 8)
+
+
+def test_sweed_promo_price_counts_only_below_the_price_and_next_page_reposts() -> None:
+    request = Request("https://sweed.invalid/_api/proxy/Products/GetProductList", method="POST",
+                      json={"page": 1, "pageSize": 2, "filters": {"category": [7]}})
+    _, found = extract_page(page(SWEED, request=request), task())
+    bites, screen = found.observations
+    assert (bites.offers[0].option, bites.offers[0].price, bites.offers[0].special_price) == (
+        "10mg ea | 10-Pack", Decimal("20.0"), Decimal("14.0"))
+    assert (bites.category, bites.image_url) == ("Edibles", "https://img.invalid/1.jpg")
+    each, pack = screen.offers
+    assert (each.special_price, each.availability, pack.special_price) == (None, "out_of_stock", None)
+    assert found.next_request == Request(request.url, method="POST",
+                                         json={"page": 2, "pageSize": 2, "filters": {"category": [7]}})
+
+
+def test_dispense_offers_each_size_once_at_the_discounted_price_and_pages_by_skip() -> None:
+    url = "https://api.dispenseapp.invalid/2023-03/products?venueId=v1&limit=2&skip=0"
+    _, found = extract_page(page(DISPENSE, url=url), task())
+    pearls, flower = found.observations
+    assert [(o.option, o.price, o.special_price) for o in pearls.offers] == [
+        ("10mg", Decimal("7"), None), ("100mg", Decimal("30"), Decimal("24"))]
+    assert (flower.offers[0].special_price, pearls.quantity) == (Decimal("36"), 10)
+    assert found.next_request == Request(
+        "https://api.dispenseapp.invalid/2023-03/products?venueId=v1&limit=2&skip=2")
+
+
+def test_weedmaps_sales_and_weight_slots_and_next_page() -> None:
+    url = "https://api-g.weedmaps.invalid/discovery/v1/listings/dispensaries/x/menu_items?page=1&page_size=2"
+    _, found = extract_page(page(WEEDMAPS, url=url), task())
+    cart, preroll = found.observations
+    (unit,) = cart.offers
+    assert (unit.option, unit.price, unit.special_price) == ("default", Decimal("39.83"), Decimal("27.88"))
+    assert (cart.url, cart.brand) == ("https://weedmaps.invalid/menu/a", "Kushie")
+    assert [(o.option, o.special_price, o.availability) for o in preroll.offers] == [
+        ("1/2 g", Decimal("3.00"), "out_of_stock"), ("1 g", Decimal("7.00"), "out_of_stock")]
+    assert found.next_request == Request(url.replace("page=1", "page=2"))
+    last = {**WEEDMAPS, "meta": {"page": 3, "per_page": 2, "total": 5}}
+    assert extract_page(page(last, url=url), task())[1].next_request is None
+
+
+def test_weedmaps_crawls_start_at_the_listing_menu_items_api() -> None:
+    adapter = next(a for a in ADAPTERS if a.name == "weedmaps")
+    start = adapter.start(task("https://weedmaps.com/dispensaries/score-420-albuquerque/menu"))
+    assert start == Request(
+        "https://api-g.weedmaps.com/discovery/v1/listings/dispensaries/score-420-albuquerque/menu_items"
+        "?page=1&page_size=100"
+    )
+    api = "https://api-g.weedmaps.com/discovery/v1/listings/deliveries/x/menu_items?page=3"
+    assert adapter.start(task(api)) == Request(api)
+    assert adapter.start(task("https://shop.invalid/dispensaries/x")) == Request("https://shop.invalid/dispensaries/x")
