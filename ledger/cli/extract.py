@@ -14,7 +14,7 @@ from typing import Any
 from ledger.cli.errors import CommandError
 from workers.adapters.base import ExtractionError, Page
 from workers.charset import decode
-from workers.extraction import extract_page, products_to_json
+from workers.extraction import default_task, extract_page, products_to_json
 
 __all__ = ["register", "run_extract"]
 
@@ -25,6 +25,9 @@ def register(sub: Any) -> None:
     parser.add_argument("--url", help="the URL the file was fetched from (default: file://…)")
     parser.add_argument("--json", action="store_true", help="print the products as JSON")
     parser.add_argument("--adapter", help="force an adapter by name instead of detecting one")
+    parser.add_argument("--explain", action="store_true",
+                        help="per field of the main product: the value chosen, its source and "
+                             "the alternatives that lost")
     parser.set_defaults(handler=run_extract)
 
 
@@ -40,8 +43,35 @@ def run_extract(args: argparse.Namespace) -> int:
         # Nothing readable on the page is a result ("no products"), not an error.
         _print(args.json, [], note=f"no products: {error}")
         return 0
+    if args.explain:
+        _explain(adapter, page, args.json)
+        return 0
     _print(args.json, products_to_json(extraction.observations), note=f"adapter: {adapter.name}")
     return 0
+
+
+def _explain(adapter: Any, page: Page, as_json: bool) -> None:
+    explain = getattr(adapter, "explain", None)
+    if explain is None:  # a platform API adapter: one source for every field
+        choices = []
+        note = f"adapter {adapter.name}: every field from the platform's own data"
+    else:
+        choices = [vars(c) for c in explain(page, default_task(page.url))]
+        note = f"adapter {adapter.name}"
+    if as_json:
+        print(json.dumps(choices, ensure_ascii=False, indent=2, default=list))
+        print(f"crawl-ledger: {note}", file=sys.stderr)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"main product, field by field — {note}")
+    for column in ("field", "chosen", "source", "alternatives (value — source)"):
+        table.add_column(column)
+    for choice in choices:
+        lost = "\n".join(f"{value} — {source}" for value, source in choice["alternatives"])
+        table.add_row(choice["field"], choice["value"] or "", choice["source"], lost)
+    Console(width=None if sys.stdout.isatty() else 160).print(table)
 
 
 def _read(path: Path) -> bytes:

@@ -1,4 +1,4 @@
-"""The main product, field by field, from every source on the page.
+"""The main product, field by field, from every source on the page, with lineage.
 
 Structured data (JSON-LD, microdata, RDFa, OpenGraph) is trusted first; what it
 leaves out is filled from what the page visibly shows (`workers.adapters.visible`)
@@ -10,14 +10,20 @@ and where the page is (`workers.currency.Where`):
 | price        | structured offer, visible price (struck-through = regular price); a |
 |              | structured price shown struck through beside a lower one is the   |
 |              | regular price and the lower one the price paid                    |
-| currency     | structured, the visible price's symbol, the store's or territory's|
+| currency     | structured, the symbol shown beside that amount, the visible      |
+|              | price's, the store's configured currency, the territory's         |
 | availability | structured, visible stock line or buy button                      |
+
+Each field's source is recorded on the observation (`attributes["source.<field>"]`),
+so every Observed event says where its values came from; `explain` lists the
+alternatives that lost as well (`crawl-ledger extract --explain`).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from domain.values import Observation, Offer
@@ -26,7 +32,19 @@ from workers.adapters.visible import Visible
 from workers.currency import Where
 from workers.urls import normalize_url
 
-__all__ = ["complete", "merge"]
+__all__ = ["Choice", "complete", "merge"]
+
+FIELDS = ("name", "price", "regular_price", "currency", "availability")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One field of the main product: the value taken, from where, and what lost."""
+
+    field: str
+    value: str | None
+    source: str
+    alternatives: tuple[tuple[str, str], ...] = ()
 
 
 def complete(obs: Observation) -> bool:
@@ -35,33 +53,70 @@ def complete(obs: Observation) -> bool:
     return bool(priced) and all(o.currency for o in priced) and obs.availability != "unknown"
 
 
-def merge(obs: Observation | None, seen: Visible, where: Where, page_url: str,
-          og_title: str | None) -> Observation | None:
-    """`obs` (structured, maybe None) completed from what the page shows."""
+def merge(obs: Observation | None, origin: str | None, seen: Visible | None, where: Where,
+          page_url: str, og: Mapping[str, str]) -> tuple[Observation | None, tuple[Choice, ...]]:
+    """`obs` (structured, from `origin`; maybe None) completed from what the page shows."""
+    sources: dict[str, str] = {}
     if obs is None:
-        return _visible_only(seen, where, page_url, og_title)
-    offers = tuple(_with_currency(o, seen, where) for o in obs.offers)
+        merged = _visible_only(seen, where, page_url, og.get("og:title"), sources) \
+            if seen is not None else None
+    else:
+        sources.update({f: origin or "structured" for f in FIELDS})
+        merged = _completed(obs, seen or Visible(), where, sources) if seen is not None else obs
+    if merged is None:
+        return None, ()
+    offer = merged.offers[0] if merged.offers else None
+    values = {
+        "name": merged.name,
+        "price": _text(_paid(offer)),
+        "regular_price": _text(offer.price if offer and offer.special_price is not None
+                               else None),
+        "currency": offer.currency if offer else None,
+        "availability": merged.availability,
+    }
+    for field, value in values.items():
+        if value is None or value == "unknown":
+            sources[field] = "none"
+    attributes = {**merged.attributes, **{f"source.{f}": sources[f] for f in FIELDS
+                                          if sources.get(f, "none") != "none"}}
+    choices = tuple(Choice(f, values[f], sources.get(f, "none"), _alternatives(f, seen, og))
+                    for f in FIELDS)
+    return replace(merged, attributes=attributes), choices
+
+
+def _completed(obs: Observation, seen: Visible, where: Where,
+               sources: dict[str, str]) -> Observation:
+    offers = tuple(_with_currency(o, seen, where, sources) for o in obs.offers)
     if not any(o.price is not None for o in offers) and seen.price is not None:
         offers = (_visible_offer(seen),)
+        sources.update(price="visible", regular_price="visible",
+                       currency="visible" if seen.price.currency else sources["currency"])
     elif len(offers) == 1:
-        offers = (_with_visible_sale(offers[0], seen),)
+        offers = (_with_visible_sale(offers[0], seen, sources),)
+    elif seen.price is not None:
+        # several offers: the one whose price the page shows as the price comes first
+        shown = [o for o in offers if _paid(o) == seen.price.amount]
+        offers = (*shown[:1], *(o for o in offers if o not in shown[:1]))
     availability = obs.availability
     if availability == "unknown":
         availability = seen.availability
+        sources["availability"] = "visible"
     return replace(obs, offers=offers, availability=availability)
 
 
-def _with_currency(offer: Offer, seen: Visible, where: Where) -> Offer:
+def _with_currency(offer: Offer, seen: Visible, where: Where, sources: dict[str, str]) -> Offer:
     if offer.currency or offer.price is None:
         return offer
     # the currency shown beside this very amount, else beside the visible price
     same = next((c.money.currency for c in seen.prices
                  if c.money.amount == offer.price and c.money.currency), None)
     shown = same or (seen.price.currency if seen.price is not None else None)
+    sources["currency"] = ("visible, beside this price" if same else "visible price" if shown
+                           else "store currency" if where.hint else f"territory {where.territory}")
     return replace(offer, currency=shown or where.default_currency)
 
 
-def _with_visible_sale(offer: Offer, seen: Visible) -> Offer:
+def _with_visible_sale(offer: Offer, seen: Visible, sources: dict[str, str]) -> Offer:
     """Structured data giving only the regular price while the page shows it struck
     through beside a lower one: the lower one is what a buyer pays."""
     if offer.special_price is not None or offer.price is None or seen.price is None:
@@ -73,6 +128,7 @@ def _with_visible_sale(offer: Offer, seen: Visible) -> Offer:
     struck = seen.regular is not None and seen.regular.amount == offer.price
     if not struck and not any(_shows(offer.price, text) for text in beside):
         return offer
+    sources["price"] = "visible sale price beside the structured one"
     return replace(offer, special_price=seen.price.amount)
 
 
@@ -92,8 +148,8 @@ def _visible_offer(seen: Visible) -> Offer:
     return make_offer("default", regular, seen.price.amount, seen.price.currency)
 
 
-def _visible_only(seen: Visible, where: Where, page_url: str,
-                  og_title: str | None) -> Observation | None:
+def _visible_only(seen: Visible, where: Where, page_url: str, og_title: str | None,
+                  sources: dict[str, str]) -> Observation | None:
     name = seen.name or og_title
     # no price: still the product, when the page says it cannot be bought now
     unpriced = seen.price is None and seen.availability in ("out_of_stock", "discontinued")
@@ -103,11 +159,44 @@ def _visible_only(seen: Visible, where: Where, page_url: str,
         url: str | None = normalize_url(page_url)
     except ValueError:
         url = None
+    sources.update(name="visible heading" if seen.name else "og:title", price="visible",
+                   regular_price="visible", availability="visible", currency="visible")
     offers: tuple[Offer, ...] = ()
     if seen.price is not None:
         offer = _visible_offer(seen)
         if offer.currency is None and where.default_currency:
             offer = replace(offer, currency=where.default_currency)
+            sources["currency"] = "store currency" if where.hint else f"territory {where.territory}"
         offers = (offer,)
     return Observation(provider_product_id=url or page_url, name=name[:300], offers=offers,
                        availability=seen.availability, url=url)
+
+
+def _paid(offer: Offer | None) -> Decimal | None:
+    if offer is None:
+        return None
+    return offer.special_price if offer.special_price is not None else offer.price
+
+
+def _text(value: Decimal | None) -> str | None:
+    return None if value is None else format(value, "f")
+
+
+def _alternatives(field: str, seen: Visible | None, og: Mapping[str, str]
+                  ) -> tuple[tuple[str, str], ...]:
+    found: list[tuple[str, str]] = []
+    if seen is not None:
+        if field == "price":
+            found += [(f"{c.money.amount} ({c.text!r}, score {c.score:g}"
+                       f"{', struck' if c.struck else ''})", "visible") for c in seen.prices[:6]]
+        elif field == "name" and seen.name:
+            found.append((seen.name, "visible heading"))
+        elif field == "availability":
+            found.append((seen.availability, "visible"))
+        elif field == "currency" and seen.price is not None and seen.price.currency:
+            found.append((seen.price.currency, "visible price"))
+    og_keys = {"name": "og:title", "price": "product:price:amount",
+               "currency": "product:price:currency", "availability": "product:availability"}
+    if og.get(og_keys.get(field, "")):
+        found.append((og[og_keys[field]], og_keys[field]))
+    return tuple(found)

@@ -12,7 +12,7 @@ from urllib.parse import urljoin
 from domain.values import CrawlTask, Observation
 from workers.adapters.base import Extraction, Page, Request
 from workers.adapters.main_product import page_products
-from workers.adapters.merge import complete, merge
+from workers.adapters.merge import Choice, complete, merge
 from workers.adapters.opengraph import opengraph_observation
 from workers.adapters.schema_product import product_observation
 from workers.adapters.structured_data import parse_html, read_head_data, with_embedded_markup
@@ -37,31 +37,44 @@ class SchemaOrgAdapter:
         return Request(task.url)
 
     def extract(self, page: Page, task: CrawlTask) -> Extraction:
+        observations, _ = self._read(page, task, explain=False)
+        return Extraction(observations=observations)
+
+    def explain(self, page: Page, task: CrawlTask) -> tuple[Choice, ...]:
+        """Per field of the main product: the value chosen, its source, what lost."""
+        return self._read(page, task, explain=True)[1]
+
+    def _read(self, page: Page, task: CrawlTask, explain: bool
+              ) -> tuple[tuple[Observation, ...], tuple[Choice, ...]]:
         tree = parse_html(page.text)
         if tree is None:
-            return Extraction()
+            return (), ()
         data = read_head_data(tree)
         page_urls = [page.url] + ([urljoin(page.url, data.canonical)] if data.canonical else [])
         products = _own_jsonld_product(data.jsonld, page_urls)
         if products is None:
             data = with_embedded_markup(data, tree, page.url)
             products = page_products([*data.jsonld, *data.microdata, *data.rdfa], page_urls)
+        origins = {id(node): syntax for syntax, nodes in (
+            ("json-ld", data.jsonld), ("microdata", data.microdata), ("rdfa", data.rdfa))
+            for node in nodes}
         where = where_from(page.url, tree.get("lang"), data.opengraph.get("og:locale"),
                            task.currency)
         # A lone product is the page's own product, so the page is its URL.
         own_url = page_urls[-1] if len(products) == 1 else None
         found = [product_observation(p, page.url, where.hint, own_url) for p in products]
         observations = _unique(obs for obs in found if obs)
+        origin = origins.get(id(products[0]), "json-ld") if products else None
         if not observations:
             fallback = opengraph_observation(data.opengraph, page.url, where.hint)
-            observations = (fallback,) if fallback else ()
+            observations, origin = ((fallback,), "opengraph") if fallback else ((), None)
+        if len(observations) > 1:
+            return observations, ()  # a category page: every product as listed
         main = observations[0] if observations else None
-        if main is None or not complete(main):
-            seen = read_visible(tree, where)
-            main = merge(main, seen, where, page.url, data.opengraph.get("og:title"))
-            observations = (main, *observations[1:]) if main else observations[1:]
-        return Extraction(observations=observations)
-
+        seen = read_visible(tree, where) if explain or main is None or not complete(main) \
+            else None
+        main, choices = merge(main, origin, seen, where, page.url, data.opengraph)
+        return ((main,) if main else ()), choices
 
 def _own_jsonld_product(
     jsonld: tuple[dict[str, Any], ...], page_urls: list[str]

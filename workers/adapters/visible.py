@@ -251,6 +251,10 @@ def _price_text(element: lxml.html.HtmlElement) -> str | None:
     text = " ".join(" ".join(element.itertext()).split())
     if not text or len(text) > _MAX_PRICE_TEXT or not _DIGIT.search(text):
         return None
+    if len(_NUMBER.findall(text)) > 1 and any(
+            isinstance(child.tag, str) and _DIGIT.search(child.text_content())
+            for child in element):
+        return None  # several prices in children: each child is a candidate of its own
     if not _DIGIT.search(own) and len(element) == 1:
         child = element[0]
         if isinstance(child.tag, str) and " ".join(" ".join(child.itertext()).split()) == text:
@@ -290,6 +294,7 @@ def _struck_style(element: lxml.html.HtmlElement) -> bool:
 
 
 _CONVERTED = re.compile(r"conv|approx|install|financ|klarna|monthly|per-?month", re.IGNORECASE)
+_NUMBER = re.compile(r"\d[\d\s.,']*")
 _TITLE = re.compile(r"title|name|product", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_]{2,}")
 _CURRENCY_TEXT = re.compile(r"[^\d\s.,\-–—:;()/+]")
