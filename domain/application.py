@@ -20,12 +20,14 @@ from eventsourcing.domain import MutableOrImmutableAggregate
 from domain import ids
 from domain.cache import AggregateCache
 from domain.chaining import DEFAULT_CATALOG_INTERVAL, DEFAULT_MAX_NEW_JOBS, Chain
+from domain.controls import JobControls
 from domain.crawl_job import CrawlJob, RetryPolicy
 from domain.errors import Conflict, InvalidInput, InvalidTransition
 from domain.outcome import outcome_payload, unique_observations
 from domain.persistence import LedgerApplication, as_uuid
 from domain.ports import Storage
 from domain.product import FAILURES_FOR_UNKNOWN_STOCK, Product
+from domain.reextraction import Reextraction
 from domain.store import PLATFORMS, Store
 from domain.timeutil import command, utc
 from domain.urls import normalize_url
@@ -61,7 +63,7 @@ class RecordResult:
     children: tuple[str, ...] = ()
 
 
-class CrawlLedger(LedgerApplication):
+class CrawlLedger(JobControls, Reextraction, LedgerApplication):
     """Stores, crawl jobs and products, and every command on them."""
 
     name = "CrawlLedger"
@@ -377,41 +379,3 @@ class CrawlLedger(LedgerApplication):
                 continue  # the worker reported just in time
             reaped.append(job.id)
         return reaped
-
-    # jobs: operator control ------------------------------------------------
-    def _control(self, job_id: UUID | str, action: str, now: datetime) -> None:
-        job = self.get_job(job_id)
-        getattr(job, action)(utc(now))
-        self._save(job)
-
-    @command
-    def pause(self, job_id: UUID | str, now: datetime) -> None:
-        self._control(job_id, "pause", now)
-
-    @command
-    def resume(self, job_id: UUID | str, now: datetime) -> None:
-        self._control(job_id, "resume", now)
-
-    @command
-    def cancel(self, job_id: UUID | str, now: datetime) -> None:
-        self._control(job_id, "cancel", now)
-
-    @command
-    def retry(self, job_id: UUID | str, now: datetime) -> None:
-        self._control(job_id, "retry", now)
-
-    @command
-    def force_run(self, job_id: UUID | str, now: datetime) -> None:
-        self._control(job_id, "force_run", now)
-
-    @command
-    def requeue_dead(self, job_ids: Sequence[UUID | str], now: datetime) -> list[UUID]:
-        """Retry every given job that is dead (candidates come from the job-status model)."""
-        requeued = []
-        for job_id in job_ids:
-            job = self.get_job(job_id)
-            if job.state == "dead":
-                job.retry(utc(now))
-                self._save(job)
-                requeued.append(job.id)
-        return requeued

@@ -37,6 +37,8 @@ class Product(LedgerAggregate):
     Snapshot = LedgerSnapshot
     #: False while the crawls that see it keep failing (class default: older snapshots)
     stock_known = True
+    #: "content hash:extractor version" of every page re-extracted for it (backfill)
+    reextractions: frozenset[str] = frozenset()
 
     @staticmethod
     def create_id(store_id: str, provider_product_id: str, **_: Any) -> UUID:
@@ -147,7 +149,26 @@ class Product(LedgerAggregate):
                     offer["currency"] or old["currency"], job_id, at,
                 )
 
+    def reextract(self, obs: Observation, job_id: str, content_hash: str, raw_ref: str | None,
+                  extractor_version: str, observed_at: datetime, at: datetime) -> bool:
+        """Record what the current extractor reads on an archived page (a backfill);
+        once per page and extractor version. The product's current state is kept:
+        this corrects the history of that page, it is not a new sighting."""
+        if f"{content_hash}:{extractor_version}" in self.reextractions:
+            return False
+        self._reextracted(job_id, content_hash, raw_ref, extractor_version, observed_at,
+                          [o.to_payload() for o in obs.offers], obs.availability,
+                          dict(obs.attributes), at)
+        return True
+
     # events ---------------------------------------------------------------
+    @event("Reextracted")
+    def _reextracted(self, job_id: str, content_hash: str, raw_ref: str | None,
+                     extractor_version: str, observed_at: datetime,
+                     offers: list[dict[str, Any]], availability: str,
+                     attributes: dict[str, Any], at: datetime) -> None:
+        self.reextractions = self.reextractions | {f"{content_hash}:{extractor_version}"}
+
     @event("Observed")
     def _observed(self, job_id: str, attempt: int, observed_at: datetime,
                   offers: list[dict[str, Any]], availability: str, quantity: int | None,

@@ -1,6 +1,10 @@
-"""`crawl-ledger extract FILE`: run the extractors on a saved page or payload.
+"""`crawl-ledger extract FILE` and `crawl-ledger extract backfill`.
 
-A debugging aid for operators and adapter authors; it records nothing.
+`extract FILE` runs the extractors on a saved page or payload and records nothing
+(`--explain`: field by field, with sources and the alternatives that lost).
+`extract backfill [--store ID] [--since TIME] [--dry-run]` runs the current
+extractor over the archived raw pages of earlier crawls and records the products
+it reads differently (`runtime.backfill`); `--dry-run` prints old → new only.
 """
 
 from __future__ import annotations
@@ -21,17 +25,27 @@ __all__ = ["register", "run_extract"]
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("extract", help="extract products from a saved page or API payload")
-    parser.add_argument("file", type=Path, help="an HTML page, feed or JSON payload")
+    parser.add_argument("file", type=Path,
+                        help="an HTML page, feed or JSON payload; or `backfill` to re-extract"
+                             " the archived pages of earlier crawls")
     parser.add_argument("--url", help="the URL the file was fetched from (default: file://…)")
     parser.add_argument("--json", action="store_true", help="print the products as JSON")
     parser.add_argument("--adapter", help="force an adapter by name instead of detecting one")
     parser.add_argument("--explain", action="store_true",
                         help="per field of the main product: the value chosen, its source and "
                              "the alternatives that lost")
+    parser.add_argument("--store", help="backfill: only this store's pages")
+    parser.add_argument("--since", help="backfill: only pages crawled since (ISO 8601)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="backfill: print what would change, record nothing")
     parser.set_defaults(handler=run_extract)
 
 
 def run_extract(args: argparse.Namespace) -> int:
+    if str(args.file) == "backfill" and not args.file.exists():
+        return run_backfill(args)
+    if args.store or args.since or args.dry_run:
+        raise CommandError("--store, --since and --dry-run belong to `extract backfill`")
     body = _read(args.file)
     text, _ = decode(body)
     url = args.url or args.file.resolve().as_uri()
@@ -120,3 +134,33 @@ def _print(as_json: bool, products: list[dict[str, Any]], note: str) -> None:
             table.add_row(*_row(product, offer))
     # Piped output has no terminal width; do not wrap cells into unreadable slivers.
     Console(width=None if sys.stdout.isatty() else 160).print(table)
+
+
+def run_backfill(args: argparse.Namespace) -> int:
+    from domain.timeutil import parse_iso
+    from ledger.cli.context import open_ledger, utcnow
+    from runtime.backfill import apply, plan
+    from workers.archive import RawArchive
+
+    try:
+        since = parse_iso(args.since) if args.since else None
+    except ValueError:
+        raise CommandError(f"--since {args.since!r} is not an ISO 8601 time") from None
+    with open_ledger() as ledger:
+        if args.store and args.store not in {s["store_id"] for s in ledger.read.stores()}:
+            raise CommandError(f"unknown store id {args.store}")
+        differences = plan(ledger, RawArchive(ledger.data_dir), args.store, since)
+        shown = list(differences) if args.dry_run else apply(ledger, differences, utcnow)
+    rows = [{"product_id": d.product_id, "name": d.name, "job_id": d.job_id,
+             "content_hash": d.content_hash, "extractor_version": d.extractor_version,
+             "old": d.old, "new": d.new} for d in shown]
+    verb = "would record" if args.dry_run else "recorded"
+    if args.json:
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+        print(f"crawl-ledger: {verb} {len(rows)} re-extraction(s)", file=sys.stderr)
+        return 0
+    from ledger.cli.output import print_table
+
+    print_table(f"{verb} {len(rows)} re-extraction(s)", ["product", "name", "old", "new"],
+                [[r["product_id"][:8], r["name"][:40], r["old"], r["new"]] for r in rows])
+    return 0

@@ -28,7 +28,7 @@ _HTML_MARK = re.compile(r"<(!doctype\s+html|html|head|body|meta|script|div|main)
 
 class SchemaOrgAdapter:
     name = "schema_org"
-    version = "schema_org/1"
+    version = "schema_org/2"
 
     def detects(self, page: Page) -> bool:
         return bool(_HTML_MARK.search(page.text[:8192]))

@@ -1,0 +1,63 @@
+"""Operator control of jobs: pause, resume, cancel, retry, force-run, requeue dead.
+
+A mixin of `CrawlLedger`: each command loads the job, lets the aggregate decide
+(refusing what its state does not allow) and saves it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate
+
+from domain.crawl_job import CrawlJob
+from domain.timeutil import command, utc
+
+__all__ = ["JobControls"]
+
+
+class JobControls:
+    if TYPE_CHECKING:  # provided by the application class this is mixed into
+        def get_job(self, job_id: UUID | str) -> CrawlJob: ...
+
+        def _save(self, *aggregates: Aggregate | None) -> None: ...
+
+    def _control(self, job_id: UUID | str, action: str, now: datetime) -> None:
+        job = self.get_job(job_id)
+        getattr(job, action)(utc(now))
+        self._save(job)
+
+    @command
+    def pause(self, job_id: UUID | str, now: datetime) -> None:
+        self._control(job_id, "pause", now)
+
+    @command
+    def resume(self, job_id: UUID | str, now: datetime) -> None:
+        self._control(job_id, "resume", now)
+
+    @command
+    def cancel(self, job_id: UUID | str, now: datetime) -> None:
+        self._control(job_id, "cancel", now)
+
+    @command
+    def retry(self, job_id: UUID | str, now: datetime) -> None:
+        self._control(job_id, "retry", now)
+
+    @command
+    def force_run(self, job_id: UUID | str, now: datetime) -> None:
+        self._control(job_id, "force_run", now)
+
+    @command
+    def requeue_dead(self, job_ids: Sequence[UUID | str], now: datetime) -> list[UUID]:
+        """Retry every given job that is dead (candidates come from the job-status model)."""
+        requeued = []
+        for job_id in job_ids:
+            job = self.get_job(job_id)
+            if job.state == "dead":
+                job.retry(utc(now))
+                self._save(job)
+                requeued.append(job.id)
+        return requeued
