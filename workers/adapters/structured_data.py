@@ -85,9 +85,14 @@ def read_head_data(tree: lxml.html.HtmlElement) -> PageData:
 
 def with_embedded_markup(data: PageData, tree: lxml.html.HtmlElement, url: str) -> PageData:
     """`data` plus the page's microdata and RDFa (extruct: ~90 % of a page's extraction)."""
-    rdfa = _extruct(lxml.html.tostring(tree, encoding="unicode"), "rdfa", url)
-    return replace(data, microdata=tuple(_extruct(tree, "microdata", url)),
-                   rdfa=tuple(flatten_rdfa(rdfa)))
+    # Neither can hold a product without its marker attributes: skip the (slow) parsers
+    # on the many pages that have none (RDFa builds a whole rdflib graph).
+    marked = {attribute for attribute in ("itemscope", "typeof")
+              if next(iter(tree.xpath(f"//*[@{attribute}][1]")), None) is not None}
+    rdfa = (_extruct(lxml.html.tostring(tree, encoding="unicode"), "rdfa", url)
+            if "typeof" in marked else [])
+    microdata = _extruct(tree, "microdata", url) if "itemscope" in marked else []
+    return replace(data, microdata=tuple(microdata), rdfa=tuple(flatten_rdfa(rdfa)))
 
 
 def _drop_related_sections(tree: lxml.html.HtmlElement) -> None:

@@ -122,16 +122,12 @@ def read_visible(tree: lxml.html.HtmlElement, where: Where) -> Visible:
 def _walk(tree: lxml.html.HtmlElement) -> _Walk:
     walk = _Walk()
     root = tree.getroottree().getroot()
-    skip_until: lxml.html.HtmlElement | None = None
-    for element in root.iter():
-        if skip_until is not None:
-            if _inside(element, skip_until):
-                continue
-            skip_until = None
-        if not isinstance(element.tag, str):
-            continue
-        if element.tag in _SKIP_TAGS or _is_noise(element):
-            skip_until = element
+    # depth first in document order, never entering skipped subtrees (no recursion: a
+    # hostile page may nest deeper than Python's stack)
+    stack = [root]
+    while stack:
+        element = stack.pop()
+        if not isinstance(element.tag, str) or element.tag in _SKIP_TAGS or _is_noise(element):
             continue
         walk.elements.append(element)
         index = len(walk.elements) - 1
@@ -146,16 +142,8 @@ def _walk(tree: lxml.html.HtmlElement) -> _Walk:
             walk.buy = index
             walk.buy_enabled = element.get("disabled") is None and "disabled" not in (
                 element.get("class") or "").lower()
+        stack.extend(reversed(element))
     return walk
-
-
-def _inside(element: lxml.html.HtmlElement, ancestor: lxml.html.HtmlElement) -> bool:
-    parent = element.getparent()
-    while parent is not None:
-        if parent is ancestor:
-            return True
-        parent = parent.getparent()
-    return False
 
 
 def _marks(element: lxml.html.HtmlElement) -> str:
@@ -247,6 +235,11 @@ def _price_text(element: lxml.html.HtmlElement) -> str | None:
     if element.get("content") and element.get("itemprop") == "price":
         return str(element.get("content"))
     if len(element) > 6:
+        return None
+    # cheap first: a price has a digit in the element's own text or its children's
+    if not _DIGIT.search(own) and not any(
+            _DIGIT.search((child.text or "") + (child.tail or "")) for child in element
+            if isinstance(child.tag, str)):
         return None
     text = " ".join(" ".join(element.itertext()).split())
     if not text or len(text) > _MAX_PRICE_TEXT or not _DIGIT.search(text):
