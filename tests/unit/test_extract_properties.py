@@ -172,3 +172,34 @@ def test_shopify_prices_survive_exactly(price: Decimal) -> None:
         Page(url="https://s.example/products.json", text=_dumps(payload)), adapter_name="shopify"
     )
     assert found.observations[0].offers[0].price == price
+
+
+MB = 1024 * 1024
+HOSTILE = {
+    "20 MB page": lambda: "<html><body><h1>Big</h1>" + (
+        '<div class="price">€ 1,00</div><p>' + "x" * 1000 + "</p>") * (20 * MB // 1040),
+    "100k nested elements": lambda: "<html><body>" + "<div>" * 100_000 + "<h1>Deep</h1>"
+    '<span class="price">$5</span>' + "</div>" * 100_000,
+    "5 MB attribute": lambda: '<html><body><h1 class="' + "a" * (5 * MB) + '">Wide</h1>'
+    '<span class="price" data-x="' + "9" * MB + '">$5</span></body></html>',
+    "2 MB broken JSON-LD": lambda: '<html><head><script type="application/ld+json">{"@type":'
+    ' "Product", "name": "' + "n" * (2 * MB) + '", "offers": [</script></head></html>',
+    "invalid encodings": lambda: decode(b"<html><meta charset='utf-8'><h1>Caf\xe9 \xff\xfe</h1>"
+                                        b"<span class='price'>\x80\x81 12,00 \xe2\x82</span>"
+                                        * 1000)[0],
+}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_hostile_pages_end_with_products_or_a_clear_reason(case: str) -> None:
+    text = HOSTILE[case]()
+    try:
+        _, extraction = extract_page(Page(url="https://shop.example/p", text=text,
+                                          body=text.encode("utf-8", "replace")))
+    except ExtractionError as error:
+        assert str(error) and "\n" not in str(error)
+        return
+    for obs in extraction.observations:
+        assert obs.name and len(obs.name) <= 300
+        assert all(o.price is None or o.price > 0 for o in obs.offers)

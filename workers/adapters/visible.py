@@ -68,6 +68,8 @@ _DIGIT = re.compile(r"\d")
 _CART = re.compile(r"cart|basket|trolley|korb|panier|carrito|carrello|winkelwagen|koszyk|"
                    r"košík|kosár|varukorg|kurv|ostoskori|sepet|корзин|кошик|carrinho",
                    re.IGNORECASE)
+#: price candidates read per page
+_MAX_CANDIDATES = 400
 #: a text this long is a sentence, not a price
 _MAX_PRICE_TEXT = 48
 
@@ -179,6 +181,8 @@ def _is_buy(element: lxml.html.HtmlElement) -> bool:
 def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
     found: list[Candidate] = []
     for index, element in enumerate(walk.elements):
+        if len(found) >= _MAX_CANDIDATES:
+            break  # a page of thousands of prices is a listing: the first ones are enough
         text = _price_text(element)
         if text is None:
             continue
@@ -268,7 +272,7 @@ def _context(element: lxml.html.HtmlElement, levels: int = 3) -> str:
 
 def _own_words(element: lxml.html.HtmlElement) -> str:
     parent = element.getparent()
-    if parent is None:
+    if parent is None or len(parent) > 8:
         return ""
     text = " ".join(" ".join(parent.itertext()).split())
     return text if len(text) <= 80 else ""
