@@ -12,7 +12,8 @@ and where the page is (`workers.currency.Where`):
 |              | regular price and the lower one the price paid                    |
 | currency     | structured, the symbol shown beside that amount, the visible      |
 |              | price's, the store's configured currency, the territory's         |
-| availability | structured, visible stock line or buy button                      |
+| availability | structured, visible stock line or buy button; a product offered   |
+|              | for a price with no stock line at all is taken as in stock        |
 
 Each field's source is recorded on the observation (`attributes["source.<field>"]`),
 so every Observed event says where its values came from; `explain` lists the
@@ -35,6 +36,9 @@ from workers.urls import normalize_url
 __all__ = ["Choice", "complete", "merge"]
 
 FIELDS = ("name", "price", "regular_price", "currency", "availability")
+#: the availability source when the page offers the product for a price and shows no
+#: stock line at all: offered, so taken as available (said so in the lineage)
+OFFERED = "offered for a price, no stock line shown"
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,9 @@ def _completed(obs: Observation, seen: Visible, where: Where,
     if availability == "unknown":
         availability = seen.availability
         sources["availability"] = "visible"
+    if availability == "unknown" and any(_paid(o) is not None for o in offers):
+        availability = "in_stock"
+        sources["availability"] = OFFERED
     return replace(obs, offers=offers, availability=availability)
 
 
@@ -162,6 +169,9 @@ def _visible_only(seen: Visible, where: Where, page_url: str, og_title: str | No
     sources.update(name="visible heading" if seen.name else "og:title", price="visible",
                    regular_price="visible", availability="visible", currency="visible")
     offers: tuple[Offer, ...] = ()
+    availability = seen.availability
+    if seen.price is not None and availability == "unknown":
+        availability, sources["availability"] = "in_stock", OFFERED
     if seen.price is not None:
         offer = _visible_offer(seen)
         if offer.currency is None and where.default_currency:
@@ -169,7 +179,7 @@ def _visible_only(seen: Visible, where: Where, page_url: str, og_title: str | No
             sources["currency"] = "store currency" if where.hint else f"territory {where.territory}"
         offers = (offer,)
     return Observation(provider_product_id=url or page_url, name=name[:300], offers=offers,
-                       availability=seen.availability, url=url)
+                       availability=availability, url=url)
 
 
 def _paid(offer: Offer | None) -> Decimal | None:
