@@ -44,7 +44,7 @@ WORDS: dict[str, frozenset[str]] = {
     "грн": frozenset({"UAH"}), "kn": frozenset({"HRK"}), "lei": frozenset({"RON"}),
     "leu": frozenset({"RON"}), "원": frozenset({"KRW"}), "tl": frozenset({"TRY"}),
     "fr": frozenset({"CHF"}), "sfr": frozenset({"CHF"}), "euro": frozenset({"EUR"}),
-    "euros": frozenset({"EUR"}), "zl": frozenset({"PLN"}), "円": frozenset({"JPY"}),
+    "euros": frozenset({"EUR"}), "zl": frozenset({"PLN"}), "zł": frozenset({"PLN"}), "円": frozenset({"JPY"}),
     "元": frozenset({"CNY", "TWD"}), "kč": frozenset({"CZK"}), "ft": frozenset({"HUF"}),
     "rs": frozenset({"INR", "PKR", "LKR", "NPR", "MUR", "SCR"}),
     "₨": frozenset({"INR", "PKR", "LKR", "NPR", "MUR", "SCR"}),
@@ -54,6 +54,10 @@ WORDS: dict[str, frozenset[str]] = {
     "د.إ": frozenset({"AED"}), "ج.م": frozenset({"EGP"}), "kr": frozenset(
         {"SEK", "NOK", "DKK", "ISK"}),
 }
+#: codes shops also write in lower case ("12 eur"); other lower-case words are words
+LOWER_CODES = frozenset({"eur", "usd", "gbp", "rub", "pln", "chf", "sek", "nok", "dkk", "czk",
+                         "huf", "uah", "byn", "kzt", "try", "jpy", "cny", "inr", "brl", "cad",
+                         "aud", "nzd", "ron", "bgn", "ils", "mxn", "zar", "krw", "twd", "hkd"})
 #: the most common reading of an ambiguous symbol when nothing about the page decides
 USUAL = {"$": "USD", "£": "GBP", "¥": "JPY", "kr": "SEK", "rs": "INR", "₨": "INR",
          "руб": "RUB", "р": "RUB", "рубль": "RUB", "рублей": "RUB", "元": "CNY", "br": "BYN",
@@ -111,7 +115,7 @@ def where_from(url: str, lang: str | None = None, og_locale: str | None = None,
         tld = host.rsplit(".", 1)[-1]
         if len(tld) == 2 and tld.isalpha():
             territory = TLD_TERRITORY.get(tld, tld.upper())
-    code = resolve(hint, Where()) if hint else None
+    code = resolve(hint.strip().upper(), Where()) if hint else None
     return Where(territory if territory and _territory_currencies(territory) else None,
                  language, code)
 
@@ -121,11 +125,14 @@ def resolve(found: str | None, where: Where = Where()) -> str | None:
     if not found:
         return None
     text = found.strip()
-    upper = text.upper()
-    if _ISO.match(upper):
-        return _known(upper)
-    candidates = {*_symbols().get(text, ()), *WORDS.get(_word(text), ()),
-                  *WORDS.get(text.lower(), ())}
+    if _ISO.match(text):  # a code is written in capitals: "sur" (French) is not SUR
+        return _known(text)
+    if text.lower() in LOWER_CODES:  # "12 eur": the common codes, also in lower case
+        return text.upper()
+    symbols = _symbols().get(text, frozenset())
+    if text.isalpha() and len(text) <= 2:
+        symbols = frozenset()  # CLDR's letter symbols (D, K, L, R…) are ordinary letters
+    candidates = {*symbols, *WORDS.get(_word(text), ()), *WORDS.get(text.lower(), ())}
     candidates = {REDENOMINATED.get(c, c) for c in candidates} & _codes()
     if not candidates:
         return None

@@ -37,7 +37,7 @@ def currency_code(symbol: str | None, hint: str | None = None,
     `hint` is the store's currency, `where` the page's locale."""
     place = where or Where()
     if hint and place.hint is None:
-        place = Where(place.territory, place.language, resolve(hint))
+        place = Where(place.territory, place.language, resolve(hint.strip().upper()))
     if not symbol:
         return place.hint
     return resolve(symbol, place) or place.hint
