@@ -62,6 +62,9 @@ LOWER_CODES = frozenset({"eur", "usd", "gbp", "rub", "pln", "chf", "sek", "nok",
 USUAL = {"$": "USD", "£": "GBP", "¥": "JPY", "kr": "SEK", "rs": "INR", "₨": "INR",
          "руб": "RUB", "р": "RUB", "рубль": "RUB", "рублей": "RUB", "元": "CNY", "br": "BYN",
          "fr": "CHF"}
+#: country TLDs used as generic names, which say nothing of the shop's country
+VANITY_TLDS = frozenset({"io", "ai", "me", "tv", "cc", "co", "ly", "fm", "gg", "to", "ws",
+                         "la", "sh", "ac", "vc", "nu"})
 #: country TLDs that are not ISO 3166 codes
 TLD_TERRITORY = {"uk": "GB", "el": "GR"}
 _ISO = re.compile(r"^[A-Z]{3}$")
@@ -101,8 +104,13 @@ class Where:
 
 def where_from(url: str, lang: str | None = None, og_locale: str | None = None,
                hint: str | None = None) -> Where:
-    """A page's `Where`: og:locale or `<html lang>` (with a region) first, then the TLD."""
+    """A page's `Where`: the country TLD first, then og:locale or `<html lang>` (region)."""
     language = territory = None
+    host = re.sub(r"^[a-z]+://", "", url).split("/", 1)[0].split(":", 1)[0].lower()
+    tld = host.rsplit(".", 1)[-1]
+    if len(tld) == 2 and tld.isalpha() and tld not in VANITY_TLDS:
+        # the shop's country: a .by shop in Russian (ru_RU) still sells in BYN
+        territory = TLD_TERRITORY.get(tld, tld.upper())
     for raw in (og_locale, lang):
         match = _LOCALE.match((raw or "").strip())
         if match:
@@ -110,11 +118,6 @@ def where_from(url: str, lang: str | None = None, og_locale: str | None = None,
             region = match.group(2)
             if region and region.isalpha() and territory is None:
                 territory = region.upper()
-    if territory is None:
-        host = re.sub(r"^[a-z]+://", "", url).split("/", 1)[0].split(":", 1)[0].lower()
-        tld = host.rsplit(".", 1)[-1]
-        if len(tld) == 2 and tld.isalpha():
-            territory = TLD_TERRITORY.get(tld, tld.upper())
     code = resolve(hint.strip().upper(), Where()) if hint else None
     return Where(territory if territory and _territory_currencies(territory) else None,
                  language, code)

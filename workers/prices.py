@@ -21,7 +21,7 @@ _ISO = re.compile(r"^[A-Z]{3}$")
 _PLAIN_NUMBER = re.compile(r"^\s*-?\d+(\.\d+)?\s*$")
 _DIGIT = re.compile(r"\d")
 #: one kind of separator, each followed by exactly three digits: "24.990", "1,234"
-_TOKEN = re.compile(r"[^\d\s.,\-–—()/:;+*%]+\.?")
+_TOKEN = re.compile(r"[^\d\s,\-–—()/:;+*%]*[^\d\s.,\-–—()/:;+*%][^\d\s,\-–—()/:;+*%]*")
 _GROUPED = re.compile(r"\d{1,3}(?:([.,])\d{3})+(?!\d)")
 
 
@@ -67,7 +67,11 @@ def parse_price(
     if structured and _PLAIN_NUMBER.match(text):
         return _from_number(Decimal(text), currency_hint, where)
     parsed = Price.fromstring(text, currency_hint=currency_hint)
-    shown = parsed.currency or _currency_token(text, where)
+    shown = parsed.currency
+    if shown and shown.isalpha() and not re.search(
+            rf"(?<![^\W\d_]){re.escape(shown)}(?![^\W\d_])", text):
+        shown = None  # part of a word: "AUDI 100" holds no AUD
+    shown = shown or _currency_token(text, where)
     currency = currency_code(shown, currency_hint, where)
     separator = _decimal_separator(text, currency, where)
     if separator is not None:

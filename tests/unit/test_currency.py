@@ -38,7 +38,9 @@ def test_a_word_near_a_price_is_never_a_currency(word: str) -> None:
     assert resolve(word, Where("FR")) is None
 
 
-def test_where_reads_og_locale_then_lang_then_the_tld() -> None:
+def test_where_reads_the_country_tld_then_og_locale_then_lang() -> None:
+    assert where_from("https://kids.1k.by/x", og_locale="ru_RU").territory == "BY"
+    assert where_from("https://shop.io/x", lang="de-AT").territory == "AT"  # .io is generic
     assert where_from("https://shop.example.com/x", og_locale="es_AR").territory == "AR"
     assert where_from("https://shop.example.com/x", lang="pt-BR").territory == "BR"
     assert where_from("https://www.argos.co.uk/p").territory == "GB"

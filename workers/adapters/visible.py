@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import lxml.html
 
 from workers.availability import from_text
-from workers.currency import Where
+from workers.currency import Where, resolve
 from workers.prices import Money, parse_price
 
 __all__ = ["Candidate", "Visible", "read_visible"]
@@ -186,8 +186,8 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
         text = _price_text(element)
         if text is None:
             continue
-        if len(_WORD.findall(text)) > 3:
-            continue  # a phrase with a number in it ("365 by Whole Foods"), not a price
+        if len(_WORD.findall(text)) > 3 or _not_a_price(text, where):
+            continue  # a phrase, a date, a measure, a count, a model name: not a price
         money = parse_price(text, where.hint, where=where)
         if money is None or money.amount <= 0:
             continue
@@ -204,10 +204,11 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
             reasons.append("shows a currency")
         elif not _PRICE_MARK.search(marked):
             continue  # a bare number with nothing saying it is a price
-        if _JUNK_WORDS.search(text) or _JUNK_WORDS.search(_own_words(element)) or \
-                _CONVERTED.search(marked):
+        if _JUNK_WORDS.search(text) or _CONVERTED.search(marked):
+            continue  # a discount, instalment, shipping cost, rating or converted amount
+        if _JUNK_WORDS.search(_own_words(element)):
             score -= 4
-            reasons.append("discount, instalment, shipping or rating text")
+            reasons.append("discount, instalment, shipping or rating text beside it")
         score += _near(index, walk.heading, "the heading", reasons)
         score += _near(index, walk.buy, "the buy button", reasons, before_ok=True)
         if money.currency is None and where.default_currency:
@@ -245,10 +246,13 @@ def _price_text(element: lxml.html.HtmlElement) -> str | None:
             _DIGIT.search((child.text or "") + (child.tail or "")) for child in element
             if isinstance(child.tag, str)):
         return None
-    text = " ".join(" ".join(element.itertext()).split())
+    text = _joined(element)
     if not text or len(text) > _MAX_PRICE_TEXT or not _DIGIT.search(text):
         return None
-    if len(_NUMBER.findall(text)) > 1 and any(
+    numbers = _NUMBER.findall(text)
+    if len(numbers) == 2 and numbers[0].strip() == numbers[1].strip():
+        text = text[:text.index(numbers[1], len(numbers[0]))].strip()  # "1679 1679": shown twice
+    elif len(numbers) > 1 and any(
             isinstance(child.tag, str) and _DIGIT.search(child.text_content())
             for child in element):
         return None  # several prices in children: each child is a candidate of its own
@@ -257,6 +261,34 @@ def _price_text(element: lxml.html.HtmlElement) -> str | None:
         if isinstance(child.tag, str) and " ".join(" ".join(child.itertext()).split()) == text:
             return None  # the child is the price element
     return text
+
+
+def _not_a_price(text: str, where: Where) -> bool:
+    """A date, a measure, a count in brackets or a model name ("3D", "MP3") is no price."""
+    if _DATE.search(text) or _MEASURE.search(text) or _BRACKETED.fullmatch(text):
+        return True
+    for glued in _GLUED.findall(text):
+        letters = "".join(ch for ch in glued if not ch.isdigit())
+        if resolve(letters, where) is None:
+            return True
+    return False
+
+
+def _joined(element: lxml.html.HtmlElement) -> str:
+    """The element's text; cents set as a superscript ("$229<sup>99</sup>") join as "229.99"."""
+    parts = [element.text or ""]
+    for child in element:
+        if not isinstance(child.tag, str):
+            parts.append(child.tail or "")
+            continue
+        inner = " ".join(" ".join(child.itertext()).split())
+        cents = child.tag in ("sup", "sub", "small") or _CENT_MARK.search(_marks(child))
+        if cents and _CENTS.fullmatch(inner) and _DIGIT.search("".join(parts)[-1:] or ""):
+            parts.append("." + inner)
+        else:
+            parts.append(" " + inner)
+        parts.append(child.tail or "")
+    return " ".join("".join(parts).split())
 
 
 def _context(element: lxml.html.HtmlElement, levels: int = 3) -> str:
@@ -291,6 +323,14 @@ def _struck_style(element: lxml.html.HtmlElement) -> bool:
 
 
 _CONVERTED = re.compile(r"conv|approx|install|financ|klarna|monthly|per-?month", re.IGNORECASE)
+_CENTS = re.compile(r"\d{2}")
+_CENT_MARK = re.compile(r"cent|fraction|decimal|sup|small", re.IGNORECASE)
+_DATE = re.compile(r"\d{1,4}[/.-]\d{1,2}[/.-]\d{2,4}|\d{1,2}:\d{2}")
+_MEASURE = re.compile(r"\d\s*(?:cm|mm|m|km|kg|g|mg|ml|cl|l|oz|lb|lbs|in|inch|gb|tb|mb|mah|"
+                      r"w|kw|v|hz|mp|px|x|pcs|pc|stk|шт|см|мм|кг|г|мл|л)\b|per\s+\d|"
+                      r"/\s*\d*\s*(?:kg|g|ml|l|m|100)\b", re.IGNORECASE)
+_BRACKETED = re.compile(r"\(\s*[\d\s.,]+\s*\)")
+_GLUED = re.compile(r"[^\W\d_]+\d[\w]*|\d+[^\W\d_]+")
 _NUMBER = re.compile(r"\d[\d\s.,']*")
 _TITLE = re.compile(r"title|name|product", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_]{2,}")
