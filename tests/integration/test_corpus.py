@@ -19,7 +19,7 @@ from babel.numbers import list_currencies
 HOLDOUT = Path(__file__).resolve().parents[3] / "shared" / "holdout-sha256.txt"
 AVAILABILITY = {None, "in_stock", "out_of_stock", "preorder", "backorder", "discontinued"}
 #: accuracy reached so far on the corpus (all pages); a change that loses ground fails
-FLOOR = {"price_currency": 0.86, "availability": 0.89}
+FLOOR = {"price_currency": 0.86, "availability": 0.94}
 
 
 def holdout() -> set[str]:

@@ -365,9 +365,11 @@ def _availability(walk: _Walk) -> str:
         found = from_text(text)
         if found != "unknown":
             context = _context(element)
-            if _NOT_ABOUT_STOCK.search(context):
+            if _NOT_ABOUT_STOCK_MARKS.search(context):
                 continue
             marked = bool(_STOCK_MARK.search(context))
+            if not marked and index < min(anchors) - 20:
+                continue  # above the product, unmarked: the header's or a menu's words
             said.append((not marked, min(abs(index - a) for a in anchors), found))
     if said:
         return min(said)[2]
@@ -382,5 +384,8 @@ _NOT_ABOUT_STOCK = re.compile(
     r"click ?& ?collect|collect|delivery|lieferung|livraison|let you know|notify|"
     r"benachrichtig|alert me|email me|e-mail|size|taglia|talla|gr[öo]ße|farbe|colou?r",
     re.IGNORECASE)
+_NOT_ABOUT_STOCK_MARKS = re.compile(r"image|photo|video|deliver|shipping|in-?store|collect|"
+                                    r"notify|swatch|store-?locator|pickup|spec|feature|"
+                                    r"attribute|param", re.IGNORECASE)
 _STOCK_MARK = re.compile(r"avail|stock|lager|dispon|inventory|наличи|sklad|magazyn|zapas",
                          re.IGNORECASE)
