@@ -16,15 +16,17 @@ import corpus_scoring as cs
 import pytest
 from babel.numbers import list_currencies
 
-HOLDOUT = Path(__file__).resolve().parents[3] / "shared" / "holdout-sha256.txt"
+#: the private evaluation set's digests, in a `shared/` directory beside some ancestor
+HOLDOUT = next((p / "shared" / "holdout-sha256.txt" for p in Path(__file__).resolve().parents
+                if (p / "shared" / "holdout-sha256.txt").exists()), None)
 AVAILABILITY = {None, "in_stock", "out_of_stock", "preorder", "backorder", "discontinued"}
 #: accuracy reached so far on the corpus (all pages); a change that loses ground fails
 FLOOR = {"price_currency": 0.86, "availability": 0.94}
 
 
 def holdout() -> set[str]:
-    if not HOLDOUT.exists():
-        pytest.skip(f"{HOLDOUT} is not on this machine")
+    if HOLDOUT is None:
+        pytest.skip("no shared/holdout-sha256.txt above this checkout")
     lines = HOLDOUT.read_text().split()
     return {line.lower() for line in lines if re.fullmatch(r"[0-9a-fA-F]{64}", line)}
 
