@@ -30,13 +30,18 @@ COMMAND_MODULES = (
     "ledger.cli.demo",
     "ledger.cli.analytics",
     "ledger.cli.audit",
+    "ledger.cli.serve",
 )
+
+
+#: commands registered by another command's module
+ALIASES = {"tokens": "serve"}
 
 
 def modules_for(argv: Sequence[str] | None) -> Sequence[str]:
     """The command modules `argv` needs: the invoked one, or all (help, typos)."""
     first = next((arg for arg in argv or () if not arg.startswith("-")), None)
-    chosen = f"ledger.cli.{first}"
+    chosen = f"ledger.cli.{ALIASES.get(first or '', first)}"
     return (chosen,) if chosen in COMMAND_MODULES else COMMAND_MODULES
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
-from uuid import UUID
 
-from domain.envelope import Envelope, from_stored
+from domain.envelope import Envelope
 from domain.timeutil import parse_iso
 from ledger.bootstrap import Ledger
 from ledger.cli.errors import CommandError
 from ledger.cli.output import print_table
+from runtime.history import stream_history
 
 #: payload fields not worth a column in a human history
 QUIET = {"at", "observed_at", "registered_at", "retry_policy", "url_norm", "attributes",
@@ -24,13 +24,6 @@ def add_show_parser(actions: Any, id_arg: str, help: str, handler: Any) -> None:
     show.add_argument("--as-of", help="what the ledger knew at this time (ISO 8601)")
     show.add_argument("--json", action="store_true")
     show.set_defaults(handler=handler)
-
-
-def stream_history(ledger: Ledger, stream_id: UUID) -> list[Envelope]:
-    """A known stream's envelopes in version order (from the event store, not a model)."""
-    events = ledger.app.recorder.select_events(stream_id)
-    return [from_stored(0, e.originator_id, e.originator_version, e.topic, e.state)
-            for e in events]
 
 
 def stream_as_of(ledger: Ledger, aggregate: Any, as_of: str | None) -> tuple[Any, list[Envelope]]:

@@ -1,0 +1,244 @@
+"""The /api/v1 resources: stores, jobs (and their control), products, events."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import AsyncIterator, Callable
+from decimal import Decimal
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, Field
+
+from api.auth import Token, TokenStore, allows
+from domain.crawl_job import RetryPolicy
+from domain.envelope import Envelope
+from runtime.clock import Clock
+from runtime.history import stream_history
+from runtime.ledger import Ledger
+
+__all__ = ["ApiProblem", "build_router"]
+
+ACTIONS = {"pause": "pause", "resume": "resume", "cancel": "cancel", "retry": "retry",
+           "force-run": "force_run"}
+Action = Literal["pause", "resume", "cancel", "retry", "force-run"]
+
+
+class ApiProblem(Exception):
+    def __init__(self, status: int, title: str, detail: str) -> None:
+        super().__init__(detail)
+        self.status, self.title, self.detail = status, title, detail
+
+
+class StoreIn(BaseModel):
+    name: str = Field(min_length=1, max_length=200)
+    base_url: str = Field(min_length=1, max_length=2000)
+    platform: str = Field(min_length=1, max_length=40)
+    crawl_delay: float | None = Field(default=None, ge=0, le=3600, allow_inf_nan=False)
+    max_concurrency: int | None = Field(default=None, ge=1, le=64)
+
+
+class Reason(BaseModel):
+    reason: str = Field(min_length=1, max_length=500)
+
+
+class JobIn(BaseModel):
+    kind: Literal["store_discovery", "entry_point", "catalog", "product_page", "feed"]
+    url: str = Field(min_length=1, max_length=2000)
+    store_id: str | None = None
+    every_seconds: int | None = Field(default=4 * 3600, ge=60, le=90 * 86400)
+    priority: int = Field(default=0, ge=-1000, le=1000)
+    max_attempts: int = Field(default=3, ge=1, le=100)
+
+
+class BulkActions(BaseModel):
+    action: Action
+    ids: list[str] = Field(min_length=1, max_length=1000)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    return str(value)
+
+
+def reply(content: Any, status: int = 200) -> JSONResponse:
+    """JSON with money as decimal strings, never floats."""
+    return JSONResponse(json.loads(json.dumps(content, default=_plain)), status_code=status)
+
+
+def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
+                 lock: threading.RLock) -> APIRouter:
+    router = APIRouter()
+
+    def require(needed: str) -> Callable[..., Token]:
+        def check(authorization: Annotated[str | None, Header()] = None) -> Token:
+            scheme, _, secret = (authorization or "").partition(" ")
+            token = tokens.verify(secret.strip()) if scheme.lower() == "bearer" else None
+            if token is None:
+                raise ApiProblem(401, "Unauthorized", "a valid bearer token is required")
+            if not allows(token.scope, needed):
+                raise ApiProblem(403, "Forbidden",
+                                 f"a {token.scope} token cannot do this (needs {needed})")
+            return token
+        return check
+
+    read, operate = Depends(require("read")), Depends(require("operate"))
+
+    def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        with lock:
+            return function(*args, **kwargs)
+
+    # stores ------------------------------------------------------------------------
+    @router.get("/stores", dependencies=[read], tags=["stores"])
+    def list_stores() -> JSONResponse:
+        return reply(call(ledger.read.stores))
+
+    @router.post("/stores", dependencies=[operate], status_code=201, tags=["stores"])
+    def create_store(body: StoreIn) -> JSONResponse:
+        store_id = call(ledger.app.register_store, name=body.name, base_url=body.base_url,
+                        platform=body.platform, now=clock.now(), crawl_delay=body.crawl_delay,
+                        max_concurrency=body.max_concurrency)
+        return reply({"id": str(store_id)}, 201)
+
+    @router.get("/stores/{store_id}", dependencies=[read], tags=["stores"])
+    def show_store(store_id: str) -> JSONResponse:
+        store = call(ledger.app.get_store, store_id)
+        row = next((r for r in call(ledger.read.stores) if r["store_id"] == str(store.id)), None)
+        return reply({"id": str(store.id), "status": row})
+
+    @router.post("/stores/{store_id}/disable", dependencies=[operate], tags=["stores"])
+    def disable_store(store_id: str, body: Reason) -> JSONResponse:
+        call(ledger.app.disable_store, store_id, body.reason, clock.now())
+        return reply({"id": store_id, "enabled": False})
+
+    @router.post("/stores/{store_id}/enable", dependencies=[operate], tags=["stores"])
+    def enable_store(store_id: str) -> JSONResponse:
+        call(ledger.app.enable_store, store_id, clock.now())
+        return reply({"id": store_id, "enabled": True})
+
+    # jobs --------------------------------------------------------------------------
+    @router.get("/jobs", dependencies=[read], tags=["jobs"])
+    def list_jobs(state: str | None = None, store: str | None = None, kind: str | None = None,
+                  cursor: str | None = None,
+                  limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> JSONResponse:
+        call(ledger.catch_up)
+        rows = sorted(call(ledger.read.jobs, state=state, store_id=store),
+                      key=lambda r: r["job_id"])
+        rows = [r for r in rows if (kind is None or r["kind"] == kind)
+                and (cursor is None or r["job_id"] > cursor)]
+        page = rows[:limit]
+        following = page[-1]["job_id"] if len(rows) > limit else None
+        return reply({"items": page, "next_cursor": following})
+
+    @router.post("/jobs", dependencies=[operate], status_code=201, tags=["jobs"])
+    def schedule_job(body: JobIn) -> JSONResponse:
+        job_id = call(ledger.app.schedule_job, kind=body.kind, url=body.url, now=clock.now(),
+                      store_id=body.store_id, every=body.every_seconds, priority=body.priority,
+                      retry_policy=RetryPolicy(max_attempts=body.max_attempts))
+        return reply({"id": str(job_id)}, 201)
+
+    @router.get("/jobs/{job_id}", dependencies=[read], tags=["jobs"])
+    def show_job(job_id: str) -> JSONResponse:
+        job = call(ledger.app.get_job, job_id)
+        call(ledger.catch_up)
+        history = call(stream_history, ledger, job.id)
+        return reply({"id": str(job.id), "status": call(ledger.read.job, str(job.id)),
+                      "events": [e.to_dict() for e in history]})
+
+    @router.post("/jobs/actions", dependencies=[operate], tags=["jobs"])
+    def bulk(body: BulkActions) -> JSONResponse:
+        results = []
+        for job_id in body.ids:
+            try:
+                call(getattr(ledger.app, ACTIONS[body.action]), job_id, clock.now())
+                results.append({"id": job_id, "ok": True})
+            except Exception as error:  # noqa: BLE001 - each id reports its own refusal
+                results.append({"id": job_id, "ok": False, "error": str(error)})
+        return reply({"action": body.action, "results": results})
+
+    @router.post("/jobs/requeue-dead", dependencies=[operate], tags=["jobs"])
+    def requeue_dead() -> JSONResponse:
+        call(ledger.catch_up)
+        dead = [r["job_id"] for r in call(ledger.read.jobs, state="dead")]
+        return reply({"requeued": [str(j) for j in call(ledger.app.requeue_dead, dead,
+                                                         clock.now())]})
+
+    @router.post("/jobs/{job_id}/{action}", dependencies=[operate], tags=["jobs"])
+    def control(job_id: str, action: Action) -> JSONResponse:
+        call(getattr(ledger.app, ACTIONS[action]), job_id, clock.now())
+        return reply({"id": job_id, "state": call(ledger.app.get_job, job_id).state})
+
+    # products ----------------------------------------------------------------------
+    @router.get("/products", dependencies=[read], tags=["products"])
+    def list_products(store: str | None = None, out_of_stock: bool = False,
+                      min_price: Decimal | None = None,
+                      max_price: Decimal | None = None) -> JSONResponse:
+        call(ledger.catch_up)
+        rows = call(ledger.read.products, store_id=store, out_of_stock=out_of_stock)
+        rows = [r for r in rows if _within(r.get("min_price"), min_price, max_price)]
+        return reply({"items": rows})
+
+    @router.get("/products/{product_id}", dependencies=[read], tags=["products"])
+    def show_product(product_id: str) -> JSONResponse:
+        product = call(ledger.app.get_product, product_id)
+        call(ledger.catch_up)
+        return reply({"id": str(product.id), "status": call(ledger.read.product, str(product.id))})
+
+    @router.get("/products/{product_id}/history", dependencies=[read], tags=["products"])
+    def product_history(product_id: str) -> JSONResponse:
+        product = call(ledger.app.get_product, product_id)
+        return reply({"id": str(product.id),
+                      "events": [e.to_dict() for e in call(stream_history, ledger, product.id)]})
+
+    # events ------------------------------------------------------------------------
+    @router.get("/events", dependencies=[read], tags=["events"])
+    def events(after: Annotated[int, Query(ge=0)] = 0,
+               limit: Annotated[int, Query(ge=1, le=5000)] = 500) -> JSONResponse:
+        return reply({"items": [e.to_dict() for e in call(ledger.source.read, after, limit)]})
+
+    @router.get("/events/stream", dependencies=[read], tags=["events"])
+    async def stream(request: Request, after: Annotated[int, Query(ge=0)] = 0,
+                     last_event_id: Annotated[str | None, Header()] = None) -> StreamingResponse:
+        start = int(last_event_id) if last_event_id and last_event_id.isdigit() else after
+        return _sse(request, start, lambda env: True)
+
+    @router.get("/jobs/{job_id}/events/stream", dependencies=[read], tags=["events"])
+    async def job_stream(request: Request, job_id: str,
+                         last_event_id: Annotated[str | None, Header()] = None
+                         ) -> StreamingResponse:
+        job = await run_in_threadpool(call, ledger.app.get_job, job_id)
+        start = int(last_event_id) if last_event_id and last_event_id.isdigit() else 0
+        return _sse(request, start, lambda env: str(env.stream_id) == str(job.id))
+
+    def _sse(request: Request, start: int, wanted: Callable[[Envelope], bool]
+             ) -> StreamingResponse:
+        async def lines() -> AsyncIterator[str]:
+            position = start
+            yield ": stream open\n\n"
+            while not await request.is_disconnected():
+                found = await run_in_threadpool(call, ledger.source.read, position, 500)
+                for env in found:
+                    position = env.position
+                    if wanted(env):
+                        data = json.dumps(env.to_dict(), default=_plain)
+                        yield f"id: {env.position}\nevent: {env.event_type}\ndata: {data}\n\n"
+                if len(found) < 500:
+                    await asyncio.sleep(0.1)
+        return StreamingResponse(lines(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache"})
+
+    return router
+
+
+def _within(value: Any, low: Decimal | None, high: Decimal | None) -> bool:
+    if low is None and high is None:
+        return True
+    if value is None:
+        return False
+    amount = Decimal(str(value))
+    return (low is None or amount >= low) and (high is None or amount <= high)

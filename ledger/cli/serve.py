@@ -1,0 +1,101 @@
+"""`crawl-ledger serve` (the HTTP API) and `crawl-ledger tokens create|list|revoke`."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+from typing import Any
+
+from ledger.cli.arguments import number
+from ledger.cli.context import open_ledger, utcnow
+from ledger.cli.errors import CommandError
+from ledger.cli.output import print_json, print_table
+
+__all__ = ["register"]
+
+
+def register(sub: Any) -> None:
+    serve = sub.add_parser("serve", help="the operations HTTP API (OpenAPI at /openapi.json)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to bind (default 127.0.0.1; another needs a token first)")
+    serve.add_argument("--port", type=number(0, 65535, integer=True), default=8080)
+    serve.set_defaults(handler=run_serve)
+    tokens = sub.add_parser("tokens", help="API tokens: create (shown once), list, revoke")
+    actions = tokens.add_subparsers(dest="action", required=True, metavar="ACTION")
+    create = actions.add_parser("create", help="create a token; it is printed once")
+    create.add_argument("--scope", required=True, choices=("read", "operate", "bot", "admin"))
+    create.add_argument("--name", default="")
+    create.add_argument("--json", action="store_true")
+    create.set_defaults(handler=create_token)
+    lst = actions.add_parser("list", help="list tokens (never the tokens themselves)")
+    lst.add_argument("--json", action="store_true")
+    lst.set_defaults(handler=list_tokens)
+    revoke = actions.add_parser("revoke", help="revoke a token by its id")
+    revoke.add_argument("token_id")
+    revoke.set_defaults(handler=revoke_token)
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from api.app import create_app
+    from api.auth import TokenStore
+    from runtime.clock import SystemClock
+
+    with open_ledger() as ledger:
+        tokens = TokenStore(ledger.db)
+        if not _loopback(args.host) and not tokens.any_live():
+            raise CommandError(f"refusing to serve on {args.host} with no API token: create one "
+                               "first (crawl-ledger tokens create --scope admin)")
+        app = create_app(ledger, tokens, SystemClock())
+        print(f"crawl-ledger API on http://{args.host}:{args.port} (OpenAPI: /openapi.json)",
+              flush=True)
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def _store() -> Any:
+    from api.auth import TokenStore
+
+    return TokenStore
+
+
+def create_token(args: argparse.Namespace) -> int:
+    with open_ledger(fresh=False) as ledger:
+        secret, token = _store()(ledger.db).create(args.scope, args.name, utcnow())
+    if args.json:
+        print_json({"id": token.token_id, "name": token.name, "scope": token.scope,
+                    "token": secret})
+    else:
+        print(f"token {token.token_id} ({token.scope}): {secret}")
+        print("it is shown this once; only its hash is kept")
+    return 0
+
+
+def list_tokens(args: argparse.Namespace) -> int:
+    with open_ledger(fresh=False) as ledger:
+        found = _store()(ledger.db).list()
+    if args.json:
+        print_json([vars(t) for t in found])
+        return 0
+    print_table("tokens", ["id", "name", "scope", "created", "revoked"],
+                ([t.token_id, t.name, t.scope, t.created_at[:19], (t.revoked_at or "")[:19]]
+                 for t in found))
+    return 0
+
+
+def revoke_token(args: argparse.Namespace) -> int:
+    with open_ledger(fresh=False) as ledger:
+        if not _store()(ledger.db).revoke(args.token_id, utcnow()):
+            raise CommandError(f"no live token {args.token_id}")
+    print(f"token {args.token_id} revoked")
+    return 0

@@ -1,0 +1,173 @@
+"""The operations HTTP API over real HTTP on loopback, on both backends: scoped
+tokens (401/403/200), commands through the same application (a Paused event),
+RFC 9457 problems (404/409/422), the live event stream, metrics, and `serve` as an
+operator starts it."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from api.app import create_app
+from api.auth import TokenStore
+from ledger.bootstrap import Ledger
+from runtime.clock import SystemClock
+
+T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
+
+
+@contextmanager
+def serving(ledger: Ledger) -> Iterator[tuple[str, dict[str, str]]]:
+    """The API on a free loopback port, and a token of each scope."""
+    tokens = TokenStore(ledger.db)
+    secrets = {scope: tokens.create(scope, scope, T0)[0]
+               for scope in ("read", "operate", "admin", "bot")}
+    server = uvicorn.Server(uvicorn.Config(create_app(ledger, tokens, SystemClock()),
+                                           host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "the API did not start"
+        time.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}", secrets
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def bearer(secret: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {secret}"}
+
+
+@pytest.fixture
+def api(ledger: Ledger) -> Iterator[tuple[str, dict[str, str], str, Ledger]]:
+    store = ledger.app.register_store(name="Shop", base_url="https://shop.example",
+                                      platform="shopify", now=T0)
+    job = ledger.app.schedule_job(kind="catalog", url="https://shop.example/products.json",
+                                  now=T0, store_id=store, every=3600)
+    with serving(ledger) as (url, secrets):
+        yield url, secrets, str(job), ledger
+
+
+def test_tokens_decide_who_may_read_and_who_may_operate(api: tuple) -> None:  # type: ignore[type-arg]
+    url, secrets, job, ledger = api
+    with httpx.Client(base_url=url) as http:
+        refused = http.get("/api/v1/jobs")
+        assert refused.status_code == 401
+        assert refused.headers["content-type"] == "application/problem+json"
+        assert http.get("/api/v1/jobs", headers=bearer("cl_forged")).status_code == 401
+        listed = http.get("/api/v1/jobs", headers=bearer(secrets["read"]))
+        assert listed.status_code == 200 and [j["job_id"] for j in listed.json()["items"]] == [job]
+        assert http.get("/api/v1/jobs", headers=bearer(secrets["bot"])).status_code == 403
+        assert http.post(f"/api/v1/jobs/{job}/pause",
+                         headers=bearer(secrets["read"])).status_code == 403
+        paused = http.post(f"/api/v1/jobs/{job}/pause", headers=bearer(secrets["operate"]))
+        assert paused.status_code == 200 and paused.json()["state"] == "paused"
+    events = [e.event_type for e in ledger.source.read(0, 1000)]
+    assert events[-1] == "CrawlJob.Paused" and events.count("CrawlJob.Paused") == 1
+
+
+def test_refusals_are_problems_never_500(api: tuple) -> None:  # type: ignore[type-arg]
+    url, secrets, job, _ = api
+    op = bearer(secrets["operate"])
+    with httpx.Client(base_url=url, headers=op) as http:
+        unknown = http.get("/api/v1/jobs/00000000-0000-0000-0000-000000000000")
+        assert unknown.status_code == 404 and "unknown job" in unknown.json()["detail"]
+        assert http.get("/api/v1/jobs/not-an-id").status_code == 404
+        refused = http.post(f"/api/v1/jobs/{job}/resume")
+        assert refused.status_code == 409 and "cannot resume" in refused.json()["detail"]
+        assert refused.headers["content-type"] == "application/problem+json"
+        for body in ({"kind": "nope", "url": "https://x.example/"},
+                     {"kind": "catalog", "url": "ftp://x.example/"},
+                     {"kind": "catalog", "url": "https://x.example/", "every_seconds": 1}):
+            bad = http.post("/api/v1/jobs", json=body)
+            assert bad.status_code == 422, (body, bad.text)
+            assert bad.json()["status"] == 422
+        assert http.post("/api/v1/stores", content=b"{not json",
+                         headers={"content-type": "application/json"}).status_code == 422
+        bulk = http.post("/api/v1/jobs/actions", json={"action": "pause",
+                                                        "ids": [job, "nope"]})
+        assert [r["ok"] for r in bulk.json()["results"]] == [True, False]
+
+
+def test_the_event_stream_delivers_new_events(api: tuple) -> None:  # type: ignore[type-arg]
+    url, secrets, job, ledger = api
+    head = ledger.source.head()
+    received: list[dict[str, object]] = []
+
+    def listen() -> None:
+        with httpx.stream("GET", f"{url}/api/v1/events/stream", params={"after": head},
+                          headers=bearer(secrets["read"]), timeout=30) as response:
+            for line in response.iter_lines():
+                if line.startswith("data: "):
+                    received.append(json.loads(line[6:]))
+                    return
+
+    listener = threading.Thread(target=listen, daemon=True)
+    listener.start()
+    httpx.post(f"{url}/api/v1/jobs/{job}/force-run", headers=bearer(secrets["operate"]))
+    listener.join(30)
+    assert received and received[0]["event_type"] == "CrawlJob.ForceRunRequested"
+    assert received[0]["position"] == head + 1
+
+
+def test_metrics_and_health(api: tuple) -> None:  # type: ignore[type-arg]
+    url, _, _, _ = api
+    assert httpx.get(f"{url}/healthz").json() == {"status": "ok"}
+    assert httpx.get(f"{url}/readyz").json()["status"] == "ready"
+    text = httpx.get(f"{url}/metrics").text
+    assert 'crawl_ledger_jobs{state="scheduled"} 1.0' in text
+    assert "crawl_ledger_api_request_seconds_bucket" in text
+    schema = httpx.get(f"{url}/openapi.json").json()
+    assert "/api/v1/jobs/{job_id}/{action}" in schema["paths"]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_serve_as_an_operator_runs_it(tmp_path: Path, crawl_ledger_bin: str,
+                                      cli_env: Callable[..., dict[str, str]]) -> None:
+    env = cli_env(tmp_path / "data")
+    refused = subprocess.run([crawl_ledger_bin, "serve", "--host", "0.0.0.0"], env=env,
+                             capture_output=True, text=True, timeout=60, check=False)
+    assert refused.returncode == 2 and "no API token" in refused.stderr
+    created = subprocess.run([crawl_ledger_bin, "tokens", "create", "--scope", "read", "--json"],
+                             env=env, capture_output=True, text=True, timeout=60, check=True)
+    secret = json.loads(created.stdout)["token"]
+    listed = subprocess.run([crawl_ledger_bin, "tokens", "list", "--json"], env=env,
+                            capture_output=True, text=True, timeout=60, check=True)
+    assert secret not in listed.stdout and json.loads(listed.stdout)[0]["scope"] == "read"
+    port = free_port()
+    server = subprocess.Popen([crawl_ledger_bin, "serve", "--port", str(port)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                answer = httpx.get(f"http://127.0.0.1:{port}/api/v1/stores",
+                                   headers=bearer(secret))
+                break
+            except httpx.ConnectError:
+                assert server.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+        assert answer.status_code == 200 and answer.json() == []
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)
