@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
 from api.auth import Token, TokenStore, allows
+from api.bot import build_bot_router
 from domain.crawl_job import RetryPolicy
 from domain.envelope import Envelope
 from runtime.clock import Clock
@@ -88,6 +89,7 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
         return check
 
     read, operate = Depends(require("read")), Depends(require("operate"))
+    router.include_router(build_bot_router(ledger, clock, lock, require("bot")))
 
     def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         with lock:

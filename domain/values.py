@@ -154,6 +154,18 @@ class CrawlTask:
     currency: str | None = None
     policy: Policy = field(default_factory=Policy)
 
+    def to_payload(self) -> dict[str, Any]:
+        """Plain JSON (what the bot API hands a remote worker)."""
+        return {**{k: v for k, v in vars(self).items() if k != "policy"},
+                "policy": dict(vars(self.policy))}
+
+    @classmethod
+    def from_payload(cls, data: Mapping[str, Any]) -> CrawlTask:
+        return cls(str(data["job_id"]), str(data["lease_id"]), int(data["attempt"]),
+                   str(data["kind"]), str(data["url"]), data.get("store_id"),
+                   data.get("platform"), data.get("platform_store_id"), data.get("currency"),
+                   Policy(**dict(data.get("policy") or {})))
+
 
 @dataclass(frozen=True)
 class CrawlSuccess:

@@ -31,7 +31,7 @@ from workers.fetch import Decode, Fetcher, FetchLimits, decode_body
 from workers.http import RobotsFetcher
 from workers.politeness import Politeness, PolitenessConfig
 
-__all__ = ["Crawler", "build_crawler"]
+__all__ = ["Crawler", "build_crawler", "build_outcome"]
 
 log = logging.getLogger(__name__)
 
@@ -170,38 +170,47 @@ class Crawler:
 
     def _outcome(self, task: CrawlTask, adapter: Adapter, crawl: _Pages,
                  raw_ref: str) -> CrawlOutcome:
-        last = crawl.pages[-1]
-        found = _merge(crawl.extractions)
-        dropped = max(len(found.links) - self._max_links, 0) + max(
-            len(found.stores) - self._max_links, 0)
-        if dropped:
-            found = replace(found, links=found.links[:self._max_links],
-                            stores=found.stores[:self._max_links])
-        if task.kind in _NEEDS_PRODUCTS and not found.observations:
-            return CrawlFailure(
-                "no_products",
-                f"{adapter.name} found no products at {last.url} ({len(crawl.pages)} page(s))",
-                retryable=False,
-                http_status=last.status,
-            )
-        return CrawlSuccess(
+        return build_outcome(task, adapter, crawl.pages, crawl.refs, crawl.extractions,
+                             raw_ref, self._max_links)
+
+
+def build_outcome(task: CrawlTask, adapter: Adapter, pages: list[Page], refs: list[str],
+                  extractions: list[Extraction], raw_ref: str,
+                  max_links: int = MAX_LINKS) -> CrawlOutcome:
+    """A crawl's outcome from its pages (archived as `refs`) and what was extracted:
+    the crawler's, and the API's for a page a remote bot submitted."""
+    last = pages[-1]
+    found = _merge(extractions)
+    dropped = max(len(found.links) - max_links, 0) + max(
+        len(found.stores) - max_links, 0)
+    if dropped:
+        found = replace(found, links=found.links[:max_links],
+                        stores=found.stores[:max_links])
+    if task.kind in _NEEDS_PRODUCTS and not found.observations:
+        return CrawlFailure(
+            "no_products",
+            f"{adapter.name} found no products at {last.url} ({len(pages)} page(s))",
+            retryable=False,
             http_status=last.status,
-            final_url=crawl.pages[0].url,
-            extractor=adapter.name,
-            extractor_version=adapter.version,
-            # one page: its archive ref is the same sha256 (`content_hash` of one body)
-            content_hash=(crawl.refs[0] if len(crawl.refs) == 1
-                          else content_hash([page.body for page in crawl.pages])),
-            raw_ref=raw_ref,
-            pages=len(crawl.pages),
-            bytes=sum(len(page.body) for page in crawl.pages),
-            observations=found.observations,
-            stores=found.stores,
-            platform_store_id=found.platform_store_id,
-            catalog_url=found.catalog_url,
-            links=found.links,
-            links_dropped=dropped,
         )
+    return CrawlSuccess(
+        http_status=last.status,
+        final_url=pages[0].url,
+        extractor=adapter.name,
+        extractor_version=adapter.version,
+        # one page: its archive ref is the same sha256 (`content_hash` of one body)
+        content_hash=(refs[0] if len(refs) == 1
+                      else content_hash([page.body for page in pages])),
+        raw_ref=raw_ref,
+        pages=len(pages),
+        bytes=sum(len(page.body) for page in pages),
+        observations=found.observations,
+        stores=found.stores,
+        platform_store_id=found.platform_store_id,
+        catalog_url=found.catalog_url,
+        links=found.links,
+        links_dropped=dropped,
+    )
 
 
 def _gone(task: CrawlTask, error: FetchError) -> CrawlSuccess | None:

@@ -35,7 +35,7 @@ COMMAND_MODULES = (
 
 
 #: commands registered by another command's module
-ALIASES = {"tokens": "serve"}
+ALIASES = {"tokens": "serve", "bot": "serve"}
 
 
 def modules_for(argv: Sequence[str] | None) -> Sequence[str]:

@@ -33,6 +33,7 @@ def register(sub: Any) -> None:
     revoke = actions.add_parser("revoke", help="revoke a token by its id")
     revoke.add_argument("token_id")
     revoke.set_defaults(handler=revoke_token)
+    register_bot(sub)
 
 
 def _loopback(host: str) -> bool:
@@ -98,4 +99,36 @@ def revoke_token(args: argparse.Namespace) -> int:
         if not _store()(ledger.db).revoke(args.token_id, utcnow()):
             raise CommandError(f"no live token {args.token_id}")
     print(f"token {args.token_id} revoked")
+    return 0
+
+
+def register_bot(sub: Any) -> None:
+    bot = sub.add_parser("bot", help="a crawl worker that reaches only the HTTP API")
+    bot.add_argument("--server", required=True, help="the API's base URL, e.g. https://ops:8080")
+    bot.add_argument("--token", help="a bot-scope token (default: $LEDGER_BOT_TOKEN)")
+    bot.add_argument("--name", default="", help="the worker's name (default: host:pid)")
+    bot.add_argument("--concurrency", type=number(1, 64, integer=True), default=4)
+    bot.add_argument("--until-idle", action="store_true", help="stop when no job is due")
+    bot.set_defaults(handler=run_bot_command)
+
+
+def run_bot_command(args: argparse.Namespace) -> int:
+    import os
+    import socket
+
+    from ledger.bot import run_bot
+    from ledger.embedded import run_loop
+    from ledger.settings import Settings
+    from workers.addresses import AddressGuard
+
+    token = args.token or os.environ.get("LEDGER_BOT_TOKEN")
+    if not token:
+        raise CommandError("a bot token is needed: --token or LEDGER_BOT_TOKEN")
+    settings = Settings.from_env()
+    name = args.name or f"{socket.gethostname()}:{os.getpid()}"
+    stats = run_loop(run_bot(args.server, token, name, args.concurrency,
+                             AddressGuard(settings.allow_networks), settings.user_agent,
+                             args.until_idle))
+    print(f"bot {name}: {stats.leased} leased, {stats.submitted} submitted "
+          f"({stats.failed} failures), {stats.lost} leases lost")
     return 0

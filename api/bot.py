@@ -1,0 +1,90 @@
+"""The bot API: remote workers that reach only the API pull work and push results.
+
+    POST /api/v1/bot/leases                      {"worker", "max"} -> leased tasks + TTL
+    POST /api/v1/bot/leases/{lease}/heartbeat    {"job_id"}        -> the lease extended
+    POST /api/v1/bot/leases/{lease}/result       {"job_id", "ok", …, "body_gzip_b64"}
+
+The server archives the page, extracts it and records the result exactly as a
+local worker would (`runtime.remote`). A retried submit records nothing twice; an
+expired lease answers 409 and its job is back in the queue. Only `bot` tokens.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from api.auth import Token
+from runtime.clock import Clock
+from runtime.defaults import DEFAULTS
+from runtime.ledger import Ledger
+from runtime.remote import Submitted, lease_for, record_submitted, ungzip
+
+__all__ = ["build_bot_router"]
+
+
+class LeaseRequest(BaseModel):
+    worker: str = Field(min_length=1, max_length=200)
+    max: int = Field(default=1, ge=1, le=64)
+
+
+class Heartbeat(BaseModel):
+    job_id: str = Field(min_length=1, max_length=64)
+
+
+class Result(BaseModel):
+    job_id: str = Field(min_length=1, max_length=64)
+    ok: bool
+    http_status: int | None = Field(default=None, ge=100, le=599)
+    final_url: str | None = Field(default=None, max_length=4000)
+    content_type: str = Field(default="", max_length=300)
+    #: the raw page, gzip, base64 (at most 8 MiB once decompressed)
+    body_gzip_b64: str | None = Field(default=None, max_length=12 * 1024 * 1024)
+    error_kind: str | None = Field(default=None, max_length=40)
+    message: str = Field(default="", max_length=2000)
+    retry_after: float | None = Field(default=None, ge=0, le=86400, allow_inf_nan=False)
+    duration: float = Field(default=0.0, ge=0, le=86400, allow_inf_nan=False)
+
+
+def build_bot_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
+                     bot: Callable[..., Token]) -> APIRouter:
+    router = APIRouter(prefix="/bot", tags=["bot"])
+    ttl = DEFAULTS.lease_ttl
+
+    @router.post("/leases", dependencies=[Depends(bot)])
+    def lease(body: LeaseRequest) -> dict[str, Any]:
+        with lock:
+            tasks = lease_for(ledger, f"bot:{body.worker}", ttl, body.max, clock.now())
+        return {"ttl": ttl, "leases": [task.to_payload() for task in tasks]}
+
+    @router.post("/leases/{lease_id}/heartbeat", dependencies=[Depends(bot)])
+    def heartbeat(lease_id: str, body: Heartbeat) -> dict[str, Any]:
+        with lock:
+            ledger.app.extend_lease(body.job_id, lease_id, ttl, clock.now())
+        return {"lease_id": lease_id, "ttl": ttl}
+
+    @router.post("/leases/{lease_id}/result", dependencies=[Depends(bot)])
+    def result(lease_id: str, body: Result) -> JSONResponse:
+        page = b""
+        if body.ok:
+            if body.body_gzip_b64 is None:
+                raise ValueError("a successful result needs body_gzip_b64 (the raw page)")
+            try:
+                page = ungzip(base64.b64decode(body.body_gzip_b64, validate=True))
+            except binascii.Error:
+                raise ValueError("body_gzip_b64 is not base64") from None
+        sent = Submitted(body.ok, body.http_status, body.final_url, body.content_type, page,
+                         body.error_kind, body.message, body.retry_after, body.duration)
+        with lock:
+            recorded = record_submitted(ledger, body.job_id, lease_id, sent, clock.now())
+        return JSONResponse({"job_id": recorded.job_id, "duplicate": recorded.duplicate,
+                             "events": recorded.events, "products": recorded.products})
+
+    return router
