@@ -21,7 +21,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from api.auth import TokenStore
-from api.routes import ApiProblem, build_router
+from api.routes import PROBLEMS, ApiProblem, build_router
 from domain.errors import Conflict, InvalidInput, InvalidTransition, LedgerError, NotFound
 from runtime.clock import Clock
 from runtime.ledger import Ledger
@@ -36,7 +36,8 @@ def problem(status: int, title: str, detail: str) -> JSONResponse:
 
 
 def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock) -> FastAPI:
-    app = FastAPI(title="crawl-ledger", version="1", docs_url=None, redoc_url=None)
+    app = FastAPI(title="crawl-ledger", version="1", docs_url=None, redoc_url=None,
+                  responses={503: PROBLEMS[422] | {"description": "not ready"}})
     lock = threading.RLock()  # one command or query at a time on the ledger's connections
     registry = CollectorRegistry()
     latency = Histogram("crawl_ledger_api_request_seconds", "API request latency",

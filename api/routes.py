@@ -29,6 +29,24 @@ ACTIONS = {"pause": "pause", "resume": "resume", "cancel": "cancel", "retry": "r
 Action = Literal["pause", "resume", "cancel", "retry", "force-run"]
 
 
+class Problem(BaseModel):
+    """RFC 9457 problem details."""
+
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str
+
+
+_PROBLEM = {"content": {"application/problem+json": {"schema": Problem.model_json_schema()}},
+            "description": "RFC 9457 problem details"}
+#: every operation may answer these (documented, so clients and schema checks know them)
+PROBLEMS: dict[int | str, dict[str, Any]] = {
+    code: dict(_PROBLEM, description=text) for code, text in (
+        (401, "no valid token"), (403, "scope too small"), (404, "unknown id"),
+        (409, "refused by the domain"), (422, "invalid input"))}
+
+
 class ApiProblem(Exception):
     def __init__(self, status: int, title: str, detail: str) -> None:
         super().__init__(detail)
@@ -74,7 +92,7 @@ def reply(content: Any, status: int = 200) -> JSONResponse:
 
 def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
                  lock: threading.RLock) -> APIRouter:
-    router = APIRouter()
+    router = APIRouter(responses=PROBLEMS)
 
     def require(needed: str) -> Callable[..., Token]:
         def check(authorization: Annotated[str | None, Header()] = None) -> Token:
