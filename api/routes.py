@@ -24,6 +24,8 @@ from runtime.ledger import Ledger
 
 __all__ = ["ApiProblem", "build_router"]
 
+#: the largest log position a request may name (SQLite and PostgreSQL integers are 64-bit)
+POSITIONS = 2**62
 ACTIONS = {"pause": "pause", "resume": "resume", "cancel": "cancel", "retry": "retry",
            "force-run": "force_run"}
 Action = Literal["pause", "resume", "cancel", "retry", "force-run"]
@@ -198,6 +200,9 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
     def list_products(store: str | None = None, out_of_stock: bool = False,
                       min_price: Decimal | None = None,
                       max_price: Decimal | None = None) -> JSONResponse:
+        for bound in (min_price, max_price):
+            if bound is not None and (not bound.is_finite() or abs(bound) > 10**12):
+                raise ValueError(f"price bound {bound} must be a finite amount")
         call(ledger.catch_up)
         rows = call(ledger.read.products, store_id=store, out_of_stock=out_of_stock)
         rows = [r for r in rows if _within(r.get("min_price"), min_price, max_price)]
@@ -217,14 +222,14 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
 
     # events ------------------------------------------------------------------------
     @router.get("/events", dependencies=[read], tags=["events"])
-    def events(after: Annotated[int, Query(ge=0)] = 0,
+    def events(after: Annotated[int, Query(ge=0, le=POSITIONS)] = 0,
                limit: Annotated[int, Query(ge=1, le=5000)] = 500) -> JSONResponse:
         return reply({"items": [e.to_dict() for e in call(ledger.source.read, after, limit)]})
 
     @router.get("/events/stream", dependencies=[read], tags=["events"])
-    async def stream(request: Request, after: Annotated[int, Query(ge=0)] = 0,
+    async def stream(request: Request, after: Annotated[int, Query(ge=0, le=POSITIONS)] = 0,
                      last_event_id: Annotated[str | None, Header()] = None) -> StreamingResponse:
-        start = int(last_event_id) if last_event_id and last_event_id.isdigit() else after
+        start = _position(last_event_id, after)
         return _sse(request, start, lambda env: True)
 
     @router.get("/jobs/{job_id}/events/stream", dependencies=[read], tags=["events"])
@@ -232,7 +237,7 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
                          last_event_id: Annotated[str | None, Header()] = None
                          ) -> StreamingResponse:
         job = await run_in_threadpool(call, ledger.app.get_job, job_id)
-        start = int(last_event_id) if last_event_id and last_event_id.isdigit() else 0
+        start = _position(last_event_id, 0)
         return _sse(request, start, lambda env: str(env.stream_id) == str(job.id))
 
     def _sse(request: Request, start: int, wanted: Callable[[Envelope], bool]
@@ -253,6 +258,13 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
                                  headers={"Cache-Control": "no-cache"})
 
     return router
+
+
+def _position(last_event_id: str | None, default: int) -> int:
+    """Where a (resumed) stream starts: after its Last-Event-ID, when it is a position."""
+    if last_event_id and last_event_id.isdigit() and len(last_event_id) <= 18:
+        return int(last_event_id)
+    return default
 
 
 def _within(value: Any, low: Decimal | None, high: Decimal | None) -> bool:

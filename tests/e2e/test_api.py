@@ -171,3 +171,14 @@ def test_serve_as_an_operator_runs_it(tmp_path: Path, crawl_ledger_bin: str,
     finally:
         server.terminate()
         server.communicate(timeout=30)
+
+
+def test_hostile_query_values_are_422_not_500(api: tuple) -> None:  # type: ignore[type-arg]
+    url, secrets, _, _ = api
+    with httpx.Client(base_url=url, headers=bearer(secrets["read"])) as http:
+        for path in ("/api/v1/events?after=1784550952979999194567671808",
+                     "/api/v1/products?min_price=NaN", "/api/v1/products?max_price=1e400",
+                     "/api/v1/jobs?limit=0", "/api/v1/events?limit=-1"):
+            answer = http.get(path)
+            assert answer.status_code == 422, (path, answer.text)
+            assert answer.headers["content-type"] == "application/problem+json"
