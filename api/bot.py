@@ -3,6 +3,7 @@
     POST /api/v1/bot/leases                      {"worker", "max"} -> leased tasks + TTL
     POST /api/v1/bot/leases/{lease}/heartbeat    {"job_id"}        -> the lease extended
     POST /api/v1/bot/leases/{lease}/result       {"job_id", "ok", …, "body_gzip_b64"}
+    POST /api/v1/bot/depart                      {"worker", "reason"}  -> leaves the registry
 
 The server archives the page, extracts it and records the result exactly as a
 local worker would (`runtime.remote`). A retried submit records nothing twice; an
@@ -25,6 +26,7 @@ from api.auth import Token
 from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
 from runtime.ledger import Ledger
+from runtime.registry import Heartbeats, register
 from runtime.remote import Submitted, lease_for, record_submitted, ungzip
 
 __all__ = ["build_bot_router"]
@@ -33,6 +35,14 @@ __all__ = ["build_bot_router"]
 class LeaseRequest(BaseModel):
     worker: str = Field(min_length=1, max_length=200)
     max: int = Field(default=1, ge=1, le=64)
+    host: str = Field(default="", max_length=255)
+    pid: int = Field(default=0, ge=0, le=2**31)
+    in_flight: int = Field(default=0, ge=0, le=10_000)
+
+
+class Departure(BaseModel):
+    worker: str = Field(min_length=1, max_length=200)
+    reason: str = Field(default="stopped", min_length=1, max_length=200)
 
 
 class Heartbeat(BaseModel):
@@ -54,15 +64,26 @@ class Result(BaseModel):
 
 
 def build_bot_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
-                     bot: Callable[..., Token]) -> APIRouter:
+                     bot: Callable[..., Token], heartbeats: Heartbeats) -> APIRouter:
     router = APIRouter(prefix="/bot", tags=["bot"])
     ttl = DEFAULTS.lease_ttl
 
     @router.post("/leases", dependencies=[Depends(bot)])
     def lease(body: LeaseRequest) -> dict[str, Any]:
+        name = f"bot:{body.worker}"
         with lock:
-            tasks = lease_for(ledger, f"bot:{body.worker}", ttl, body.max, clock.now())
+            register(ledger, name, "bot", body.max, ["all"], clock.now(),  # once per name
+                     host=body.host or "unknown", pid=body.pid)
+            heartbeats.beat(name, body.in_flight, clock.now())
+            tasks = lease_for(ledger, name, ttl, body.max, clock.now())
         return {"ttl": ttl, "leases": [task.to_payload() for task in tasks]}
+
+    @router.post("/depart", dependencies=[Depends(bot)])
+    def depart(body: Departure) -> dict[str, Any]:
+        """The bot stops: it leaves the worker registry (an event)."""
+        with lock:
+            ledger.app.depart_worker(f"bot:{body.worker}", body.reason, clock.now())
+        return {"worker": body.worker, "departed": True}
 
     @router.post("/leases/{lease_id}/heartbeat", dependencies=[Depends(bot)])
     def heartbeat(lease_id: str, body: Heartbeat) -> dict[str, Any]:

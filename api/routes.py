@@ -21,6 +21,7 @@ from domain.envelope import Envelope
 from runtime.clock import Clock
 from runtime.history import stream_history
 from runtime.ledger import Ledger
+from runtime.registry import Heartbeats, registry
 
 __all__ = ["ApiProblem", "build_router"]
 
@@ -109,7 +110,8 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
         return check
 
     read, operate = Depends(require("read")), Depends(require("operate"))
-    router.include_router(build_bot_router(ledger, clock, lock, require("bot")))
+    router.include_router(build_bot_router(ledger, clock, lock, require("bot"),
+                                           Heartbeats(ledger.db)))
 
     def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         with lock:
@@ -219,6 +221,16 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
         product = call(ledger.app.get_product, product_id)
         return reply({"id": str(product.id),
                       "events": [e.to_dict() for e in call(stream_history, ledger, product.id)]})
+
+    # workers -----------------------------------------------------------------------
+    heartbeats = Heartbeats(ledger.db)
+
+    @router.get("/workers", dependencies=[read], tags=["workers"])
+    def workers() -> JSONResponse:
+        """Every registered worker: driver, host, pid, concurrency, last heartbeat
+        (in flight, memory, CPU) and its state: alive, stale (three heartbeats missed)
+        or departed."""
+        return reply({"items": call(registry, ledger, heartbeats, clock.now())})
 
     # events ------------------------------------------------------------------------
     @router.get("/events", dependencies=[read], tags=["events"])

@@ -28,6 +28,7 @@ from domain.persistence import LedgerApplication, as_uuid
 from domain.ports import Storage
 from domain.product import FAILURES_FOR_UNKNOWN_STOCK, Product
 from domain.reextraction import Reextraction
+from domain.registry import WorkerRegistry
 from domain.store import PLATFORMS, Store
 from domain.timeutil import command, utc
 from domain.urls import normalize_url
@@ -63,7 +64,7 @@ class RecordResult:
     children: tuple[str, ...] = ()
 
 
-class CrawlLedger(JobControls, Reextraction, LedgerApplication):
+class CrawlLedger(JobControls, Reextraction, WorkerRegistry, LedgerApplication):
     """Stores, crawl jobs and products, and every command on them."""
 
     name = "CrawlLedger"

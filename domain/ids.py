@@ -24,3 +24,7 @@ def job_id(kind: str, url_norm: str) -> UUID:
 
 def product_id(store: UUID | str, provider_product_id: str) -> UUID:
     return uuid5(NAMESPACE, f"product:{store}:{provider_product_id}")
+
+
+def worker_id(name: str) -> UUID:
+    return uuid5(NAMESPACE, f"worker:{name}")

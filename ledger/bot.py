@@ -14,6 +14,8 @@ import asyncio
 import base64
 import gzip
 import logging
+import os
+import socket
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -54,13 +56,16 @@ async def run_bot(server: str, token: str, name: str, concurrency: int, guard: A
         fetcher = Fetcher(web, guard=guard)
         idle = 0
         while True:
-            answer = await api.post("/api/v1/bot/leases", json={"worker": name,
-                                                                 "max": concurrency})
+            answer = await api.post("/api/v1/bot/leases", json={
+                "worker": name, "max": concurrency, "host": socket.gethostname(),
+                "pid": os.getpid()})
             answer.raise_for_status()
             leases, ttl = answer.json()["leases"], float(answer.json()["ttl"])
             if not leases:
                 idle += 1
                 if until_idle and idle >= 3:
+                    await api.post("/api/v1/bot/depart", json={"worker": name,
+                                                                "reason": "idle"})
                     return stats
                 await asyncio.sleep(0.3 if until_idle else 2.0)
                 continue

@@ -35,6 +35,8 @@ from eventstore import unavailable
 from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
 from runtime.ledger import Ledger
+from runtime.registry import INTERVAL as HEARTBEAT_INTERVAL
+from runtime.registry import Heartbeats, register
 from runtime.scheduler import Scheduler
 from runtime.work import CrawlerPort, DbThread, JobWorker, RunReport, first_line, worker_name
 
@@ -124,6 +126,8 @@ class EmbeddedRunner:
         self.holder = worker_name(0).rsplit(":", 1)[0] + ":runner"
         self._wake = asyncio.Event()
         self._stopping = False
+        self._heartbeats: Heartbeats | None = None
+        self._next_beat = 0.0
         #: since when the event store has been unreachable (None: it is reachable)
         self._outage: Outage | None = None
         #: seconds of outage after which the runner gives up (exits with the error)
@@ -144,10 +148,18 @@ class EmbeddedRunner:
         try:
             await self._start()
             await self._loop(until_idle)
+            await self._depart("idle" if until_idle else "stopped")
         finally:
             self.db.close()
             self.projector.close()
         return self.stats
+
+    async def _depart(self, reason: str) -> None:
+        try:
+            await self.db.call(self.ledger.app.depart_worker, self.holder, reason,
+                               self.clock.now())
+        except Exception as error:  # noqa: BLE001 - leaving the registry must not fail a run
+            log.warning("worker %s not deregistered: %s", self.holder, first_line(error))
 
     async def _loop(self, until_idle: bool) -> None:
         tasks = [asyncio.create_task(self._work(w)) for w in self.workers]
@@ -206,6 +218,9 @@ class EmbeddedRunner:
             await asyncio.sleep(DEFAULTS.project_every)  # results arriving meanwhile share one catch-up
 
     async def _start(self) -> None:
+        await self.db.call(register, self.ledger, self.holder, "embedded", self.concurrency,
+                           ["all"], self.clock.now())
+        self._heartbeats = await self.projector.call(Heartbeats, self.ledger.db)
         await self.projector.call(self.ledger.catch_up)
         if self.recover:
             reaped = await self.db.call(self.scheduler.recover_orphans, self.clock.now())
@@ -229,9 +244,19 @@ class EmbeddedRunner:
                 self._queue.put_nowait(task)
             self.stats.dispatched += len(dispatched)
         self.stats.queued = self._queue.qsize()
+        await self._beat()
         self.on_change(self.stats)
         return (not dispatched and self._queue.empty() and self.stats.in_flight == 0
                 and finished == self._finished)
+
+    async def _beat(self) -> None:
+        """A heartbeat every `INTERVAL` seconds of loop time (not an event)."""
+        loop_time = asyncio.get_running_loop().time()
+        if self._heartbeats is None or loop_time < self._next_beat:
+            return
+        self._next_beat = loop_time + HEARTBEAT_INTERVAL
+        await self.projector.call(self._heartbeats.beat, self.holder, self.stats.in_flight,
+                                  self.clock.now())
 
     async def _sleep(self) -> None:
         try:

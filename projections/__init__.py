@@ -6,6 +6,7 @@ from projections.framework import Projection
 from projections.job_status import JobStatusProjection
 from projections.products import CurrentProductsProjection, StockStatusProjection
 from projections.stores import StoresProjection
+from projections.workers import WorkersProjection
 
 
 def read_models(prefix: str = "") -> list[Projection]:
@@ -15,6 +16,7 @@ def read_models(prefix: str = "") -> list[Projection]:
         JobStatusProjection(prefix=prefix),
         CurrentProductsProjection(prefix=prefix),
         StockStatusProjection(prefix=prefix),
+        WorkersProjection(prefix=prefix),
     ]
 
 

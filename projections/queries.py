@@ -59,6 +59,9 @@ class ReadModel:
         return {r["state"]: int(r["n"]) for r in rows}
 
     # stores and products ------------------------------------------------------
+    def workers(self) -> list[Row]:
+        return self.db.query("SELECT * FROM workers ORDER BY started_at, name")
+
     def stores(self) -> list[Row]:
         return self.db.query("SELECT * FROM stores ORDER BY name, store_id")
 

@@ -18,11 +18,13 @@ from dataclasses import dataclass
 STORES = "ledger.stores.v1"
 CRAWL_JOBS = "ledger.crawl-jobs.v1"
 PRODUCTS = "ledger.products.v1"
+WORKERS = "ledger.workers.v1"
 WORK = "ledger.work.v1"
 
-PUBLIC_TOPICS = (STORES, CRAWL_JOBS, PRODUCTS)
+PUBLIC_TOPICS = (STORES, CRAWL_JOBS, PRODUCTS, WORKERS)
 ALL_TOPICS = (*PUBLIC_TOPICS, WORK)
-BY_STREAM_TYPE = {"Store": STORES, "CrawlJob": CRAWL_JOBS, "Product": PRODUCTS}
+BY_STREAM_TYPE = {"Store": STORES, "CrawlJob": CRAWL_JOBS, "Product": PRODUCTS,
+                  "Worker": WORKERS}
 DEFAULT_PARTITIONS = 4
 
 
@@ -48,12 +50,16 @@ class Topics:
         return self.name("products.v1")
 
     @property
+    def workers(self) -> str:
+        return self.name("workers.v1")
+
+    @property
     def work(self) -> str:
         return self.name("work.v1")
 
     @property
-    def public(self) -> tuple[str, str, str]:
-        return (self.stores, self.crawl_jobs, self.products)
+    def public(self) -> tuple[str, str, str, str]:
+        return (self.stores, self.crawl_jobs, self.products, self.workers)
 
     @property
     def all(self) -> tuple[str, ...]:
@@ -66,7 +72,8 @@ class Topics:
             raise UnknownStreamType(f"no Kafka topic for stream type {stream_type!r}") from None
 
 
-_BASES = {"Store": "stores.v1", "CrawlJob": "crawl-jobs.v1", "Product": "products.v1"}
+_BASES = {"Store": "stores.v1", "CrawlJob": "crawl-jobs.v1", "Product": "products.v1",
+          "Worker": "workers.v1"}
 
 
 class UnknownStreamType(Exception):

@@ -83,6 +83,8 @@ def test_a_bot_crawls_through_the_api_as_a_local_worker_would(
     local = bootstrap(Settings.from_env({**LOOPBACK_ENV,
                                          "LEDGER_DATA_DIR": str(tmp_path / "embedded")}))
     expected = facts(local)
+    (runner,) = local.read.workers()
+    assert runner["driver"] == "embedded" and runner["departure"] == "idle"
     local.close()
 
     ledger = seeded(tmp_path / "api", shop)
@@ -95,6 +97,10 @@ def test_a_bot_crawls_through_the_api_as_a_local_worker_would(
             assert bot.returncode == 0, bot.stderr
             assert "2 leased, 2 submitted (0 failures)" in bot.stdout
             found = facts(ledger)
+            workers = httpx.get(f"{url}/api/v1/workers", headers=bearer(secrets["read"]))
+            (registered,) = workers.json()["items"]
+            assert registered["driver"] == "bot" and registered["state"] == "departed"
+            assert registered["heartbeat"]["rss_bytes"] > 0
         assert found[0] == expected[0] and len(found[0]) == 2
         assert ("Lampe", "49.00", "EUR", "in_stock") in found[0], found[0]
         assert ("Stuhl", "129.00", "EUR", "in_stock") in found[0], found[0]

@@ -2,7 +2,7 @@
 
 `tests/fixtures/seed_summary.json` was recorded from the code before the
 runtime/eventstore restructure (the same demo configuration below), with the
-one deliberate change its "about" names; any other change to what the system
+deliberate changes its "about" names; any other change to what the system
 records for a given seed shows up here. Every
 event is stamped by the demo's simulated clock, never the wall clock.
 """
