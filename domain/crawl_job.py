@@ -22,7 +22,6 @@ and `cancelled` are terminal. Command methods validate and decide; the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -32,41 +31,13 @@ from eventsourcing.domain import event
 from domain import ids
 from domain.aggregate import LedgerAggregate
 from domain.errors import InvalidInput, InvalidTransition, LeaseLost
+from domain.retry import RetryPolicy as RetryPolicy  # re-exported: it is part of a job
 from domain.snapshot_event import LedgerSnapshot
 from domain.values import JOB_KINDS
 
 TERMINAL = frozenset({"completed", "cancelled"})
 CANCELLABLE = frozenset({"scheduled", "dispatched", "leased", "paused"})
 MAX_INTERVAL_FACTOR = 8  # adaptive intervals grow up to 8x the base interval
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Attempts per run and the backoff between them: base * 2^(attempt-1), capped."""
-
-    max_attempts: int = 3
-    backoff_base: float = 60.0
-    backoff_cap: float = 3600.0
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.max_attempts <= 100:
-            raise InvalidInput(f"max attempts must be 1..100, got {self.max_attempts}")
-        if self.backoff_base < 0 or self.backoff_cap < self.backoff_base:
-            raise InvalidInput("backoff must satisfy 0 <= base <= cap")
-
-    def delay(self, attempt: int) -> float:
-        return float(min(self.backoff_base * 2 ** max(attempt - 1, 0), self.backoff_cap))
-
-    def to_payload(self) -> dict[str, Any]:
-        return {
-            "max_attempts": self.max_attempts,
-            "backoff_base": self.backoff_base,
-            "backoff_cap": self.backoff_cap,
-        }
-
-    @classmethod
-    def from_payload(cls, data: dict[str, Any]) -> RetryPolicy:
-        return cls(int(data["max_attempts"]), float(data["backoff_base"]), float(data["backoff_cap"]))
 
 
 def _check_ttl(ttl: float) -> None:
