@@ -46,6 +46,8 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock) -> FastAPI:
     events = Gauge("crawl_ledger_events_total", "events in the event store", registry=registry)
     errors = Counter("crawl_ledger_api_errors_total", "API error responses", ["status"],
                      registry=registry)
+    failing = Gauge("crawl_ledger_jobs_failing", "jobs whose last run failed, by reason",
+                    ["reason"], registry=registry)
 
     @app.middleware("http")
     async def timed(request: Request, call_next: Callable[[Request], Awaitable[Response]]
@@ -103,11 +105,17 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock) -> FastAPI:
             rows = ledger.read.jobs()
             head = ledger.source.head()
         counts: dict[str, int] = {}
+        reasons: dict[str, int] = {}
         for row in rows:
             counts[row["state"]] = counts.get(row["state"], 0) + 1
+            if row.get("last_status") == "failed" and row.get("last_error_kind"):
+                reasons[row["last_error_kind"]] = reasons.get(row["last_error_kind"], 0) + 1
         jobs.clear()
         for state, count in counts.items():
             jobs.labels(state).set(count)
+        failing.clear()
+        for reason, count in reasons.items():
+            failing.labels(reason).set(count)
         events.set(head)
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 

@@ -21,6 +21,7 @@ import uvicorn
 
 from api.app import create_app
 from api.auth import TokenStore
+from domain.values import CrawlFailure
 from ledger.bootstrap import Ledger
 from runtime.clock import SystemClock
 
@@ -126,11 +127,14 @@ def test_the_event_stream_delivers_new_events(api: tuple) -> None:  # type: igno
 
 
 def test_metrics_and_health(api: tuple) -> None:  # type: ignore[type-arg]
-    url, _, _, _ = api
+    url, _, job, ledger = api
+    lease = ledger.app.lease(job, "w1", 300, T0).lease_id
+    ledger.app.record_failure(job, lease, CrawlFailure("http_5xx", "502", retryable=True), T0)
     assert httpx.get(f"{url}/healthz").json() == {"status": "ok"}
     assert httpx.get(f"{url}/readyz").json()["status"] == "ready"
     text = httpx.get(f"{url}/metrics").text
     assert 'crawl_ledger_jobs{state="scheduled"} 1.0' in text
+    assert 'crawl_ledger_jobs_failing{reason="http_5xx"} 1.0' in text
     assert "crawl_ledger_api_request_seconds_bucket" in text
     schema = httpx.get(f"{url}/openapi.json").json()
     assert "/api/v1/jobs/{job_id}/{action}" in schema["paths"]
