@@ -4,8 +4,12 @@ every invariant (tests/faults/invariants.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
+import sqlite3
+import subprocess
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -63,6 +67,29 @@ def test_runner_sigterm_mid_crawl(tmp_path: Path) -> None:
         settle_and_check("runner SIGTERM mid-crawl", box, before)
 
 
+def freeze_between_writes(proc: subprocess.Popen[str], box: Fleet) -> None:
+    """SIGSTOP the runner at a moment it holds no SQLite write lock: a process frozen
+    inside a write transaction would lock the store for everyone (that is SQLite, not
+    the case under test), so thaw and try again until both files are free."""
+    for _ in range(200):
+        proc.send_signal(signal.SIGSTOP)
+        if all(_writable(box.data_dir / name) for name in ("ledger.sqlite", "readmodels.sqlite")):
+            return
+        proc.send_signal(signal.SIGCONT)
+        time.sleep(0.01)
+    raise AssertionError("the runner never paused between writes")
+
+
+def _writable(path: Path) -> bool:
+    with contextlib.closing(sqlite3.connect(path, timeout=0.5, isolation_level=None)) as conn:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:
+            return False
+        conn.execute("ROLLBACK")
+        return True
+
+
 def test_runner_sigstop_beyond_the_lease_ttl(tmp_path: Path) -> None:
     """A frozen runner's leases expire and are reaped; when it wakes up its late results
     are refused (the lease is gone), so nothing is recorded twice."""
@@ -70,7 +97,7 @@ def test_runner_sigstop_beyond_the_lease_ttl(tmp_path: Path) -> None:
         proc = box.start("--lease-ttl", "2", "--stop-deadline", "30")
         try:
             wait_for(lambda: proc.poll() is not None or box.slow_in_flight(), "slow crawls in flight")
-            proc.send_signal(signal.SIGSTOP)
+            freeze_between_writes(proc, box)
             with box.ledger() as ledger:
                 reaped: set[str] = set()
 
