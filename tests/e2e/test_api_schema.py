@@ -49,7 +49,7 @@ def test_no_operation_answers_500(api: tuple[schemathesis.BaseSchema, dict[str, 
     assert len(operations) >= 15
     for operation in operations:
         @given(case=operation.as_strategy())
-        @settings(max_examples=12, deadline=None, database=None,
+        @settings(max_examples=40, deadline=None, database=None, derandomize=True,
                   suppress_health_check=list(HealthCheck))
         def check(case: schemathesis.Case) -> None:
             case.call_and_validate(headers=headers, checks=CHECKS)
