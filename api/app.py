@@ -22,7 +22,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, G
 
 from api.auth import TokenStore
 from api.routes import PROBLEMS, ApiProblem, build_router
-from domain.errors import Conflict, InvalidInput, InvalidTransition, LedgerError, NotFound
+from domain.errors import InvalidInput, LedgerError, NotFound
 from runtime.clock import Clock
 from runtime.ledger import Ledger
 
@@ -67,9 +67,7 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock) -> FastAPI:
             return problem(404, "Not Found", str(error))
         if isinstance(error, InvalidInput):
             return problem(422, "Invalid input", str(error))
-        if isinstance(error, (InvalidTransition, Conflict)):
-            return problem(409, "Refused", str(error))
-        return problem(409, "Refused", str(error))
+        return problem(409, "Refused", str(error))  # a refused transition or a conflict
 
     @app.exception_handler(ApiProblem)
     async def api_problem(_: Request, error: ApiProblem) -> JSONResponse:

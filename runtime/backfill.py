@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from domain import ids
+from domain.application import PRODUCT_KINDS
 from domain.timeutil import parse_iso
 from domain.values import Observation
 from runtime.ledger import Ledger
@@ -27,9 +28,6 @@ from workers.extraction import extract_page
 from workers.fetch import decode_body
 
 __all__ = ["Difference", "apply", "plan"]
-
-PRODUCT_KINDS = frozenset({"catalog", "product_page"})
-
 
 @dataclass(frozen=True)
 class Difference:

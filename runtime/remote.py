@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from domain.application import RecordResult
-from domain.values import CrawlFailure, CrawlTask
+from domain.values import CrawlFailure, CrawlOutcome, CrawlTask
 from runtime.ledger import Ledger
 from runtime.scheduler import Scheduler
 from workers.adapters import REGISTRY
@@ -75,13 +75,10 @@ def record_submitted(ledger: Ledger, job_id: str, lease_id: str, sent: Submitted
         return RecordResult(str(job.id), duplicate=True)
     job.require_lease(lease_id, "record a result for")
     task = app.task_for(job)
-    if not sent.ok:
-        outcome: object = _failure(sent)
-    else:
-        outcome = _outcome(task, sent, RawArchive(ledger.data_dir))
+    outcome = _outcome(task, sent, RawArchive(ledger.data_dir)) if sent.ok else _failure(sent)
     if isinstance(outcome, CrawlFailure):
         return app.record_failure(job_id, lease_id, outcome, now)
-    return app.record_success(job_id, lease_id, outcome, now)  # type: ignore[arg-type]
+    return app.record_success(job_id, lease_id, outcome, now)
 
 
 def _failure(sent: Submitted) -> CrawlFailure:
@@ -93,7 +90,7 @@ def _failure(sent: Submitted) -> CrawlFailure:
     return error.to_failure(sent.duration)
 
 
-def _outcome(task: CrawlTask, sent: Submitted, archive: RawArchive) -> object:
+def _outcome(task: CrawlTask, sent: Submitted, archive: RawArchive) -> CrawlOutcome:
     url = sent.final_url or task.url
     page = Page(url=url, text=decode_body(sent.body, sent.content_type), status=sent.http_status
                 or 200, content_type=sent.content_type, body=sent.body)

@@ -64,15 +64,15 @@ def run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _store() -> Any:
-    from api.auth import TokenStore
+def _tokens(db: Any) -> Any:
+    from api.auth import TokenStore  # FastAPI's package is only imported by these commands
 
-    return TokenStore
+    return TokenStore(db)
 
 
 def create_token(args: argparse.Namespace) -> int:
     with open_ledger(fresh=False) as ledger:
-        secret, token = _store()(ledger.db).create(args.scope, args.name, utcnow())
+        secret, token = _tokens(ledger.db).create(args.scope, args.name, utcnow())
     if args.json:
         print_json({"id": token.token_id, "name": token.name, "scope": token.scope,
                     "token": secret})
@@ -84,7 +84,7 @@ def create_token(args: argparse.Namespace) -> int:
 
 def list_tokens(args: argparse.Namespace) -> int:
     with open_ledger(fresh=False) as ledger:
-        found = _store()(ledger.db).list()
+        found = _tokens(ledger.db).list()
     if args.json:
         print_json([vars(t) for t in found])
         return 0
@@ -96,7 +96,7 @@ def list_tokens(args: argparse.Namespace) -> int:
 
 def revoke_token(args: argparse.Namespace) -> int:
     with open_ledger(fresh=False) as ledger:
-        if not _store()(ledger.db).revoke(args.token_id, utcnow()):
+        if not _tokens(ledger.db).revoke(args.token_id, utcnow()):
             raise CommandError(f"no live token {args.token_id}")
     print(f"token {args.token_id} revoked")
     return 0

@@ -214,8 +214,6 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
         if money.currency is None and where.default_currency:
             money = Money(money.amount, where.default_currency)
         found.append(Candidate(money, text, score, index, struck, tuple(reasons)))
-    if walk.heading is None and walk.buy is None:
-        return found
     return found
 
 
