@@ -6,7 +6,7 @@ and where the page is (`workers.currency.Where`):
 
 | field        | precedence                                                        |
 |--------------|-------------------------------------------------------------------|
-| name         | structured, visible heading, og:title                             |
+| name         | structured, visible heading, og:title, document title             |
 | price        | structured offer, visible price (struck-through = regular price); a |
 |              | structured price shown struck through beside a lower one is the   |
 |              | regular price and the lower one the price paid                    |
@@ -157,7 +157,7 @@ def _visible_offer(seen: Visible) -> Offer:
 
 def _visible_only(seen: Visible, where: Where, page_url: str, og_title: str | None,
                   sources: dict[str, str]) -> Observation | None:
-    name = seen.name or og_title
+    name = seen.name or og_title or seen.title
     # no price: still the product, when the page says it cannot be bought now
     unpriced = seen.price is None and seen.availability in ("out_of_stock", "discontinued")
     if not name or (seen.price is None and not unpriced):
@@ -166,7 +166,8 @@ def _visible_only(seen: Visible, where: Where, page_url: str, og_title: str | No
         url: str | None = normalize_url(page_url)
     except ValueError:
         url = None
-    sources.update(name="visible heading" if seen.name else "og:title", price="visible",
+    sources.update(name="visible heading" if seen.name else "og:title" if og_title else
+                   "document title", price="visible",
                    regular_price="visible", availability="visible", currency="visible")
     offers: tuple[Offer, ...] = ()
     availability = seen.availability

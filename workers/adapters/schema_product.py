@@ -15,6 +15,7 @@ from domain.values import Observation, Offer
 from workers.adapters.offers import make_offer, overall_availability
 from workers.adapters.payload import as_dicts, as_list, first_text, text
 from workers.availability import to_availability
+from workers.currency import resolve
 from workers.prices import parse_price
 from workers.urls import normalize_url
 
@@ -132,7 +133,9 @@ def _offer(node: dict[str, Any], index: int, count: int, hint: str | None) -> Of
         option or ("default" if count == 1 else f"offer {index + 1}"),
         regular=regular,
         current=current,
-        currency=currency or spec_currency or (currency_hint or "").upper() or None,
+        # a priceCurrency that is no ISO 4217 code ("UAN") names no currency: the page's
+        # own symbol or its territory decides later
+        currency=currency or spec_currency or resolve((currency_hint or "").strip().upper()),
         availability=to_availability(node.get("availability")),
         quantity=_quantity(node.get("inventoryLevel")),
     )

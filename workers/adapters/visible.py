@@ -5,7 +5,8 @@ show the product: a heading, a price near it and near the buy button, sometimes 
 struck-through regular price, a stock line. `read_visible(tree, where)` finds them
 in the document, in any language:
 
-- the heading is the first `<h1>` outside navigation, cookie banners and footers;
+- the heading is the first `<h1>` outside navigation, cookie banners and footers (a
+  page with none that offers one price beside its buy button is named by its `<title>`);
 - every short text that reads as a price (price-parser, with the page's locale and
   currency context from `workers.currency`) is a candidate, scored by what marks it
   (a `price` class or id in many languages, a currency, `itemprop=price`) and what
@@ -14,7 +15,9 @@ in the document, in any language:
 - the best candidate is the price paid; a struck-through candidate next to it and
   above it is the regular price;
 - the stock line near the product, or failing that an enabled buy button, gives
-  the availability (`workers.availability.from_text`).
+  the availability (`workers.availability.from_text`); the nearest marked element
+  above a stock line says whether it is about stock, and neither template text
+  ("${x}") nor a message the markup hides is read.
 
 Every candidate is kept with its score (`Visible.prices`) so `extract --explain`
 can show what lost.
@@ -43,7 +46,7 @@ _NOISE = re.compile(r"cookie|consent|gdpr|footer|breadcrumb|newsletter|minicart|
 _PRICE_MARK = re.compile(r"price|preis|prix|precio|prezzo|prijs|pris|pre[cç]o|cena|cijena|"
                          r"hinta|fiyat|[цЦ]ена|[сС]тоимость|amount|buybox|buy-box|"
                          r"價|价|가격|値段|価格", re.IGNORECASE)
-_OLD_MARK = re.compile(r"\b(?:old|was|before|regular|list|strike|crossed|compare|orig|"
+_OLD_MARK = re.compile(r"\b(?:old|was|before|list|strike|crossed|compare|orig|"
                        r"original|uvp|rrp|msrp|retail|reference|statt|avant|antes|prima|"
                        r"alt|previous|former|marketprice|market-price|line-through|"
                        r"vorher|oldprice|old-price|price-old|price--old|price-was|wasprice)",
@@ -55,7 +58,7 @@ _JUNK_WORDS = re.compile(r"%|/\s*(?:mo|month|monat|mois|mes)\b|per month|x\s*\d|
                          r"shipping|versand|livraison|env[ií]o|spedizione|delivery|доставка|"
                          r"save|spare|économisez|ahorra|risparmi|rabatt|discount|скидка|"
                          r"rating|review|bewertung|stars?\b|sterne|votes?\b|approx|circa|"
-                         r"ungefähr|environ|≈|~|postage|p&p", re.IGNORECASE)
+                         r"ungefähr|environ|≈|~|postage|p&p|as low as", re.IGNORECASE)
 _BUY = re.compile(r"add[ -]?to[ -]?(?:cart|basket|bag|trolley)|addtocart|add-to-cart|buy[ -]?now|"
                   r"in den (?:warenkorb|einkaufswagen)|warenkorb|ajouter au panier|"
                   r"a[ñn]adir al carrito|agregar al carrito|aggiungi al carrello|"
@@ -93,6 +96,9 @@ class Visible:
     regular: Money | None = None
     availability: str = "unknown"
     prices: tuple[Candidate, ...] = field(default_factory=tuple)
+    #: the document's `<title>`, when the page has no heading but offers one price right
+    #: beside an enabled buy button (a product whose name is set in an image or a logo)
+    title: str | None = None
 
 
 @dataclass
@@ -112,13 +118,22 @@ def read_visible(tree: lxml.html.HtmlElement, where: Where) -> Visible:
     candidates = sorted(_candidates(walk, where), key=lambda c: (-c.score, c.position))
     price = next((c for c in candidates if not c.struck and c.score > 0), None)
     regular = _regular(candidates, price)
+    offered = price is not None and walk.buy is not None and walk.buy_enabled \
+        and abs(price.position - walk.buy) <= 40
     return Visible(
         name=walk.name,
         price=price.money if price else None,
         regular=regular.money if regular else None,
         availability=_availability(walk),
         prices=tuple(candidates[:12]),
+        title=_title(tree) if walk.name is None and offered else None,
     )
+
+
+def _title(tree: lxml.html.HtmlElement) -> str | None:
+    titles = tree.xpath("//title")
+    text = " ".join(titles[0].text_content().split()) if titles else ""
+    return text if 2 < len(text) <= 300 else None
 
 
 def _walk(tree: lxml.html.HtmlElement) -> _Walk:
@@ -191,6 +206,11 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
         money = parse_price(text, where.hint, where=where)
         if money is None or money.amount <= 0:
             continue
+        if money.currency is None and element.get("content"):
+            # itemprop=price content="253" shown as "253.0 грн": the shown currency counts
+            shown = parse_price(_joined(element)[:_MAX_PRICE_TEXT], where.hint, where=where)
+            if shown is not None and shown.amount == money.amount and shown.currency:
+                money, text = shown, _joined(element)
         marked = _context(element)
         struck = element.tag in ("del", "s", "strike") or bool(
             _OLD_MARK.search(marked)) or bool(_OLD_WORDS.search(text)) or _struck_style(element)
@@ -362,10 +382,13 @@ def _availability(walk: _Walk) -> str:
             continue
         found = from_text(text)
         if found != "unknown":
-            context = _context(element)
-            if _NOT_ABOUT_STOCK_MARKS.search(context):
+            if _TEMPLATE.search(text) or _hidden(element):
+                continue  # an unrendered template's words ("${name} not available"), or
+                # a message the page keeps hidden until a script shows it
+            mark = _stock_mark(element)
+            if mark == "other":
                 continue
-            marked = bool(_STOCK_MARK.search(context))
+            marked = mark == "stock"
             if not marked and index < min(anchors) - 20:
                 continue  # above the product, unmarked: the header's or a menu's words
             said.append((not marked, min(abs(index - a) for a in anchors), found))
@@ -376,6 +399,45 @@ def _availability(walk: _Walk) -> str:
     return "unknown"
 
 
+def _stock_mark(element: lxml.html.HtmlElement, levels: int = 3) -> str | None:
+    """What the nearest marked element at or above `element` says the text is about:
+    "stock" (an availability box), "other" (an image, delivery options, a feature
+    list…) or None. The nearest marking decides: a stock line inside an
+    availability box inside a feature container is about stock."""
+    current: lxml.html.HtmlElement | None = element
+    for _ in range(levels + 1):
+        if current is None:
+            break
+        marks = _marks(current)
+        if _NOT_ABOUT_STOCK_MARKS.search(marks):
+            return "other"
+        if _STOCK_MARK.search(marks):
+            return "stock"
+        current = current.getparent()
+    return None
+
+
+def _hidden(element: lxml.html.HtmlElement) -> bool:
+    """Whether the markup hides the element or one of its ancestors: the `hidden`
+    attribute, an inline `display: none` / `visibility: hidden`, or a hiding class
+    ("hidden", "is-hidden", "d-none", "x-hidden"; not "overflow-hidden" or
+    "visually-hidden", not a responsive "hidden md:block")."""
+    current: lxml.html.HtmlElement | None = element
+    while current is not None:
+        if current.get("hidden") is not None or _HIDING_STYLE.search(current.get("style") or ""):
+            return True
+        tokens = (current.get("class") or "").split()
+        if any(_HIDING_CLASS.fullmatch(t) for t in tokens) and not any(":" in t for t in tokens):
+            return True
+        current = current.getparent()
+    return False
+
+
+_HIDING_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+_HIDING_CLASS = re.compile(r"hidden|hide|d-none|invisible|is-hidden|(?!overflow-|visually-)[a-z]+-hidden",
+                           re.IGNORECASE)
+#: text of a client-side template, never shown as such ("${x}", "{{x}}", "<%= x %>")
+_TEMPLATE = re.compile(r"\$\{|\{\{|<%")
 #: stock words about something else than the product itself
 _NOT_ABOUT_STOCK = re.compile(
     r"image|immagine|imagen|imagem|bild|photo|foto|video|in-?store|store availability|"
@@ -384,6 +446,7 @@ _NOT_ABOUT_STOCK = re.compile(
     re.IGNORECASE)
 _NOT_ABOUT_STOCK_MARKS = re.compile(r"image|photo|video|deliver|shipping|in-?store|collect|"
                                     r"notify|swatch|store-?locator|pickup|spec|feature|"
-                                    r"attribute|param", re.IGNORECASE)
+                                    r"attribute|param|(?<![\w-])(?:size|sizes|variant|option)(?![\w-])",
+                                    re.IGNORECASE)
 _STOCK_MARK = re.compile(r"avail|stock|lager|dispon|inventory|наличи|sklad|magazyn|zapas",
                          re.IGNORECASE)
