@@ -19,7 +19,7 @@ from eventsourcing.domain import event
 from domain import ids
 from domain.aggregate import LedgerAggregate
 from domain.snapshot_event import LedgerSnapshot
-from domain.values import UNAVAILABLE, Observation
+from domain.values import UNAVAILABLE, ImageFailure, ImageOutcome, Observation
 
 MISSES_FOR_OUT_OF_STOCK = 3
 #: failed crawls in a row of the job that sees a product before its stock is unknown
@@ -39,6 +39,9 @@ class Product(LedgerAggregate):
     stock_known = True
     #: "content hash:extractor version" of every page re-extracted for it (backfill)
     reextractions: frozenset[str] = frozenset()
+    #: what became of the image URL last tried: {"url", "status": "stored"|"failed", ...}
+    #: (class default: products and snapshots from before images were fetched)
+    image: dict[str, Any] | None = None
 
     @staticmethod
     def create_id(store_id: str, provider_product_id: str, **_: Any) -> UUID:
@@ -161,7 +164,32 @@ class Product(LedgerAggregate):
                           dict(obs.attributes), at)
         return True
 
+    def image_pending(self) -> bool:
+        """True while its current image URL has not been tried (once per URL change)."""
+        return bool(self.image_url) and (self.image is None or self.image.get("url") != self.image_url)
+
+    def record_image(self, outcome: ImageOutcome, at: datetime) -> bool:
+        """Record what downloading its current image URL gave; False (nothing recorded)
+        when that URL was tried already or is no longer its image URL."""
+        if outcome.url != self.image_url or not self.image_pending():
+            return False
+        if isinstance(outcome, ImageFailure):
+            self._image_failed(outcome.url, outcome.kind, outcome.reason[:500], at)
+        else:
+            self._image_stored(outcome.url, outcome.sha256, outcome.width, outcome.height,
+                               outcome.format, outcome.bytes, at)
+        return True
+
     # events ---------------------------------------------------------------
+    @event("ImageStored")
+    def _image_stored(self, url: str, sha256: str, width: int, height: int, format: str,
+                      bytes: int, at: datetime) -> None:
+        self.image = {"url": url, "status": "stored", "sha256": sha256}
+
+    @event("ImageFailed")
+    def _image_failed(self, url: str, kind: str, reason: str, at: datetime) -> None:
+        self.image = {"url": url, "status": "failed", "kind": kind}
+
     @event("Reextracted")
     def _reextracted(self, job_id: str, content_hash: str, raw_ref: str | None,
                      extractor_version: str, observed_at: datetime,
@@ -191,6 +219,8 @@ class Product(LedgerAggregate):
     def _details_changed(self, fields: dict[str, Any], job_id: str, at: datetime) -> None:
         for name, value in fields.items():
             setattr(self, name, value)
+        if "image_url" in fields:
+            self.image = None  # a new image URL is tried again, even one tried before
 
     @event("Missed")
     def _missed(self, job_id: str, consecutive_misses: int, at: datetime) -> None:

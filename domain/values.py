@@ -230,3 +230,28 @@ ERROR_KINDS: dict[str, bool] = {
     "lease_expired": True,
     "worker_error": True,
 }
+
+
+@dataclass(frozen=True)
+class StoredImage:
+    """A product image downloaded, checked and stored under its content hash."""
+
+    url: str
+    sha256: str
+    width: int
+    height: int
+    format: str  # Pillow's name: JPEG, PNG, WEBP, GIF
+    bytes: int
+
+
+@dataclass(frozen=True)
+class ImageFailure:
+    """A product image that could not be stored, and why (`kind`: a fetch error kind or
+    wrong_content_type, not_an_image, decompression_bomb, truncated, unsupported_format)."""
+
+    url: str
+    kind: str
+    reason: str
+
+
+ImageOutcome = StoredImage | ImageFailure

@@ -21,7 +21,7 @@ from typing import TypeVar
 
 import httpx
 
-from domain.values import CrawlFailure, CrawlOutcome, CrawlSuccess, CrawlTask
+from domain.values import CrawlFailure, CrawlOutcome, CrawlSuccess, CrawlTask, ImageFailure, Policy
 from workers.adapters.base import Adapter, Extraction, ExtractionError, Page, Request
 from workers.adapters.registry import Registry
 from workers.addresses import AddressGuard
@@ -29,6 +29,7 @@ from workers.archive import RawArchive, content_hash
 from workers.errors import FetchError, failure
 from workers.fetch import Decode, Fetcher, FetchLimits, decode_body
 from workers.http import RobotsFetcher
+from workers.images import DownloadedImage, ImageDownloader
 from workers.politeness import Politeness, PolitenessConfig
 
 __all__ = ["Crawler", "build_crawler", "build_outcome"]
@@ -74,6 +75,7 @@ class Crawler:
         self._guard = guard or AddressGuard()
         self._fetcher = Fetcher(client, limits, decode, guard=self._guard)
         self._politeness = politeness
+        self._images = ImageDownloader.on(client, self._guard, politeness)
         self._archive = archive
         self._adapters = adapters
         self._max_pages = max_pages
@@ -93,13 +95,18 @@ class Crawler:
         try:
             outcome = await self._crawl(task)
         except FetchError as error:
-            outcome = _gone(task, error) or error.to_failure()
+            outcome = gone(task, error) or error.to_failure()
         except ExtractionError as error:
             outcome = failure("parse_error", f"{task.url}: {error}")
         except Exception as error:  # a bug must not take the worker down
             log.exception("crawl of job %s (%s) failed unexpectedly", task.job_id, task.url)
             outcome = failure("worker_error", f"{task.url}: {type(error).__name__}: {error}")
         return replace(outcome, duration=self._clock() - started)
+
+    async def fetch_image(self, url: str, policy: Policy) -> DownloadedImage | ImageFailure:
+        """A product image under `policy` (its store's), through the same address guard
+        and politeness as the pages; failures are values, never raised."""
+        return await self._images.fetch(url, policy)
 
     async def _crawl(self, task: CrawlTask) -> CrawlOutcome:
         crawl = _Pages()
@@ -109,7 +116,7 @@ class Crawler:
         if adapter is None:
             adapter = self._detect(page)
         extraction = self._extract(adapter, page, task, crawl)
-        seen = {_key(first)}
+        seen = {request_key(first)}
         while extraction.next_request is not None:
             request = extraction.next_request
             self._check_pagination(request, seen, len(crawl.pages))
@@ -163,7 +170,7 @@ class Crawler:
                 "too_large", f"{request.url}: pagination exceeds max_pages={self._max_pages}",
                 retryable=False,
             )
-        key = _key(request)
+        key = request_key(request)
         if key in seen:
             raise ExtractionError(f"pagination loop: {request.method} {request.url} again")
         seen.add(key)
@@ -213,7 +220,7 @@ def build_outcome(task: CrawlTask, adapter: Adapter, pages: list[Page], refs: li
     )
 
 
-def _gone(task: CrawlTask, error: FetchError) -> CrawlSuccess | None:
+def gone(task: CrawlTask, error: FetchError) -> CrawlSuccess | None:
     """A product page answering 404/410 is an answer: the product is no longer offered."""
     if task.kind != "product_page" or error.http_status not in (404, 410):
         return None
@@ -234,7 +241,7 @@ def _merge(extractions: list[Extraction]) -> Extraction:
     )
 
 
-def _key(request: Request) -> str:
+def request_key(request: Request) -> str:
     body = json.dumps(request.json, sort_keys=True, default=str)
     return f"{request.method} {request.url} {body}"
 

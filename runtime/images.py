@@ -1,0 +1,227 @@
+"""Product images: the content-addressed store and the download step every driver shares.
+
+`ImageStore` keeps each image's bytes once, under their sha256, in
+`<data dir>/images/sha256/<2 hex>/<sha256>` (written to a temporary file, then
+renamed: a reader never sees half a file), and the API's resized variants under
+`<data dir>/images/variants/`. The same bytes found at two URLs, or on two
+products, are one file.
+
+`ImageStep` downloads the images the read model lists as pending
+(`projections.images`), at most `concurrency` at a time, each URL once per batch
+however many products show it, through the crawler's guard and politeness
+(`ImagePort`, the `workers.crawler.Crawler`), and records the outcome on every
+product that shows the URL (`CrawlLedger.record_image`: once per product and URL
+change). The products are asked first, so a read model that lags behind does not
+make a URL be tried twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from domain.errors import LedgerError
+from domain.values import ImageFailure, ImageOutcome, Policy
+from runtime.clock import Clock
+from runtime.ledger import Ledger
+from runtime.work import DbThread
+from workers.images import DownloadedImage
+
+__all__ = ["ImageBatch", "ImagePort", "ImageStep", "ImageStore", "is_sha256"]
+
+log = logging.getLogger(__name__)
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+#: products asked for per batch (their URLs are downloaded together)
+BATCH = 64
+#: downloads in flight at once
+CONCURRENCY = 4
+
+
+def is_sha256(text: str) -> bool:
+    return _SHA256.fullmatch(text) is not None
+
+
+class ImagePort(Protocol):
+    async def fetch_image(self, url: str, policy: Policy) -> DownloadedImage | ImageFailure: ...
+
+
+class ImageStore:
+    """Image bytes by content hash under `<data dir>/images` (see the module docstring)."""
+
+    def __init__(self, data_dir: Path | str) -> None:
+        self.root = Path(data_dir) / "images"
+
+    def path(self, sha256: str) -> Path:
+        if not is_sha256(sha256):
+            raise ValueError(f"{sha256[:80]!r} is not a sha256 (64 lowercase hex digits)")
+        return self.root / "sha256" / sha256[:2] / sha256
+
+    def has(self, sha256: str) -> bool:
+        return is_sha256(sha256) and self.path(sha256).is_file()
+
+    def read(self, sha256: str) -> bytes:
+        return self.path(sha256).read_bytes()
+
+    def put(self, sha256: str, body: bytes) -> bool:
+        """Store `body` under its hash; False when it was stored already."""
+        final = self.path(sha256)
+        if final.is_file():
+            return False
+        final.parent.mkdir(parents=True, exist_ok=True)
+        handle, tmp = tempfile.mkstemp(dir=final.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(body)
+            os.link(tmp, final)  # never replaces: of two writers of the same bytes, one wins
+        except FileExistsError:
+            return False
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+        return True
+
+    def variant_dir(self, sha256: str) -> Path:
+        self.path(sha256)  # validates
+        return self.root / "variants" / sha256[:2] / sha256
+
+
+def write_atomically(final: Path, body: bytes) -> None:
+    final.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(dir=final.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(body)
+        os.replace(tmp, final)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@dataclass
+class ImageBatch:
+    """What image steps did: downloads made, products recorded as stored or failed."""
+
+    downloads: int = 0
+    stored: int = 0
+    failed: int = 0
+    new_files: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def recorded(self) -> int:
+        return self.stored + self.failed
+
+    def add(self, other: ImageBatch) -> None:
+        self.downloads += other.downloads
+        self.stored += other.stored
+        self.failed += other.failed
+        self.new_files += other.new_files
+        for kind, count in other.failures.items():
+            self.failures[kind] = self.failures.get(kind, 0) + count
+
+
+class ImageStep:
+    """Downloads pending product images and records them; see the module docstring.
+
+    Ledger commands run on `db`, read-model queries on `projector` (the embedded
+    runner's threads; a CLI passes its own)."""
+
+    def __init__(self, ledger: Ledger, images: ImagePort, clock: Clock, db: DbThread,
+                 projector: DbThread | None = None, store: ImageStore | None = None,
+                 concurrency: int = CONCURRENCY, batch: int = BATCH) -> None:
+        self.ledger = ledger
+        self.images = images
+        self.clock = clock
+        self.db = db
+        self.projector = projector or db
+        self.store = store or ImageStore(ledger.data_dir)
+        self.concurrency = max(1, concurrency)
+        self.batch = max(1, batch)
+        #: (product, url) pairs the read model lists but the product no longer wants
+        #: (the read model lags): not asked again by this step
+        self._settled: set[tuple[str, str]] = set()
+
+    async def pending(self, limit: int) -> list[tuple[str, str, str]]:
+        """Up to `limit` (product id, store id, image URL) the read model lists as pending."""
+        rows = await self.projector.call(self.ledger.read.pending_images,
+                                         limit + len(self._settled))
+        found = [(r["product_id"], r["store_id"], r["image_url"]) for r in rows]
+        return [row for row in found if (row[0], row[2]) not in self._settled][:limit]
+
+    async def has_pending(self) -> bool:
+        return bool(await self.pending(1))
+
+    async def run(self, limit: int | None = None) -> ImageBatch:
+        """Batches until nothing is pending (or `limit` products are recorded)."""
+        total = ImageBatch()
+        while limit is None or total.recorded < limit:
+            await self.projector.call(self.ledger.catch_up)
+            room = self.batch if limit is None else min(self.batch, limit - total.recorded)
+            done = await self.run_batch(room)
+            total.add(done)
+            if done.recorded == 0 and not await self.has_pending():
+                break
+        await self.projector.call(self.ledger.catch_up)
+        return total
+
+    async def run_batch(self, limit: int = BATCH) -> ImageBatch:
+        """One batch: up to `limit` pending products, their URLs downloaded once each."""
+        batch = ImageBatch()
+        rows = await self.pending(limit)
+        if not rows:
+            return batch
+        wanted = set(await self.db.call(self.ledger.app.images_pending,
+                                        [(p, url) for p, _, url in rows]))
+        self._settled.update((p, url) for p, _, url in rows if (p, url) not in wanted)
+        by_url: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        for product_id, store_id, url in rows:
+            if (product_id, url) in wanted:
+                by_url[url].append((product_id, store_id))
+        gate = asyncio.Semaphore(self.concurrency)
+        policies: dict[str, Policy] = {}
+
+        async def one(url: str, products: list[tuple[str, str]]) -> None:
+            async with gate:
+                policy = await self._policy(products[0][1], policies)
+                outcome = await self._download(url, policy, batch)
+            for product_id, _ in products:
+                await self._record(product_id, outcome, batch)
+
+        await asyncio.gather(*(one(url, products) for url, products in by_url.items()))
+        return batch
+
+    async def _policy(self, store_id: str, cache: dict[str, Policy]) -> Policy:
+        if store_id not in cache:
+            try:
+                cache[store_id] = (await self.db.call(self.ledger.app.get_store, store_id)).policy
+            except LedgerError:
+                cache[store_id] = Policy()
+        return cache[store_id]
+
+    async def _download(self, url: str, policy: Policy, batch: ImageBatch) -> ImageOutcome:
+        batch.downloads += 1
+        found = await self.images.fetch_image(url, policy)
+        if isinstance(found, ImageFailure):
+            log.info("image %s not stored: %s: %s", url, found.kind, found.reason)
+            return found
+        image = found.image
+        if await asyncio.to_thread(self.store.put, image.sha256, found.body):
+            batch.new_files += 1
+        return image
+
+    async def _record(self, product_id: str, outcome: ImageOutcome, batch: ImageBatch) -> None:
+        recorded = await self.db.call(self.ledger.app.record_image, product_id, outcome,
+                                      self.clock.now())
+        if not recorded:
+            self._settled.add((product_id, outcome.url))
+        elif isinstance(outcome, ImageFailure):
+            batch.failed += 1
+            batch.failures[outcome.kind] = batch.failures.get(outcome.kind, 0) + 1
+        else:
+            batch.stored += 1
