@@ -13,11 +13,12 @@ States and the commands that move between them::
     scheduled | dispatched | leased | paused --cancel--> cancelled
     dead | scheduled --retry--> scheduled (attempts reset, due now)
     scheduled --force_run--> scheduled (due now, priority boost for this run)
+    scheduled --move--> scheduled (next run moved to spread the load)
+    scheduled --skip--> scheduled (due while its store refuses work: next cycle)
 
-`succeeded` and `failed` are momentary: the follow-up event (`Rescheduled`,
-`RunAbandoned`, `Completed`, `DeadLettered`) is saved in the same transaction. `completed`
-and `cancelled` are terminal. Command methods validate and decide; the
-`@event` methods only assign.
+`succeeded` and `failed` are momentary: the follow-up event (`Rescheduled`, `RunAbandoned`,
+`Completed`, `DeadLettered`) is saved in the same transaction. `completed` and `cancelled`
+are terminal. Command methods validate and decide; the `@event` methods only assign.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from domain.aggregate import LedgerAggregate
 from domain.errors import InvalidInput, InvalidTransition, LeaseLost
 from domain.retry import RetryPolicy as RetryPolicy  # re-exported: it is part of a job
 from domain.snapshot_event import LedgerSnapshot
+from domain.upcasting import dispatched_v1_v2, leased_v1_v2
 from domain.values import JOB_KINDS
 
 TERMINAL = frozenset({"completed", "cancelled"})
@@ -159,7 +161,21 @@ class CrawlJob(LedgerAggregate):
         self._require("dispatch", "scheduled")
         if not self.is_due(now):
             raise InvalidTransition(f"cannot dispatch job {self.id}: not due until {self.next_run_at}")
-        self._dispatched(now)
+        self._dispatched(now, self.why(), self.next_run_at, self.priority + self.boost)
+
+    def why(self) -> str:
+        """Why this run happens now (what `Dispatched` and `Leased` record)."""
+        if self.boost:
+            return f"force-run (priority boost {self.boost})"
+        if self.attempt:
+            return f"retry: attempt {self.attempt + 1} of {self.policy.max_attempts}"
+        return f"due (priority {self.priority})" if self.priority else "due"
+
+    def skip(self, reason: str, now: datetime) -> None:
+        """A due run not taken (its store refuses work): recorded once, and the job
+        waits for its next cycle (an hour for a one-shot job)."""
+        self._require("skip", "scheduled")
+        self._skipped(reason, now + timedelta(seconds=self.interval or 3600), now)
 
     def lease(self, worker: str, lease_id: str, ttl: float, now: datetime) -> None:
         """Take the job for one attempt; racing leases conflict on the version."""
@@ -167,7 +183,8 @@ class CrawlJob(LedgerAggregate):
         if self.state == "scheduled" and not self.is_due(now):
             raise InvalidTransition(f"cannot lease job {self.id}: not due until {self.next_run_at}")
         _check_ttl(ttl)
-        self._leased(worker, lease_id, self.attempt + 1, now + timedelta(seconds=ttl), now)
+        self._leased(worker, lease_id, self.attempt + 1, now + timedelta(seconds=ttl), now,
+                     self.why())
 
     def extend_lease(self, lease_id: str, ttl: float, now: datetime) -> None:
         self.require_lease(lease_id, "extend the lease of")
@@ -261,6 +278,10 @@ class CrawlJob(LedgerAggregate):
         self._require("pause", "scheduled")
         self._paused(now)
 
+    def move(self, next_run_at: datetime, reason: str, now: datetime) -> None:
+        self._require("move", "scheduled")
+        self._rescheduled(next_run_at, reason, now)
+
     def resume(self, now: datetime) -> None:
         self._require("resume", "paused")
         self._resumed(max(self.next_run_at, now), now)
@@ -283,13 +304,36 @@ class CrawlJob(LedgerAggregate):
             self._child_scheduled(child_job)
 
     # events ---------------------------------------------------------------
-    @event("Dispatched")
-    def _dispatched(self, at: datetime) -> None:
+    class Dispatched(LedgerAggregate.Event):
+        at: datetime
+        reason: str
+        due_at: datetime | None
+        priority: int | None
+        class_version = 2
+        upcast_v1_v2 = staticmethod(dispatched_v1_v2)
+
+    class Leased(LedgerAggregate.Event):
+        worker: str
+        lease_id: str
+        attempt: int
+        expires_at: datetime
+        at: datetime
+        reason: str
+        class_version = 2
+        upcast_v1_v2 = staticmethod(leased_v1_v2)
+
+    @event(Dispatched)
+    def _dispatched(self, at: datetime, reason: str, due_at: datetime | None,
+                    priority: int | None) -> None:
         self.state = "dispatched"
 
-    @event("Leased")
+    @event("Skipped")
+    def _skipped(self, reason: str, next_run_at: datetime, at: datetime) -> None:
+        self.next_run_at = next_run_at
+
+    @event(Leased)
     def _leased(self, worker: str, lease_id: str, attempt: int, expires_at: datetime,
-                at: datetime) -> None:
+                at: datetime, reason: str) -> None:
         self.state = "leased"
         self.worker = worker
         self.lease_id = lease_id

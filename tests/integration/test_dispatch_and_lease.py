@@ -41,14 +41,21 @@ def test_due_jobs_are_dispatched_and_leased_in_one_transaction(ledger: Ledger) -
     recorded = ledger.source.read(head, 100)
     assert [(UUID(e.stream_id), e.event_type) for e in recorded] == [
         (made["due"], "CrawlJob.Dispatched"), (made["due"], "CrawlJob.Leased"),
-        (made["also_due"], "CrawlJob.Dispatched"), (made["also_due"], "CrawlJob.Leased")]
+        (made["also_due"], "CrawlJob.Dispatched"), (made["also_due"], "CrawlJob.Leased"),
+        (made["disabled"], "CrawlJob.Skipped")]  # said once, not passed over in silence
+    assert {e.payload["reason"] for e in recorded} == {
+        "due", f"store {recorded[-1].payload['reason'].split()[1]} is disabled (asked us to stop)"}
+    assert all(e.schema_version == 2 for e in recorded if e.event_type != "CrawlJob.Skipped")
     for task in tasks:
         job = app.get_job(task.job_id)
         assert (job.state, job.lease_id, job.worker) == ("leased", task.lease_id, "runner")
         assert task.platform == "shopify" and task.attempt == job.attempt
     assert app.get_job(made["later"]).state == "scheduled"
-    assert app.get_job(made["disabled"]).state == "scheduled"
+    skipped = app.get_job(made["disabled"])
+    assert skipped.state == "scheduled" and skipped.next_run_at == T0 + timedelta(hours=1)
+    head = ledger.source.head()
     assert app.dispatch_and_lease(list(made.values()), "runner", 300, T0) == []  # nothing left
+    assert ledger.source.head() == head  # and the skip is not recorded again this cycle
 
 
 def test_a_job_changed_by_another_writer_meanwhile_is_skipped(
