@@ -1,4 +1,5 @@
-"""Operator control of jobs: pause, resume, cancel, retry, force-run, requeue dead.
+"""Operator control of jobs: pause, resume, cancel, retry, force-run, requeue dead,
+and moving recurring jobs' next runs to spread the load.
 
 A mixin of `CrawlLedger`: each command loads the job, lets the aggregate decide
 (refusing what its state does not allow) and saves it.
@@ -61,3 +62,20 @@ class JobControls:
                 self._save(job)
                 requeued.append(job.id)
         return requeued
+
+    @command
+    def move_jobs(self, moves: Sequence[tuple[UUID | str, datetime, str]], now: datetime
+                  ) -> list[UUID]:
+        """Move each job's next run (`Rescheduled` with the move's reason), in one save;
+        a job that is no longer scheduled is left as it is."""
+        moved = []
+        jobs = []
+        for job_id, next_run_at, reason in moves:
+            job = self.get_job(job_id)
+            if job.state == "scheduled" and not job.one_shot:
+                job.move(utc(next_run_at), reason, utc(now))
+                jobs.append(job)
+                moved.append(job.id)
+        self._save(*jobs)
+        return moved
+

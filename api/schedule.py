@@ -1,0 +1,60 @@
+"""`/api/v1/schedule`: time-slot load spreading (`runtime/slots.py`) over HTTP.
+
+`GET /schedule/distribution?slot_seconds=&hours=` — runs per slot and the spread score;
+`POST /schedule/rebalance` (`{"apply", "slot_seconds", "hours"}`) — the moves, and the
+score before and after; with `apply` each move is recorded (`Rescheduled`, its reason).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query
+from pydantic import BaseModel, Field
+
+from runtime.clock import Clock
+from runtime.ledger import Ledger
+from runtime.slots import HORIZON, SLOT, Distribution, distribution, planned_jobs, rebalance
+
+__all__ = ["build_schedule_router"]
+
+
+class Rebalance(BaseModel):
+    apply: bool = False
+    slot_seconds: int = Field(default=SLOT, ge=60, le=86400)
+    hours: int = Field(default=HORIZON // 3600, ge=1, le=720)
+
+
+def _shown(found: Distribution) -> dict[str, Any]:
+    return {"start": found.start.isoformat(), "slot_seconds": found.slot,
+            "counts": found.counts, "score": found.score}
+
+
+def build_schedule_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
+                          read: Callable[..., Any], operate: Callable[..., Any]) -> APIRouter:
+    router = APIRouter(prefix="/schedule", tags=["schedule"])
+
+    @router.get("/distribution", dependencies=[Depends(read)])
+    def show(slot_seconds: Annotated[int, Query(ge=60, le=86400)] = SLOT,
+             hours: Annotated[int, Query(ge=1, le=720)] = HORIZON // 3600) -> dict[str, Any]:
+        if slot_seconds > hours * 3600:
+            raise ValueError("slot_seconds must not be longer than the horizon (hours)")
+        with lock:
+            jobs = planned_jobs(ledger)
+        return _shown(distribution(jobs, clock.now(), slot_seconds, hours * 3600))
+
+    @router.post("/rebalance", dependencies=[Depends(operate)])
+    def move(body: Rebalance) -> dict[str, Any]:
+        if body.slot_seconds > body.hours * 3600:
+            raise ValueError("slot_seconds must not be longer than the horizon (hours)")
+        with lock:
+            moves, before, after = rebalance(ledger, clock.now(), body.apply, body.slot_seconds,
+                                             body.hours * 3600)
+        return {"applied": body.apply, "score_before": before.score,
+                "score_after": after.score, "before": _shown(before), "after": _shown(after),
+                "moves": [{"job_id": m.job_id, "before": m.before.isoformat(),
+                           "after": m.after.isoformat(), "reason": m.reason} for m in moves]}
+
+    return router
