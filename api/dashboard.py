@@ -1,0 +1,390 @@
+"""The web dashboard: server-rendered pages (Jinja2) over the same commands and read
+models as the API, served by `crawl-ledger serve` at `/`.
+
+Pages: overview, jobs (filters, sort, pagination, bulk actions with a result per
+row), a job's live event timeline, stores (enable/disable with a reason, crawl
+delay), products (search, filters) with a price and stock chart, workers, and a live
+event tail. Sign-in takes a token and opens a session (`api.sessions`); every form
+carries the session's CSRF secret; a read-scope session sees no action and is
+refused (403) if it posts one. Every asset is served from the package (`/static`):
+the pages reference nothing outside the server.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from api.auth import Token, allows
+from api.chart import build_chart
+from api.sessions import COOKIE, Session, Sessions
+from domain.errors import LedgerError
+from projections.dashboard import JOB_SORTS, PRODUCT_SORTS, DashboardQueries
+from projections.queries import JOB_STATES
+from runtime.clock import Clock
+from runtime.history import stream_history
+from runtime.ledger import Ledger
+from runtime.registry import Heartbeats, registry
+
+__all__ = ["STATIC", "build_dashboard"]
+
+STATIC = resources.files("api") / "static"
+ACTIONS = {"pause": "pause", "resume": "resume", "cancel": "cancel", "retry": "retry",
+           "force-run": "force_run"}
+PAGE = 50
+#: the overview's results and failures per hour come from the latest events
+RECENT_EVENTS = 5000
+
+_env = Environment(loader=PackageLoader("api", "templates"),
+                   autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
+
+
+class Refused(Exception):
+    """A dashboard request that is answered with a status page (403, 404, 422)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status, self.detail = status, detail
+
+
+def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: threading.RLock,
+                    relay_position: Callable[[], int] | None = None) -> APIRouter:
+    router = APIRouter(include_in_schema=False)
+    queries = DashboardQueries(ledger.db)
+    heartbeats = Heartbeats(ledger.db)
+
+    def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        with lock:
+            return function(*args, **kwargs)
+
+    def render(request: Request, template: str, who: tuple[Session, Token] | None,
+               code: int = 200, **context: Any) -> HTMLResponse:
+        session, token = who if who else (None, None)
+        html = _env.get_template(template).render(
+            request=request, path=request.url.path, token=token,
+            can_operate=bool(token and allows(token.scope, "operate")),
+            csrf=session.csrf if session else "", states=JOB_STATES, **context)
+        return HTMLResponse(html, status_code=code, headers=_HEADERS)
+
+    def viewer(request: Request) -> tuple[Session, Token] | None:
+        return sessions.get(request.cookies.get(COOKIE))
+
+    def to_login(request: Request) -> RedirectResponse:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        return RedirectResponse(f"/login?{urlencode({'next': target})}", status_code=303)
+
+    async def form(request: Request) -> dict[str, list[str]]:
+        body = await request.body()
+        if len(body) > 64 * 1024:
+            raise Refused(413, "the form is too large")
+        return parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+
+    async def acting(request: Request) -> tuple[tuple[Session, Token], dict[str, list[str]]]:
+        """A signed-in operator's form, with its CSRF secret checked."""
+        who = viewer(request)
+        if who is None:
+            raise Refused(401, "sign in first")
+        fields = await form(request)
+        if not Sessions.csrf_ok(who[0], (fields.get("csrf") or [""])[0]):
+            raise Refused(403, "the form's CSRF token is missing or stale: reload the page")
+        if not allows(who[1].scope, "operate"):
+            raise Refused(403, f"a {who[1].scope} token cannot change jobs or stores")
+        return who, fields
+
+    def refused(request: Request, error: Refused) -> HTMLResponse:
+        return render(request, "refused.html", viewer(request), code=error.status,
+                      detail=error.detail)
+
+    # sign-in -----------------------------------------------------------------------
+    @router.get("/login")
+    def login_page(request: Request, next: str = "/") -> HTMLResponse:  # noqa: A002
+        return render(request, "login.html", None, next=_local(next), error=None)
+
+    @router.post("/login")
+    async def login(request: Request) -> Response:
+        fields = await form(request)
+        target = _local((fields.get("next") or ["/"])[0])
+        opened = sessions.open((fields.get("token") or [""])[0].strip())
+        if opened is None:
+            return render(request, "login.html", None, code=401, next=target,
+                          error="That token is not valid (or is a bot token).")
+        response = RedirectResponse(target, status_code=303)
+        response.set_cookie(COOKIE, opened[0], httponly=True, samesite="strict",
+                            secure=request.url.scheme == "https", path="/")
+        return response
+
+    @router.post("/logout")
+    async def logout(request: Request) -> Response:
+        who = viewer(request)
+        fields = await form(request)
+        if who is not None and Sessions.csrf_ok(who[0], (fields.get("csrf") or [""])[0]):
+            sessions.close(request.cookies.get(COOKIE))
+        response = RedirectResponse("/login", status_code=303)
+        response.delete_cookie(COOKIE, path="/")
+        return response
+
+    # pages -------------------------------------------------------------------------
+    @router.get("/")
+    def overview(request: Request) -> Response:
+        who = viewer(request)
+        if who is None:
+            return to_login(request)
+        now = clock.now()
+        with lock:
+            ledger.catch_up()
+            head = ledger.source.head()
+            recent = ledger.source.read(max(0, head - RECENT_EVENTS), RECENT_EVENTS)
+            counts = ledger.read.job_counts()
+            failing = queries.failing_reasons()
+            upcoming = queries.upcoming(now)
+            workers = registry(ledger, heartbeats, now)
+            lag = head - ledger.projection_position()
+        relay_lag = None if relay_position is None else max(0, head - relay_position())
+        return render(request, "overview.html", who, counts=counts, failing=failing,
+                      hourly=_hourly(recent), upcoming=upcoming, head=head, lag=lag,
+                      relay_lag=relay_lag, stale=[w for w in workers if w["state"] == "stale"],
+                      workers=len(workers))
+
+    @router.get("/jobs")
+    def jobs(request: Request, state: str = "", store: str = "", kind: str = "", q: str = "",
+             sort: str = "next_run_at", desc: bool = False, page: int = 1) -> Response:
+        who = viewer(request)
+        if who is None:
+            return to_login(request)
+        return jobs_page(request, who, state, store, kind, q, sort, desc, page, {})
+
+    def jobs_page(request: Request, who: tuple[Session, Token], state: str, store: str,
+                  kind: str, q: str, sort: str, desc: bool, page: int,
+                  outcomes: dict[str, str]) -> HTMLResponse:
+        sort = sort if sort in JOB_SORTS else "next_run_at"
+        page = max(1, min(page, 100_000))
+        with lock:
+            ledger.catch_up()
+            rows, total = queries.job_table(state if state in JOB_STATES else None,
+                                            store or None, kind or None, q[:200] or None,
+                                            sort, desc, (page - 1) * PAGE, PAGE)
+            stores = ledger.read.stores()
+        filters = {"state": state, "store": store, "kind": kind, "q": q, "sort": sort,
+                   "desc": "1" if desc else ""}
+        return render(request, "jobs.html", who, rows=rows, total=total, page=page,
+                      pages=max(1, -(-total // PAGE)), filters=filters, sorts=JOB_SORTS,
+                      stores=stores, outcomes=outcomes, query=_query(filters))
+
+    @router.post("/jobs/actions")
+    async def bulk(request: Request) -> Response:
+        try:
+            who, fields = await acting(request)
+        except Refused as error:
+            return refused(request, error)
+        action = (fields.get("action") or [""])[0]
+        ids = fields.get("ids") or []
+        outcomes: dict[str, str] = {}
+        if action == "requeue-dead":
+            with lock:
+                ledger.catch_up()
+                dead = [r["job_id"] for r in ledger.read.jobs(state="dead")]
+                for requeued in ledger.app.requeue_dead(dead, clock.now()):
+                    outcomes[str(requeued)] = "requeued"
+        elif action not in ACTIONS:
+            return refused(request, Refused(422, f"unknown action {action!r}"))
+        for job_id in ids[:500] if action in ACTIONS else ():
+            try:
+                call(getattr(ledger.app, ACTIONS[action]), job_id, clock.now())
+                outcomes[job_id] = f"{action}: done"
+            except (LedgerError, ValueError) as error:
+                outcomes[job_id] = f"{action} refused: {error}"
+        back = {k: (fields.get(k) or [""])[0] for k in ("state", "store", "kind", "q", "sort")}
+        return jobs_page(request, who, back["state"], back["store"], back["kind"], back["q"],
+                         back["sort"] or "next_run_at", False, 1, outcomes)
+
+    @router.get("/jobs/{job_id}")
+    def job(request: Request, job_id: str) -> Response:
+        who = viewer(request)
+        if who is None:
+            return to_login(request)
+        try:
+            with lock:
+                found = ledger.app.get_job(job_id)
+                head = ledger.source.head()  # before the history: the stream may repeat one
+                ledger.catch_up()
+                status = ledger.read.job(str(found.id))
+                history = stream_history(ledger, found.id)
+        except (LedgerError, ValueError) as error:
+            return refused(request, Refused(404, str(error)))
+        return render(request, "job.html", who, job_id=str(found.id), status=status, head=head,
+                      history=[_timeline(e) for e in history], actions=list(ACTIONS))
+
+    @router.post("/jobs/{job_id}/action")
+    async def job_action(request: Request, job_id: str) -> Response:
+        try:
+            _, fields = await acting(request)
+            action = (fields.get("action") or [""])[0]
+            if action not in ACTIONS:
+                raise Refused(422, f"unknown action {action!r}")
+            try:
+                call(getattr(ledger.app, ACTIONS[action]), job_id, clock.now())
+            except (LedgerError, ValueError) as error:
+                raise Refused(409, f"{action} refused: {error}") from None
+        except Refused as error:
+            return refused(request, error)
+        return RedirectResponse(f"/jobs/{job_id}", status_code=303)
+
+    @router.get("/stores")
+    def stores(request: Request) -> Response:
+        who = viewer(request)
+        if who is None:
+            return to_login(request)
+        with lock:
+            ledger.catch_up()
+            rows = ledger.read.stores()
+            results = queries.store_results()
+        return render(request, "stores.html", who, rows=rows, results=results)
+
+    @router.post("/stores/{store_id}/{change}")
+    async def store_change(request: Request, store_id: str, change: str) -> Response:
+        try:
+            _, fields = await acting(request)
+            value = (fields.get("reason") or fields.get("crawl_delay") or [""])[0].strip()
+            try:
+                if change == "disable":
+                    if not value:
+                        raise Refused(422, "say why the store is disabled")
+                    call(ledger.app.disable_store, store_id, value[:500], clock.now())
+                elif change == "enable":
+                    call(ledger.app.enable_store, store_id, clock.now())
+                elif change == "policy":
+                    delay = float(value)
+                    if not 0 <= delay <= 86400:
+                        raise Refused(422, "the crawl delay must be 0..86400 seconds")
+                    call(ledger.app.change_store_policy, store_id, now=clock.now(),
+                         crawl_delay=delay)
+                else:
+                    raise Refused(404, f"no store change {change!r}")
+            except (LedgerError, ValueError) as error:
+                raise Refused(409 if isinstance(error, LedgerError) else 422, str(error)) from None
+        except Refused as error:
+            return refused(request, error)
+        return RedirectResponse("/stores", status_code=303)
+
+    @router.get("/products")
+    def products(request: Request, q: str = "", store: str = "", out_of_stock: bool = False,
+                 min_price: str = "", max_price: str = "", sort: str = "name",
+                 page: int = 1) -> Response:
+        who = viewer(request)
+        if who is None:
+            return to_login(request)
+        low, high = _decimal(min_price), _decimal(max_price)
+        page = max(1, min(page, 100_000))
+        with lock:
+            ledger.catch_up()
+            rows, total = queries.product_table(q[:200] or None, store or None, out_of_stock,
+                                                low, high, sort if sort in PRODUCT_SORTS
+                                                else "name", (page - 1) * PAGE, PAGE)
+            store_rows = ledger.read.stores()
+        filters = {"q": q, "store": store, "out_of_stock": "1" if out_of_stock else "",
+                   "min_price": min_price, "max_price": max_price, "sort": sort}
+        return render(request, "products.html", who, rows=rows, total=total, page=page,
+                      more=len(rows) == PAGE, filters=filters, stores=store_rows,
+                      sorts=PRODUCT_SORTS, query=_query(filters))
+
+    @router.get("/products/{product_id}")
+    def product(request: Request, product_id: str) -> Response:
+        who = viewer(request)
+        if who is None:
+            return to_login(request)
+        try:
+            with lock:
+                found = ledger.app.get_product(product_id)
+                ledger.catch_up()
+                status = ledger.read.product(str(found.id))
+                image = ledger.read.product_image(str(found.id))
+                history = stream_history(ledger, found.id)
+        except (LedgerError, ValueError) as error:
+            return refused(request, Refused(404, str(error)))
+        return render(request, "product.html", who, product=status, product_id=str(found.id),
+                      image=image,
+                      chart=build_chart(history, clock.now()),
+                      history=[_timeline(e) for e in history[-50:]])
+
+    @router.get("/workers")
+    def workers(request: Request) -> Response:
+        who = viewer(request)
+        if who is None:
+            return to_login(request)
+        with lock:
+            rows = registry(ledger, heartbeats, clock.now())
+        return render(request, "workers.html", who, rows=rows)
+
+    @router.get("/events")
+    def events(request: Request, type: str = "") -> Response:  # noqa: A002
+        who = viewer(request)
+        if who is None:
+            return to_login(request)
+        with lock:
+            head = ledger.source.head()
+            latest = ledger.source.read(max(0, head - 100), 100)
+        return render(request, "events.html", who, rows=[_timeline(e) for e in latest],
+                      head=head, type=type[:100])
+
+    return router
+
+
+#: every page: only this server's assets, no framing, no sniffing
+_HEADERS = {"Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
+                                       "frame-ancestors 'none'; form-action 'self'",
+            "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin",
+            "Cache-Control": "no-store"}
+
+
+def _local(target: str) -> str:
+    """Only a path on this server (no open redirect)."""
+    return target if target.startswith("/") and not target.startswith("//") else "/"
+
+
+def _decimal(text: str) -> Decimal | None:
+    try:
+        value = Decimal(text.strip()) if text.strip() else None
+    except InvalidOperation:
+        return None
+    return value if value is None or value.is_finite() else None
+
+
+def _query(filters: dict[str, str]) -> str:
+    return urlencode({k: v for k, v in filters.items() if v})
+
+
+def _timeline(env: Any) -> dict[str, Any]:
+    """An event as the timeline shows it: type, time, reason and lineage first."""
+    payload = dict(env.payload)
+    reason = payload.get("reason") or payload.get("error_kind") or payload.get("message")
+    outcome = payload.get("outcome")
+    if isinstance(outcome, dict) and not reason:
+        reason = outcome.get("error_kind") or outcome.get("message")
+    lineage = {k: payload[k] for k in ("job_id", "lease_id", "worker", "parent_job", "child_job",
+                                       "attempt", "content_hash") if payload.get(k)}
+    return {"type": env.event_type, "at": env.occurred_at, "version": env.version,
+            "position": env.position, "stream": env.stream_id, "reason": reason,
+            "lineage": lineage, "payload": payload}
+
+
+def _hourly(events: list[Any]) -> list[tuple[str, int, dict[str, int]]]:
+    """Results and failures per hour (by reason) in the latest events."""
+    hours: dict[str, tuple[int, dict[str, int]]] = {}
+    for env in events:
+        if env.event_type == "CrawlJob.Succeeded":
+            ok, failed = hours.get(env.occurred_at[:13], (0, {}))
+            hours[env.occurred_at[:13]] = (ok + 1, failed)
+        elif env.event_type == "CrawlJob.Failed":
+            ok, failed = hours.get(env.occurred_at[:13], (0, {}))
+            reason = str(env.payload.get("error_kind") or "failed")
+            failed[reason] = failed.get(reason, 0) + 1
+            hours[env.occurred_at[:13]] = (ok, failed)
+    return [(hour, ok, failed) for hour, (ok, failed) in sorted(hours.items())][-24:]

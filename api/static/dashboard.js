@@ -1,0 +1,138 @@
+// crawl-ledger dashboard: local times, select-all, live timelines (SSE), chart hover.
+// Served from the package; it loads nothing from elsewhere.
+"use strict";
+
+// the state a job is in after each event (as projections/job_status.py applies them)
+const JOB_STATE_AFTER = {
+  "CrawlJob.Dispatched": "dispatched", "CrawlJob.Leased": "leased",
+  "CrawlJob.Succeeded": "succeeded", "CrawlJob.Failed": "failed",
+  "CrawlJob.LeaseExpired": "failed", "CrawlJob.DeadLettered": "dead",
+  "CrawlJob.Completed": "completed", "CrawlJob.Rescheduled": "scheduled",
+  "CrawlJob.RunAbandoned": "scheduled", "CrawlJob.Paused": "paused",
+  "CrawlJob.Resumed": "scheduled", "CrawlJob.Cancelled": "cancelled",
+  "CrawlJob.LeaseReleased": "scheduled", "CrawlJob.RetryRequested": "scheduled",
+};
+
+function localTimes(root) {
+  for (const el of root.querySelectorAll("time[datetime]")) {
+    const when = new Date(el.getAttribute("datetime"));
+    if (!isNaN(when)) {
+      el.textContent = when.toLocaleString(undefined, {dateStyle: "medium", timeStyle: "short"});
+      el.title = el.getAttribute("datetime");
+    }
+  }
+}
+
+function selectAll() {
+  const all = document.getElementById("all");
+  if (!all) return;
+  all.addEventListener("change", () => {
+    for (const box of document.querySelectorAll("input[name=ids]")) box.checked = all.checked;
+  });
+}
+
+function eventItem(e) {
+  const li = document.createElement("li");
+  li.className = "event fresh";
+  li.dataset.type = e.event_type;
+  li.dataset.key = `${e.stream_id}:${e.version}`;
+  const type = document.createElement("span");
+  type.className = "etype";
+  type.textContent = e.event_type;
+  const at = document.createElement("span");
+  at.className = "eat";
+  const time = document.createElement("time");
+  time.setAttribute("datetime", e.occurred_at);
+  time.textContent = e.occurred_at;
+  at.append(time);
+  li.append(type, " ", at);
+  const p = e.payload || {};
+  const reason = p.reason || p.error_kind || p.message;
+  if (reason) {
+    const r = document.createElement("span");
+    r.className = "ereason";
+    r.textContent = String(reason);
+    li.append(" ", r);
+  }
+  const lineage = ["job_id", "lease_id", "worker", "child_job", "attempt"].filter((k) => p[k]);
+  if (lineage.length) {
+    const l = document.createElement("span");
+    l.className = "elineage";
+    l.textContent = lineage.map((k) => `${k}=${p[k]}`).join(" ");
+    li.append(" ", l);
+  }
+  localTimes(li);
+  return li;
+}
+
+function liveTimeline() {
+  const list = document.getElementById("timeline");
+  if (!list || !list.dataset.stream || !window.EventSource) return;
+  const live = document.getElementById("live");
+  const filter = document.getElementById("type-filter");
+  const newestFirst = list.dataset.newestFirst === "1";
+  const shown = (li) => !filter || !filter.value || li.dataset.type.toLowerCase().includes(filter.value.toLowerCase());
+  if (filter) {
+    filter.addEventListener("input", () => {
+      for (const li of list.children) li.hidden = !shown(li);
+    });
+    for (const li of list.children) li.hidden = !shown(li);
+  }
+  const source = new EventSource(list.dataset.stream, {withCredentials: true});
+  source.onopen = () => { if (live) live.textContent = "live"; };
+  source.onerror = () => { if (live) live.textContent = "reconnecting…"; };
+  source.onmessage = (message) => {
+    const item = eventItem(JSON.parse(message.data));
+    if (list.querySelector(`li[data-key="${CSS.escape(item.dataset.key)}"]`)) return;  // shown already
+    item.hidden = !shown(item);
+    const empty = document.getElementById("no-events");
+    if (empty) empty.remove();
+    if (newestFirst) list.prepend(item); else list.append(item);
+    const state = document.getElementById("job-state");
+    const next = JOB_STATE_AFTER[item.dataset.type];
+    if (state && next) {
+      state.textContent = next;
+      state.className = `state state-${next}`;
+    }
+    while (list.children.length > 500) (newestFirst ? list.lastElementChild : list.firstElementChild).remove();
+  };
+}
+
+function chartTips() {
+  const tip = document.getElementById("tip");
+  if (!tip) return;
+  const show = (point) => {
+    const d = point.dataset;
+    tip.replaceChildren();
+    const when = new Date(d.at);
+    const lines = [
+      `${d.price} ${d.currency}` + (d.regular ? ` (regular ${d.regular})` : ""),
+      `${d.availability} · ${isNaN(when) ? d.at : when.toLocaleString()}`,
+    ];
+    for (const text of lines) {
+      const div = document.createElement("div");
+      div.textContent = text;
+      tip.append(div);
+    }
+    if (d.job) {
+      const link = document.createElement("a");
+      link.href = `/jobs/${encodeURIComponent(d.job)}`;
+      link.textContent = `seen by job ${d.job.slice(0, 8)}`;
+      tip.append(link);
+    }
+    tip.hidden = false;
+    for (const other of document.querySelectorAll("circle.point.active")) other.classList.remove("active");
+    point.classList.add("active");
+  };
+  for (const point of document.querySelectorAll("circle.point")) {
+    point.addEventListener("mouseenter", () => show(point));
+    point.addEventListener("focus", () => show(point));
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  localTimes(document);
+  selectAll();
+  liveTimeline();
+  chartTips();
+});

@@ -1,0 +1,115 @@
+"""Dashboard page times with 100,000 products and 10,000 jobs (issue budget: every
+page's server time < 300 ms).
+
+Seeds a ledger through the application exactly as `bench/api_bench.py` does (the
+same `seed`), starts `crawl-ledger serve` as its own process, signs in with a read
+token like a browser (the session cookie) and requests each page N times. A page's
+time is the full HTTP round trip on loopback, which bounds its server time from
+above. The peer, measured in the same run, is the JSON API call that reads the same
+data (the page's cost over the bare query is its rendering).
+
+    .venv/bin/python bench/dashboard_bench.py [--keep DIR] [--requests 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from api_bench import STORES, open_ledger, pct, seed, serve  # noqa: E402
+
+from api.auth import TokenStore  # noqa: E402
+
+BUDGET = 0.300
+
+
+def timed(client: httpx.Client, path: str, requests: int) -> list[float]:
+    seconds = []
+    for _ in range(requests):
+        started = time.perf_counter()
+        answer = client.get(path)
+        seconds.append(time.perf_counter() - started)
+        if answer.status_code != 200:
+            raise SystemExit(f"{path}: HTTP {answer.status_code}: {answer.text[:200]}")
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--products", type=int, default=100_000)
+    parser.add_argument("--jobs", type=int, default=10_000)
+    parser.add_argument("--requests", type=int, default=30, help="per page")
+    parser.add_argument("--keep", type=Path, help="seed into (or reuse) this data dir")
+    args = parser.parse_args()
+    data = args.keep or Path(tempfile.mkdtemp(prefix="crawl-ledger-dashbench-"))
+    server = None
+    rows = []
+    try:
+        ledger = open_ledger(data)
+        if ledger.source.head() == 0:
+            facts = seed(ledger, args.products, args.jobs)
+            (data / "bench-facts.json").write_text(json.dumps(facts))
+        else:
+            facts = json.loads((data / "bench-facts.json").read_text())
+        print(f"{facts['products']:,} products, {facts['jobs']:,} jobs, {STORES} stores")
+        secret = TokenStore(ledger.db).create("read", "bench", datetime.now(UTC))[0]
+        product = ledger.read.product_page(limit=1)[0][0]["product_id"]
+        job = facts["paused_job"]
+        store = facts["stores"][0]
+        ledger.close()
+        server, url = serve(data)
+        browser = httpx.Client(base_url=url, timeout=60, follow_redirects=False)
+        browser.post("/login", data={"token": secret, "next": "/"})
+        api = httpx.Client(base_url=url, timeout=60,
+                           headers={"Authorization": f"Bearer {secret}"})
+        cases = [
+            ("overview", "/", "/api/v1/jobs?limit=100"),
+            ("jobs", "/jobs", "/api/v1/jobs?limit=50"),
+            ("jobs ?state=paused", "/jobs?state=paused", "/api/v1/jobs?state=paused&limit=50"),
+            ("jobs ?q=&sort=url", "/jobs?q=p12&sort=url", "/api/v1/jobs?limit=50"),
+            ("jobs page 100", "/jobs?page=100", "/api/v1/jobs?limit=50"),
+            ("job", f"/jobs/{job}", f"/api/v1/jobs/{job}"),
+            ("stores", "/stores", "/api/v1/stores"),
+            ("products", "/products", "/api/v1/products?limit=50"),
+            ("products ?q=", "/products?q=item+7", "/api/v1/products?limit=50"),
+            ("products ?store&out_of_stock", f"/products?store={store}&out_of_stock=true",
+             f"/api/v1/products?store={store}&out_of_stock=true&limit=50"),
+            ("products ?price range", "/products?min_price=10&max_price=20",
+             "/api/v1/products?min_price=10&max_price=20&limit=50"),
+            ("product (chart)", f"/products/{product}", f"/api/v1/products/{product}/history"),
+            ("workers", "/workers", "/api/v1/workers"),
+            ("events", "/events", "/api/v1/events?limit=100"),
+        ]
+        for name, page, peer in cases:
+            shown = timed(browser, page, args.requests)
+            bare = timed(api, peer, args.requests)
+            rows.append((name, pct(shown, 0.5), pct(shown, 0.99), pct(bare, 0.5)))
+    finally:
+        if server is not None:
+            server.terminate()
+            server.communicate(timeout=30)
+        if args.keep is None:
+            shutil.rmtree(data, ignore_errors=True)
+    print(f"\nPage times, {args.requests} requests each (budget p99 < {BUDGET * 1000:.0f} ms); "
+          "peer: the JSON API read of the same data")
+    print(f"  {'page':32} {'p50 ms':>8} {'p99 ms':>8} {'peer p50':>9} {'page/peer':>10}")
+    met = True
+    for name, p50, p99, peer in rows:
+        ok = p99 < BUDGET
+        met &= ok
+        print(f"  {name:32} {p50 * 1000:8.1f} {p99 * 1000:8.1f} {peer * 1000:9.1f} "
+              f"{p50 / peer:9.1f}x  {'met' if ok else 'NOT met'}")
+    print(f"\nall pages {'within' if met else 'NOT within'} the budget")
+
+
+if __name__ == "__main__":
+    main()

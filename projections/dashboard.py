@@ -1,0 +1,111 @@
+"""Read-model queries behind the dashboard's tables and overview (SQLite and PostgreSQL).
+
+Each reads one page (offset pagination over a whitelisted sort) or one grouped count,
+in SQL, so a page costs the same with 10,000 jobs or 100,000 products.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from domain.timeutil import iso
+from projections.db import Database, Row
+from projections.queries import PRICE_SCAN, _job, _product, price_within
+
+__all__ = ["JOB_SORTS", "PRODUCT_SORTS", "DashboardQueries"]
+
+#: sortable job columns (the table's headers)
+JOB_SORTS = ("next_run_at", "state", "kind", "url", "last_run_at", "runs", "failures")
+PRODUCT_SORTS = ("name", "min_price", "availability", "last_seen_at", "store_id")
+
+
+def _like(text: str) -> str:
+    escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+class DashboardQueries:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def job_table(self, state: str | None = None, store_id: str | None = None,
+                  kind: str | None = None, text: str | None = None, sort: str = "next_run_at",
+                  descending: bool = False, offset: int = 0, limit: int = 50
+                  ) -> tuple[list[Row], int]:
+        """One page of jobs and how many match."""
+        if sort not in JOB_SORTS:
+            raise ValueError(f"cannot sort jobs by {sort!r}: use one of {', '.join(JOB_SORTS)}")
+        wanted = [(clause, value) for clause, value in (
+            ("state = ?", state or None), ("store_id = ?", store_id or None),
+            ("kind = ?", kind or None),
+            ("LOWER(url) LIKE ? ESCAPE '\\'", _like(text) if text else None)) if value]
+        where = " AND ".join(["1 = 1", *(clause for clause, _ in wanted)])
+        params: list[Any] = [value for _, value in wanted]
+        total = self.db.query(f"SELECT COUNT(*) AS n FROM job_status WHERE {where}", params)
+        order = f"{sort} {'DESC' if descending else 'ASC'}, job_id"
+        rows = self.db.query(f"SELECT * FROM job_status WHERE {where} ORDER BY {order} "
+                             "LIMIT ? OFFSET ?", [*params, limit, offset])
+        return [_job(r) for r in rows], int(total[0]["n"])
+
+    def product_table(self, text: str | None = None, store_id: str | None = None,
+                      out_of_stock: bool = False, min_price: Decimal | None = None,
+                      max_price: Decimal | None = None, sort: str = "name",
+                      offset: int = 0, limit: int = 50) -> tuple[list[Row], int | None]:
+        """One page of products and how many match (None when a price bound is set:
+        prices are decimal strings, compared exactly over at most `PRICE_SCAN` rows)."""
+        if sort not in PRODUCT_SORTS:
+            raise ValueError(f"cannot sort products by {sort!r}: "
+                             f"use one of {', '.join(PRODUCT_SORTS)}")
+        wanted = [(clause, value) for clause, value in (
+            ("store_id = ?", store_id or None), ("in_stock = ?", 0 if out_of_stock else None),
+            ("LOWER(name) LIKE ? ESCAPE '\\'", _like(text) if text else None))
+            if value is not None]
+        where = " AND ".join(["1 = 1", *(clause for clause, _ in wanted)])
+        params: list[Any] = [value for _, value in wanted]
+        # prices are decimal strings: sorted as numbers
+        order = f"{'CAST(min_price AS REAL)' if sort == 'min_price' else sort}, product_id"
+        if min_price is None and max_price is None:
+            total = self.db.query(f"SELECT COUNT(*) AS n FROM current_products WHERE {where}",
+                                  params)
+            rows = self.db.query(f"SELECT * FROM current_products WHERE {where} ORDER BY "
+                                 f"{order} LIMIT ? OFFSET ?", [*params, limit, offset])
+            return [_product(r) for r in rows], int(total[0]["n"])
+        scanned = self.db.query(f"SELECT * FROM current_products WHERE {where} ORDER BY {order} "
+                                "LIMIT ?", [*params, PRICE_SCAN])
+        matching = [r for r in scanned if price_within(r["min_price"], min_price, max_price)]
+        return [_product(r) for r in matching[offset:offset + limit]], None
+
+    def failing_reasons(self) -> dict[str, int]:
+        rows = self.db.query("SELECT last_error_kind AS reason, COUNT(*) AS n FROM job_status "
+                             "WHERE last_status = 'failed' AND last_error_kind IS NOT NULL "
+                             "GROUP BY last_error_kind ORDER BY n DESC")
+        return {r["reason"]: int(r["n"]) for r in rows}
+
+    def upcoming(self, now: datetime, hours: int = 24) -> list[tuple[str, int]]:
+        """Scheduled runs per hour slot over the next `hours` (overdue runs in the first)."""
+        rows = self.db.query("SELECT next_run_at FROM job_status WHERE state = 'scheduled' "
+                             "AND next_run_at < ?", [iso(now + timedelta(hours=hours))])
+        slots: dict[str, int] = {}
+        first = str(iso(now))[:13]
+        for row in rows:
+            slot = max(str(row["next_run_at"])[:13], first)
+            slots[slot] = slots.get(slot, 0) + 1
+        return sorted(slots.items())
+
+    def store_results(self) -> dict[str, Row]:
+        """Per store: jobs, jobs whose last run failed, the latest run and its top reason."""
+        rows = self.db.query(
+            "SELECT store_id, COUNT(*) AS jobs, MAX(last_run_at) AS last_run_at, "
+            "SUM(CASE WHEN last_status = 'failed' THEN 1 ELSE 0 END) AS failing "
+            "FROM job_status GROUP BY store_id")
+        reasons = self.db.query(
+            "SELECT store_id, last_error_kind AS reason, COUNT(*) AS n FROM job_status WHERE "
+            "last_status = 'failed' AND last_error_kind IS NOT NULL "
+            "GROUP BY store_id, last_error_kind")
+        found: dict[str, Row] = {str(r["store_id"]): dict(r, reasons={}) for r in rows}
+        for r in reasons:
+            found.setdefault(str(r["store_id"]), {"reasons": {}})["reasons"][r["reason"]] = int(
+                r["n"])
+        return found

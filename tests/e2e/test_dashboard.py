@@ -1,0 +1,260 @@
+"""The dashboard in a real browser: Playwright drives Debian's Chromium (launched by
+its executable path) against `serve`'s pages over the demo's data.
+
+Flows: sign in; filter jobs; bulk-pause three jobs and find `Paused` in each
+timeline; hover a point of a product's chart; a new event appears on a job page
+without a reload; a read-scope user sees no action and is refused if it posts one;
+every page is usable at 1280 px and 390 px and loads nothing from outside the
+server. Each page's screenshot is written to docs/screenshots/ (the README shows
+them).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from backends import LOOPBACK_ENV
+from test_api import serving
+
+from ledger.bootstrap import Ledger
+from ledger.demo import DemoConfig, run_embedded_demo
+from ledger.settings import Settings
+
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+if not Path(CHROMIUM).exists():
+    if os.environ.get("CI"):
+        raise RuntimeError("chromium is missing: `make setup-test` installs it (apt chromium)")
+    pytest.skip("Debian's chromium is not installed (make setup-test installs it)",
+                allow_module_level=True)
+
+sync_api = pytest.importorskip("playwright.sync_api")
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ledger]:
+    data = tmp_path_factory.mktemp("dashboard")
+    settings = Settings.from_env({**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(data)})
+    ledger = run_embedded_demo(settings, DemoConfig(stores=3, cycles=3, seed=7, fault_rate=0.1))
+    ledger.catch_up()
+    try:
+        yield ledger
+    finally:
+        ledger.close()
+
+
+@pytest.fixture(scope="module")
+def site(demo: Ledger) -> Iterator[tuple[str, dict[str, str]]]:
+    with serving(demo) as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+class Visit:
+    """A browser context signed in (or not) that records every request it makes."""
+
+    def __init__(self, browser: Any, base: str, width: int = 1280) -> None:
+        self.base = base
+        self.context = browser.new_context(base_url=base, viewport={"width": width,
+                                                                    "height": 900})
+        self.page = self.context.new_page()
+        self.requested: list[str] = []
+        self.page.on("request", lambda request: self.requested.append(request.url))
+
+    def sign_in(self, secret: str) -> None:
+        self.page.goto("/jobs")
+        assert self.page.url.startswith(f"{self.base}/login")  # sent to sign in first
+        self.page.fill("#token", secret)
+        self.page.click("button[type=submit]")
+        self.page.wait_for_url(f"{self.base}/jobs")
+
+    def shot(self, name: str) -> None:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+    def outside(self) -> list[str]:
+        return [url for url in self.requested
+                if not url.startswith(self.base) and not url.startswith("data:")]
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def test_sign_in_filter_and_bulk_pause(site: tuple[str, dict[str, str]], browser: Any,
+                                       demo: Ledger) -> None:
+    url, secrets = site
+    visit = Visit(browser, url)
+    try:
+        visit.page.goto("/login")
+        visit.shot("login")
+        visit.sign_in(secrets["operate"])
+        cookie = next(c for c in visit.context.cookies() if c["name"] == "crawl_ledger_session")
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+
+        page = visit.page
+        page.select_option("select[name=state]", "scheduled")
+        page.click(".filters button[type=submit]")
+        page.wait_for_url(re.compile(r".*state=scheduled.*"))
+        states = page.locator("table.jobs tbody .state").all_inner_texts()
+        assert len(states) >= 3 and set(states) == {"scheduled"}
+        visit.shot("jobs")
+
+        chosen = page.locator("table.jobs tbody tr").evaluate_all(
+            "rows => rows.slice(0, 3).map(r => r.dataset.job)")
+        for job_id in chosen:
+            page.check(f"input[name=ids][value='{job_id}']")
+        page.select_option("#bulk-action", "pause")
+        page.click(".bulkbar button[type=submit]")
+        page.wait_for_selector(".outcomes")
+        assert page.locator(".outcomes li").count() == 3
+        assert "pause: done" in page.inner_text(".outcomes")
+        for job_id in chosen:
+            page.goto(f"/jobs/{job_id}")
+            assert page.locator("#timeline li[data-type='CrawlJob.Paused']").count() == 1
+            assert page.inner_text("#job-state") == "paused"
+        visit.shot("job")
+        assert {str(r["job_id"]) for r in demo.read.jobs(state="paused")} >= set(chosen)
+        assert visit.outside() == []
+    finally:
+        visit.close()
+
+
+def test_a_new_event_appears_on_the_job_page_without_reload(
+        site: tuple[str, dict[str, str]], browser: Any, demo: Ledger) -> None:
+    url, secrets = site
+    visit = Visit(browser, url)
+    try:
+        visit.sign_in(secrets["read"])
+        job = str(demo.read.jobs(state="scheduled")[0]["job_id"])
+        visit.page.goto(f"/jobs/{job}")
+        visit.page.wait_for_function("document.getElementById('live').textContent === 'live'")
+        before = visit.page.locator("#timeline li").count()
+        demo.app.pause(job, datetime.now(UTC))  # an operator elsewhere (the CLI, the API)
+        visit.page.wait_for_selector("#timeline li.fresh[data-type='CrawlJob.Paused']",
+                                     timeout=15_000)
+        assert visit.page.locator("#timeline li").count() == before + 1
+        assert visit.page.inner_text("#job-state") == "paused"  # the state follows, too
+        demo.app.resume(job, datetime.now(UTC))
+        visit.page.wait_for_selector("#timeline li.fresh[data-type='CrawlJob.Resumed']",
+                                     timeout=15_000)
+        assert visit.page.inner_text("#job-state") == "scheduled"
+    finally:
+        visit.close()
+
+
+def test_product_chart_hover_shows_the_observation(site: tuple[str, dict[str, str]],
+                                                   browser: Any, demo: Ledger) -> None:
+    url, secrets = site
+    visit = Visit(browser, url)
+    try:
+        visit.sign_in(secrets["read"])
+        changed = max(demo.read.products(), key=lambda p: (p["price_changes"] or 0,
+                                                           p["observations"] or 0))
+        page = visit.page
+        page.goto("/products?q=" + changed["name"].split()[0])
+        page.click(f"a[href='/products/{changed['product_id']}']")
+        points = page.locator("circle.point")
+        assert points.count() == changed["observations"]
+        points.nth(points.count() - 1).hover()
+        tip = page.locator("#tip")
+        tip.wait_for(state="visible")
+        assert str(changed["min_price"]) in tip.inner_text()
+        assert tip.locator("a").get_attribute("href", timeout=2000).startswith("/jobs/")
+        page.reload()  # keyboard only: Tab reaches the chart's points and shows the first
+        for _ in range(100):
+            page.keyboard.press("Tab")
+            if page.evaluate("document.activeElement.tagName") == "circle":
+                break
+        assert page.evaluate("document.activeElement.tagName") == "circle"
+        tip.wait_for(state="visible")
+        assert points.first.get_attribute("data-price") in tip.inner_text()
+        visit.shot("product")
+        page.goto("/products")
+        visit.shot("products")
+        assert visit.outside() == []
+    finally:
+        visit.close()
+
+
+def test_a_read_scope_user_cannot_act(site: tuple[str, dict[str, str]], browser: Any,
+                                      demo: Ledger) -> None:
+    url, secrets = site
+    visit = Visit(browser, url)
+    try:
+        visit.sign_in(secrets["read"])
+        page = visit.page
+        assert page.locator(".bulkbar").count() == 0
+        assert page.locator("input[name=ids]").count() == 0
+        job = str(demo.read.jobs(state="scheduled")[0]["job_id"])
+        page.goto(f"/jobs/{job}")
+        assert page.locator(".actions button").count() == 0
+        page.goto("/stores")
+        assert page.locator(".storeforms").count() == 0
+        csrf = page.get_attribute("main", "data-csrf")
+        posted = page.request.post("/jobs/actions", form={"csrf": csrf, "action": "pause",
+                                                          "ids": job})
+        assert posted.status == 403
+        api = page.request.post(f"/api/v1/jobs/{job}/pause", headers={"X-CSRF-Token": csrf})
+        assert api.status == 403
+        assert demo.app.get_job(job).state == "scheduled"
+        # a form without the session's CSRF secret is refused even for an operator
+        operator = Visit(browser, url)
+        operator.sign_in(secrets["operate"])
+        forged = operator.page.request.post("/jobs/actions", form={"action": "pause",
+                                                                   "ids": job})
+        assert forged.status == 403
+        operator.close()
+        assert demo.app.get_job(job).state == "scheduled"
+    finally:
+        visit.close()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_every_page_at_desktop_and_phone_width(site: tuple[str, dict[str, str]], browser: Any,
+                                               demo: Ledger, width: int) -> None:
+    url, secrets = site
+    visit = Visit(browser, url, width)
+    try:
+        visit.sign_in(secrets["operate"])
+        job = str(demo.read.jobs()[0]["job_id"])
+        product = str(demo.read.products()[0]["product_id"])
+        for name, path in [("overview", "/"), ("jobs", "/jobs"), ("job", f"/jobs/{job}"),
+                           ("stores", "/stores"), ("products", "/products"),
+                           ("product", f"/products/{product}"), ("workers", "/workers"),
+                           ("events", "/events")]:
+            answer = visit.page.goto(path)
+            assert answer is not None and answer.status == 200, path
+            assert visit.page.locator("h1").count() == 1, path
+            # nothing wider than the window: wide tables scroll inside their box
+            overflow = visit.page.evaluate(
+                "document.documentElement.scrollWidth - window.innerWidth")
+            assert overflow <= 1, f"{path} is {overflow}px wider than {width}px"
+            times = visit.page.locator("time[datetime]")
+            if times.count():  # shown in the browser's time zone, not as raw ISO text
+                assert "T" not in times.first.inner_text(), path
+            if width == 1280 and name in ("overview", "stores", "workers", "events"):
+                visit.shot(name)
+            if width == 390 and name in ("overview", "jobs"):
+                visit.shot(f"{name}-phone")
+        assert visit.outside() == []
+        html = visit.page.content()
+        assert not re.search(r"""(src|href)=["']https?://""", html)
+    finally:
+        visit.close()
