@@ -20,6 +20,12 @@ setup-test: $(BIN)/python
 	    (apt-get install -y -qq docker-compose >/dev/null 2>&1 || \
 	     (apt-get update -qq && apt-get install -y -qq docker-compose >/dev/null)); } || \
 	  echo "note: docker-compose not installed; the compose validation test will skip"
+	@# Debian's Chromium for the dashboard's browser tests (Playwright drives it by its path)
+	@command -v chromium >/dev/null 2>&1 || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	    (apt-get install -y -qq chromium >/dev/null 2>&1 || \
+	     (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)); } || \
+	  echo "note: chromium not installed; the dashboard browser tests need it"
 
 demo: setup
 	$(BIN)/crawl-ledger demo
@@ -31,3 +37,5 @@ test: setup-test
 bench: setup-test
 	$(BIN)/python bench/ledger_bench.py
 	$(BIN)/python bench/analytics_bench.py
+	$(BIN)/python bench/api_bench.py
+	$(BIN)/python bench/dashboard_bench.py

@@ -13,20 +13,47 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from fastapi.staticfiles import StaticFiles
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
 
 from api.auth import TokenStore
-from api.routes import PROBLEMS, ApiProblem, build_router
+from api.dashboard import build_dashboard
+from api.images import build_images_router
+from api.routes import PROBLEMS, ApiProblem, build_router, requirement
+from api.sessions import Sessions
 from domain.errors import InvalidInput, LedgerError, NotFound
 from runtime.clock import Clock
+from runtime.defaults import DEFAULTS
+from runtime.images import ImageStore
 from runtime.ledger import Ledger
 
-__all__ = ["create_app", "problem"]
+__all__ = ["Probes", "create_app", "problem"]
+
+
+@dataclass(frozen=True)
+class Probes:
+    """What the API cannot see on its own, handed in by the composition root.
+
+    `relay_position()`: the relay's acknowledged position (None: no relay configured);
+    `broker()`: None when the broker answers, else why not (None: no broker configured).
+    """
+
+    relay_position: Callable[[], int] | None = None
+    broker: Callable[[], str | None] | None = None
 
 
 def problem(status: int, title: str, detail: str) -> JSONResponse:
@@ -35,7 +62,8 @@ def problem(status: int, title: str, detail: str) -> JSONResponse:
                         media_type="application/problem+json")
 
 
-def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock) -> FastAPI:
+def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes = Probes(),
+               lease_ttl: float = DEFAULTS.lease_ttl) -> FastAPI:
     app = FastAPI(title="crawl-ledger", version="1", docs_url=None, redoc_url=None,
                   responses={503: PROBLEMS[422] | {"description": "not ready"}})
     lock = threading.RLock()  # one command or query at a time on the ledger's connections
@@ -48,6 +76,19 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock) -> FastAPI:
                      registry=registry)
     failing = Gauge("crawl_ledger_jobs_failing", "jobs whose last run failed, by reason",
                     ["reason"], registry=registry)
+    projection_lag = Gauge("crawl_ledger_projection_lag_events",
+                           "events recorded and not yet in the read models", registry=registry)
+    relay_lag = Gauge("crawl_ledger_relay_lag_events",
+                      "events recorded and not yet acknowledged by Kafka",
+                      registry=registry if probes.relay_position is not None else None)
+
+    def lags() -> dict[str, int]:
+        """The store's head and how far behind the read models (and relay) are."""
+        head = ledger.source.head()
+        found = {"head": head, "projection_lag": max(0, head - ledger.projection_position())}
+        if probes.relay_position is not None:
+            found["relay_lag"] = max(0, head - probes.relay_position())
+        return found
 
     @app.middleware("http")
     async def timed(request: Request, call_next: Callable[[Request], Awaitable[Response]]
@@ -91,14 +132,20 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock) -> FastAPI:
     def readyz() -> Any:
         try:
             with lock:
-                head = ledger.source.head()
+                found: dict[str, Any] = lags()
         except Exception as error:  # noqa: BLE001 - the store is unreachable: not ready
             return problem(503, "Not ready", f"event store unreachable: {type(error).__name__}")
-        return {"status": "ready", "head": head}
+        if probes.broker is not None:
+            down = probes.broker()
+            if down is not None:
+                return problem(503, "Not ready", f"broker unreachable: {down}")
+            found["broker"] = "reachable"
+        return {"status": "ready", **found}
 
     @app.get("/metrics", tags=["health"], response_class=Response)
     def metrics() -> Response:
         with lock:
+            found = lags()  # before catching up: how far behind the read models were
             ledger.catch_up()
             rows = ledger.read.jobs()
             head = ledger.source.head()
@@ -115,7 +162,19 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock) -> FastAPI:
         for reason, count in reasons.items():
             failing.labels(reason).set(count)
         events.set(head)
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+        projection_lag.set(found["projection_lag"])
+        if "relay_lag" in found:
+            relay_lag.set(found["relay_lag"])
+        # the job step's own metrics (leases, fetch latency, results…: runtime/metrics.py)
+        # count the bot results this process recorded
+        return Response(generate_latest(registry) + generate_latest(REGISTRY),
+                        media_type=CONTENT_TYPE_LATEST)
 
-    app.include_router(build_router(ledger, tokens, clock, lock), prefix="/api/v1")
+    sessions = Sessions(tokens)
+    app.include_router(build_router(ledger, tokens, clock, lock, lease_ttl, sessions),
+                       prefix="/api/v1")
+    app.include_router(build_images_router(ImageStore(ledger.data_dir),
+                                           requirement(tokens, sessions)))
+    app.include_router(build_dashboard(ledger, sessions, clock, lock, probes.relay_position))
+    app.mount("/static", StaticFiles(packages=[("api", "static")]), name="static")
     return app

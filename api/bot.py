@@ -19,7 +19,6 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Depends
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from api.auth import Token
@@ -27,7 +26,8 @@ from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
 from runtime.ledger import Ledger
 from runtime.registry import Heartbeats, register
-from runtime.remote import Submitted, lease_for, record_submitted, ungzip
+from runtime.remote import RemoteCrawls, Submitted, lease_for, ungzip
+from workers.archive import RawArchive
 
 __all__ = ["build_bot_router"]
 
@@ -61,12 +61,33 @@ class Result(BaseModel):
     message: str = Field(default="", max_length=2000)
     retry_after: float | None = Field(default=None, ge=0, le=86400, allow_inf_nan=False)
     duration: float = Field(default=0.0, ge=0, le=86400, allow_inf_nan=False)
+    #: which page of the crawl this is: 0, then each `next` the answers asked for
+    page: int = Field(default=0, ge=0, le=10_000)
+
+
+class NextRequest(BaseModel):
+    """The next page the adapter wants fetched (then submitted with `page` + 1)."""
+
+    url: str
+    method: str
+    json_body: dict[str, Any] | None = Field(default=None, alias="json")
+    headers: dict[str, str]
+
+
+class Submit(BaseModel):
+    job_id: str
+    duplicate: bool
+    events: int
+    products: int
+    #: null: the crawl is recorded; else fetch this and submit it as the next page
+    next: NextRequest | None = None
 
 
 def build_bot_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
-                     bot: Callable[..., Token], heartbeats: Heartbeats) -> APIRouter:
+                     bot: Callable[..., Token], heartbeats: Heartbeats,
+                     ttl: float = DEFAULTS.lease_ttl) -> APIRouter:
     router = APIRouter(prefix="/bot", tags=["bot"])
-    ttl = DEFAULTS.lease_ttl
+    crawls = RemoteCrawls(RawArchive(ledger.data_dir), forget_after=4 * ttl)
 
     @router.post("/leases", dependencies=[Depends(bot)])
     def lease(body: LeaseRequest) -> dict[str, Any]:
@@ -91,8 +112,9 @@ def build_bot_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
             ledger.app.extend_lease(body.job_id, lease_id, ttl, clock.now())
         return {"lease_id": lease_id, "ttl": ttl}
 
-    @router.post("/leases/{lease_id}/result", dependencies=[Depends(bot)])
-    def result(lease_id: str, body: Result) -> JSONResponse:
+    @router.post("/leases/{lease_id}/result", dependencies=[Depends(bot)],
+                 response_model=Submit, response_model_by_alias=True)
+    def result(lease_id: str, body: Result) -> Any:
         page = b""
         if body.ok:
             if body.body_gzip_b64 is None:
@@ -104,8 +126,16 @@ def build_bot_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
         sent = Submitted(body.ok, body.http_status, body.final_url, body.content_type, page,
                          body.error_kind, body.message, body.retry_after, body.duration)
         with lock:
-            recorded = record_submitted(ledger, body.job_id, lease_id, sent, clock.now())
-        return JSONResponse({"job_id": recorded.job_id, "duplicate": recorded.duplicate,
-                             "events": recorded.events, "products": recorded.products})
+            answer = crawls.submit(ledger, body.job_id, lease_id, sent, body.page, clock.now())
+        if answer.next is not None:
+            following = answer.next
+            return {"job_id": body.job_id, "duplicate": False, "events": 0, "products": 0,
+                    "next": {"url": following.url, "method": following.method,
+                             "json": dict(following.json) if following.json is not None
+                             else None, "headers": dict(following.headers)}}
+        recorded = answer.recorded
+        assert recorded is not None
+        return {"job_id": recorded.job_id, "duplicate": recorded.duplicate,
+                "events": recorded.events, "products": recorded.products, "next": None}
 
     return router

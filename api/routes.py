@@ -16,14 +16,18 @@ from pydantic import BaseModel, Field
 
 from api.auth import Token, TokenStore, allows
 from api.bot import build_bot_router
+from api.schedule import build_schedule_router
+from api.sessions import COOKIE, Sessions
 from domain.crawl_job import RetryPolicy
 from domain.envelope import Envelope
 from runtime.clock import Clock
+from runtime.defaults import DEFAULTS
 from runtime.history import stream_history
 from runtime.ledger import Ledger
 from runtime.registry import Heartbeats, registry
+from runtime.slots import place, planned_jobs
 
-__all__ = ["ApiProblem", "build_router"]
+__all__ = ["ApiProblem", "build_router", "requirement"]
 
 #: the largest log position a request may name (SQLite and PostgreSQL integers are 64-bit)
 POSITIONS = 2**62
@@ -75,6 +79,8 @@ class JobIn(BaseModel):
     every_seconds: int | None = Field(default=4 * 3600, ge=60, le=90 * 86400)
     priority: int = Field(default=0, ge=-1000, le=1000)
     max_attempts: int = Field(default=3, ge=1, le=100)
+    #: first run in the least-loaded 15-minute slot within one interval (default: now)
+    spread: bool = False
 
 
 class BulkActions(BaseModel):
@@ -88,19 +94,49 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+class _Json(JSONResponse):
+    """JSONResponse's encoding (compact, UTF-8, no NaN) with money as decimal strings,
+    in one pass over the content."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, default=_plain, ensure_ascii=False, allow_nan=False,
+                          separators=(",", ":")).encode("utf-8")
+
+
 def reply(content: Any, status: int = 200) -> JSONResponse:
     """JSON with money as decimal strings, never floats."""
-    return JSONResponse(json.loads(json.dumps(content, default=_plain)), status_code=status)
+    return _Json(content, status_code=status)
 
 
-def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
-                 lock: threading.RLock) -> APIRouter:
-    router = APIRouter(responses=PROBLEMS)
+def _event(env: Envelope) -> dict[str, Any]:
+    """`Envelope.to_dict()` for serialising only: the fields, without copying the payload
+    (`asdict` deep-copies it: ~40 µs an event)."""
+    return {k: v for k, v in env.__dict__.items() if v is not None or k != "ledger_id"}
+
+
+def requirement(tokens: TokenStore, sessions: Sessions | None = None
+                ) -> Callable[[str], Callable[..., Token]]:
+    """`require(scope)`: a dependency admitting a bearer token of at least that scope, or
+    (without an Authorization header) the dashboard's session cookie."""
+    def signed_in(request: Request) -> Token | None:
+        """The dashboard's session cookie; a change also needs its CSRF header."""
+        found = sessions.get(request.cookies.get(COOKIE)) if sessions else None
+        if found is None:
+            return None
+        session, token = found
+        if request.method not in ("GET", "HEAD") and not Sessions.csrf_ok(
+                session, request.headers.get("x-csrf-token")):
+            raise ApiProblem(403, "Forbidden", "a change made with the session cookie needs "
+                                               "its X-CSRF-Token header")
+        return token
 
     def require(needed: str) -> Callable[..., Token]:
-        def check(authorization: Annotated[str | None, Header()] = None) -> Token:
+        def check(request: Request, authorization: Annotated[str | None, Header()] = None
+                  ) -> Token:
             scheme, _, secret = (authorization or "").partition(" ")
             token = tokens.verify(secret.strip()) if scheme.lower() == "bearer" else None
+            if token is None and not authorization:
+                token = signed_in(request)
             if token is None:
                 raise ApiProblem(401, "Unauthorized", "a valid bearer token is required")
             if not allows(token.scope, needed):
@@ -109,9 +145,20 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
             return token
         return check
 
+    return require
+
+
+def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
+                 lock: threading.RLock, lease_ttl: float = DEFAULTS.lease_ttl,
+                 sessions: Sessions | None = None) -> APIRouter:
+    router = APIRouter(responses=PROBLEMS)
+
+    require = requirement(tokens, sessions)
     read, operate = Depends(require("read")), Depends(require("operate"))
     router.include_router(build_bot_router(ledger, clock, lock, require("bot"),
-                                           Heartbeats(ledger.db)))
+                                           Heartbeats(ledger.db), lease_ttl))
+    router.include_router(build_schedule_router(ledger, clock, lock, require("read"),
+                                                require("operate")))
 
     def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         with lock:
@@ -151,19 +198,18 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
                   cursor: str | None = None,
                   limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> JSONResponse:
         call(ledger.catch_up)
-        rows = sorted(call(ledger.read.jobs, state=state, store_id=store),
-                      key=lambda r: r["job_id"])
-        rows = [r for r in rows if (kind is None or r["kind"] == kind)
-                and (cursor is None or r["job_id"] > cursor)]
-        page = rows[:limit]
-        following = page[-1]["job_id"] if len(rows) > limit else None
+        page, following = call(ledger.read.job_page, state=state, store_id=store, kind=kind,
+                               after=cursor, limit=limit)
         return reply({"items": page, "next_cursor": following})
 
     @router.post("/jobs", dependencies=[operate], status_code=201, tags=["jobs"])
     def schedule_job(body: JobIn) -> JSONResponse:
-        job_id = call(ledger.app.schedule_job, kind=body.kind, url=body.url, now=clock.now(),
+        now, every = clock.now(), body.every_seconds
+        start = (call(lambda: place(planned_jobs(ledger), every, now))
+                 if body.spread and every else None)
+        job_id = call(ledger.app.schedule_job, kind=body.kind, url=body.url, now=now,
                       store_id=body.store_id, every=body.every_seconds, priority=body.priority,
-                      retry_policy=RetryPolicy(max_attempts=body.max_attempts))
+                      retry_policy=RetryPolicy(max_attempts=body.max_attempts), start_at=start)
         return reply({"id": str(job_id)}, 201)
 
     @router.get("/jobs/{job_id}", dependencies=[read], tags=["jobs"])
@@ -172,7 +218,7 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
         call(ledger.catch_up)
         history = call(stream_history, ledger, job.id)
         return reply({"id": str(job.id), "status": call(ledger.read.job, str(job.id)),
-                      "events": [e.to_dict() for e in history]})
+                      "events": [_event(e) for e in history]})
 
     @router.post("/jobs/actions", dependencies=[operate], tags=["jobs"])
     def bulk(body: BulkActions) -> JSONResponse:
@@ -200,15 +246,19 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
     # products ----------------------------------------------------------------------
     @router.get("/products", dependencies=[read], tags=["products"])
     def list_products(store: str | None = None, out_of_stock: bool = False,
-                      min_price: Decimal | None = None,
-                      max_price: Decimal | None = None) -> JSONResponse:
+                      min_price: Decimal | None = None, max_price: Decimal | None = None,
+                      cursor: str | None = None,
+                      limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> JSONResponse:
+        """Products in id order, a page at a time: follow `next_cursor` (null on the
+        last page); a page filtered by price may hold fewer than `limit` items."""
         for bound in (min_price, max_price):
             if bound is not None and (not bound.is_finite() or abs(bound) > 10**12):
                 raise ValueError(f"price bound {bound} must be a finite amount")
         call(ledger.catch_up)
-        rows = call(ledger.read.products, store_id=store, out_of_stock=out_of_stock)
-        rows = [r for r in rows if _within(r.get("min_price"), min_price, max_price)]
-        return reply({"items": rows})
+        page, following = call(ledger.read.product_page, store_id=store,
+                               out_of_stock=out_of_stock, min_price=min_price,
+                               max_price=max_price, after=cursor, limit=limit)
+        return reply({"items": page, "next_cursor": following})
 
     @router.get("/products/{product_id}", dependencies=[read], tags=["products"])
     def show_product(product_id: str) -> JSONResponse:
@@ -220,7 +270,7 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
     def product_history(product_id: str) -> JSONResponse:
         product = call(ledger.app.get_product, product_id)
         return reply({"id": str(product.id),
-                      "events": [e.to_dict() for e in call(stream_history, ledger, product.id)]})
+                      "events": [_event(e) for e in call(stream_history, ledger, product.id)]})
 
     # workers -----------------------------------------------------------------------
     heartbeats = Heartbeats(ledger.db)
@@ -236,24 +286,31 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
     @router.get("/events", dependencies=[read], tags=["events"])
     def events(after: Annotated[int, Query(ge=0, le=POSITIONS)] = 0,
                limit: Annotated[int, Query(ge=1, le=5000)] = 500) -> JSONResponse:
-        return reply({"items": [e.to_dict() for e in call(ledger.source.read, after, limit)]})
+        return reply({"items": [_event(e) for e in call(ledger.source.read, after, limit)]})
 
     @router.get("/events/stream", dependencies=[read], tags=["events"])
     async def stream(request: Request, after: Annotated[int, Query(ge=0, le=POSITIONS)] = 0,
+                     named: bool = True,
                      last_event_id: Annotated[str | None, Header()] = None) -> StreamingResponse:
+        """Every event after `after` (or `Last-Event-ID`), then each new one as it is
+        recorded. Each message's SSE `event` is the event type (`named=false`: plain
+        messages, for a client that listens to all types at once)."""
         start = _position(last_event_id, after)
-        return _sse(request, start, lambda env: True)
+        return _sse(request, start, lambda env: True, named)
 
     @router.get("/jobs/{job_id}/events/stream", dependencies=[read], tags=["events"])
     async def job_stream(request: Request, job_id: str,
+                         after: Annotated[int, Query(ge=0, le=POSITIONS)] = 0,
+                         named: bool = True,
                          last_event_id: Annotated[str | None, Header()] = None
                          ) -> StreamingResponse:
+        """One job's events after `after` (or `Last-Event-ID`): its live log."""
         job = await run_in_threadpool(call, ledger.app.get_job, job_id)
-        start = _position(last_event_id, 0)
-        return _sse(request, start, lambda env: str(env.stream_id) == str(job.id))
+        start = _position(last_event_id, after)
+        return _sse(request, start, lambda env: str(env.stream_id) == str(job.id), named)
 
-    def _sse(request: Request, start: int, wanted: Callable[[Envelope], bool]
-             ) -> StreamingResponse:
+    def _sse(request: Request, start: int, wanted: Callable[[Envelope], bool],
+             named: bool = True) -> StreamingResponse:
         async def lines() -> AsyncIterator[str]:
             position = start
             yield ": stream open\n\n"
@@ -262,8 +319,9 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
                 for env in found:
                     position = env.position
                     if wanted(env):
-                        data = json.dumps(env.to_dict(), default=_plain)
-                        yield f"id: {env.position}\nevent: {env.event_type}\ndata: {data}\n\n"
+                        data = json.dumps(_event(env), default=_plain)
+                        kind = f"event: {env.event_type}\n" if named else ""
+                        yield f"id: {env.position}\n{kind}data: {data}\n\n"
                 if len(found) < 500:
                     await asyncio.sleep(0.1)
         return StreamingResponse(lines(), media_type="text/event-stream",
@@ -278,11 +336,3 @@ def _position(last_event_id: str | None, default: int) -> int:
         return int(last_event_id)
     return default
 
-
-def _within(value: Any, low: Decimal | None, high: Decimal | None) -> bool:
-    if low is None and high is None:
-        return True
-    if value is None:
-        return False
-    amount = Decimal(str(value))
-    return (low is None or amount >= low) and (high is None or amount <= high)

@@ -23,6 +23,7 @@ from domain.chaining import DEFAULT_CATALOG_INTERVAL, DEFAULT_MAX_NEW_JOBS, Chai
 from domain.controls import JobControls
 from domain.crawl_job import CrawlJob, RetryPolicy
 from domain.errors import Conflict, InvalidInput, InvalidTransition
+from domain.images import ProductImages
 from domain.outcome import outcome_payload, unique_observations
 from domain.persistence import LedgerApplication, as_uuid
 from domain.ports import Storage
@@ -64,7 +65,7 @@ class RecordResult:
     children: tuple[str, ...] = ()
 
 
-class CrawlLedger(JobControls, Reextraction, WorkerRegistry, LedgerApplication):
+class CrawlLedger(JobControls, Reextraction, ProductImages, WorkerRegistry, LedgerApplication):
     """Stores, crawl jobs and products, and every command on them."""
 
     name = "CrawlLedger"
@@ -163,12 +164,18 @@ class CrawlLedger(JobControls, Reextraction, WorkerRegistry, LedgerApplication):
             job = self.get_job(job_id)
             if not job.is_due(utc(now)):
                 continue
-            job.dispatch(utc(now))
+            store = self.get_store(job.store_id) if job.store_id else None
+            refusal = store.refuses_work() if store is not None else None
+            if refusal:  # recorded once; the job waits for its next cycle
+                job.skip(refusal, utc(now))
+            else:
+                job.dispatch(utc(now))
             try:
                 self._save(job)
             except Conflict:
                 continue  # another scheduler dispatched it (or an operator changed it)
-            dispatched.append(job.id)
+            if not refusal:
+                dispatched.append(job.id)
         return dispatched
 
     @command
@@ -177,8 +184,9 @@ class CrawlLedger(JobControls, Reextraction, WorkerRegistry, LedgerApplication):
         """`Dispatched` then `Leased` for each candidate still due, all in one save.
 
         For a single process that both schedules and crawls (the embedded runner):
-        two commands per job become one transaction per slot. Jobs of disabled
-        stores are left as they are. If another writer changed one of the jobs
+        two commands per job become one transaction per slot. A job whose store
+        refuses work (disabled) records `Skipped` instead and waits for its next
+        cycle. If another writer changed one of the jobs
         first, the slot is done one job at a time instead.
         """
         at = utc(now)
@@ -186,20 +194,24 @@ class CrawlLedger(JobControls, Reextraction, WorkerRegistry, LedgerApplication):
         jobs = self.find_many(CrawlJob, wanted)
         stores = self.find_many(Store, {UUID(j.store_id) for j in jobs.values() if j.store_id})
         chosen: list[tuple[CrawlJob, Store | None]] = []
+        skipped: list[CrawlJob] = []
         for job_id in wanted:
             job = jobs.get(job_id)
             if job is None or not job.is_due(at):
                 continue
             store = stores.get(UUID(job.store_id)) if job.store_id else None
-            if store is not None and store.refuses_work():
+            refusal = store.refuses_work() if store is not None else None
+            if refusal:
+                job.skip(refusal, at)
+                skipped.append(job)
                 continue
             job.dispatch(at)
             job.lease(worker, uuid.uuid4().hex, ttl, at)
             chosen.append((job, store))
-        if not chosen:
+        if not chosen and not skipped:
             return []
         try:
-            self._save(*(job for job, _ in chosen))
+            self._save(*(job for job, _ in chosen), *skipped)
         except Conflict:
             tasks = []
             for job_id in self.dispatch_due([job.id for job, _ in chosen], at):

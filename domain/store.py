@@ -91,8 +91,8 @@ class Store(LedgerAggregate):
     def refuses_work(self) -> str | None:
         """Why no job of this store may be dispatched, leased or chained now (None: none).
 
-        The one "store disabled" rule: the command side asks it; the job-status
-        read model only pre-filters candidates with the same flag.
+        The one "store disabled" rule: the command side asks it (a due job of a
+        disabled store records `CrawlJob.Skipped` with this reason).
         """
         return None if self.enabled else f"store {self.id} is disabled ({self.disabled_reason})"
 

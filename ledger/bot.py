@@ -2,10 +2,10 @@
 
 It leases jobs (`POST /api/v1/bot/leases`), fetches each page itself — with the
 same politeness (robots.txt, crawl delay, per-host concurrency, backoff) and the
-same address guard as a local worker — keeps its leases alive, and submits the raw
+same address guard as a local worker — keeps its leases alive, and submits each raw
 page (gzip) or the failure. It has no database and no broker; the server extracts
-and records. Multi-page API crawls (pagination) are left to local workers: a bot
-fetches the job's first request only.
+and records. A crawl of several pages (pagination) goes a page at a time: each
+answer names the next request the server's adapter wants, until it wants none.
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import structlog
 
 from domain.values import CrawlTask
 from workers.adapters import REGISTRY
-from workers.adapters.base import Request
+from workers.adapters.base import ExtractionError, Request
 from workers.addresses import AddressGuard
 from workers.errors import FetchError
 from workers.fetch import Fetcher
@@ -47,6 +48,7 @@ class BotStats:
 async def run_bot(server: str, token: str, name: str, concurrency: int, guard: AddressGuard,
                   user_agent: str, until_idle: bool = False) -> BotStats:
     stats = BotStats()
+    structlog.contextvars.bind_contextvars(worker=f"bot:{name}")
     headers = {"Authorization": f"Bearer {token}"}
     async with httpx.AsyncClient(base_url=server.rstrip("/"), headers=headers,
                                  timeout=60) as api, \
@@ -78,25 +80,46 @@ async def run_bot(server: str, token: str, name: str, concurrency: int, guard: A
 
 async def _work(api: httpx.AsyncClient, fetcher: Fetcher, politeness: Politeness,
                 guard: AddressGuard, task: CrawlTask, ttl: float, stats: BotStats) -> None:
-    beat = asyncio.create_task(_heartbeat(api, task, ttl))
-    try:
-        result = await _fetch(fetcher, politeness, guard, task)
-    finally:
-        beat.cancel()
-    answer = await api.post(f"/api/v1/bot/leases/{task.lease_id}/result", json=result)
-    if answer.status_code == 409:
-        stats.lost += 1
-        log.warning("job %s: lease lost before the result was in", task.job_id)
-        return
-    answer.raise_for_status()
-    stats.submitted += 1
-    stats.failed += not result["ok"]
+    with structlog.contextvars.bound_contextvars(job_id=task.job_id, store_id=task.store_id,
+                                                 lease_id=task.lease_id):
+        request: Request | None = None
+        try:
+            adapter = REGISTRY.for_task(task)
+            request = adapter.start(task) if adapter else Request(task.url)
+        except ExtractionError as error:  # the job cannot be crawled as it stands
+            unreadable: dict[str, Any] = {"job_id": task.job_id, "ok": False,
+                                          "error_kind": "parse_error", "message": str(error)}
+        beat = asyncio.create_task(_heartbeat(api, task, ttl))
+        try:
+            page = 0
+            while True:  # the server asks for each next page it wants
+                result = (unreadable if request is None
+                          else await _fetch(fetcher, politeness, guard, task, request))
+                answer = await api.post(f"/api/v1/bot/leases/{task.lease_id}/result",
+                                        json={**result, "page": page})
+                if answer.status_code == 409:
+                    stats.lost += 1
+                    log.warning("job %s: lease lost before the result was in: %s", task.job_id,
+                                answer.json().get("detail"))
+                    return
+                answer.raise_for_status()
+                following = answer.json().get("next")
+                if following is None:
+                    break
+                request = Request(following["url"], following["method"], following.get("json"),
+                                  following.get("headers") or {})
+                page += 1
+        finally:
+            beat.cancel()
+        stats.submitted += 1
+        stats.failed += not result["ok"]
+        log.info("submitted", extra={"url": task.url, "ok": result["ok"],
+                                     "error_kind": result.get("error_kind"),
+                                     "seconds": round(result.get("duration", 0.0), 3)})
 
 
 async def _fetch(fetcher: Fetcher, politeness: Politeness, guard: AddressGuard,
-                 task: CrawlTask) -> dict[str, Any]:
-    adapter = REGISTRY.for_task(task)
-    request = adapter.start(task) if adapter else Request(task.url)
+                 task: CrawlTask, request: Request) -> dict[str, Any]:
     started = time.monotonic()
     try:
         await guard.check(request.url, request.method)

@@ -171,7 +171,7 @@ async def _run_once(ledger: Ledger, settings: Settings, clock: SimulatedClock,
                     total: RunStats) -> RunStats:
     async with crawler_for(settings) as crawler:
         runner = EmbeddedRunner(ledger, crawler, clock, concurrency=config.concurrency,
-                                tick_seconds=0.2,
+                                tick_seconds=0.2, images=crawler,
                                 on_change=lambda s: on_change(_combined(total, s)))
         return await runner.run(until_idle=True)
 
@@ -185,7 +185,8 @@ def _combined(total: RunStats, current: RunStats) -> RunStats:
 
 
 def _accumulate(total: RunStats, stats: RunStats) -> None:
-    for name in ("dispatched", "succeeded", "failed", "events", "products_seen", "reaped"):
+    for name in ("dispatched", "succeeded", "failed", "events", "products_seen", "reaped",
+                 "images_stored", "images_failed"):
         setattr(total, name, getattr(total, name) + getattr(stats, name))
     total.failures.update(stats.failures)
 

@@ -7,7 +7,11 @@ One asyncio loop drives it; ledger calls go through one database thread
 2. when the work queue runs low, dispatch and lease the next slot of due
    jobs in one save (`Scheduler.tick_and_lease`, interleaved by host so no
    burst hits one store; the queue holds at most two slots' worth);
-3. workers crawl and record (`JobWorker.run_task`), waking the loop when done.
+3. workers crawl and record (`JobWorker.run_task`), waking the loop when done;
+4. when it was given an image port (the crawler) and the read models list product
+   images not tried yet, one image task downloads and records them
+   (`runtime.images.ImageStep`, bounded concurrency); the run is idle only when
+   none is pending.
 
 Stopping (SIGINT/SIGTERM) takes no new slot; leased jobs still queued are
 released (`LeaseReleased`, due again at once); crawls in flight have until the
@@ -34,6 +38,7 @@ from domain.values import CrawlFailure, CrawlTask
 from eventstore import unavailable
 from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
+from runtime.images import ImageBatch, ImagePort, ImageStep
 from runtime.ledger import Ledger
 from runtime.registry import INTERVAL as HEARTBEAT_INTERVAL
 from runtime.registry import Heartbeats, register
@@ -64,6 +69,8 @@ class RunStats:
     events: int = 0
     products_seen: int = 0
     reaped: int = 0
+    images_stored: int = 0
+    images_failed: int = 0
     in_flight: int = 0
     queued: int = 0
     failures: Counter[str] = field(default_factory=Counter)
@@ -77,6 +84,11 @@ class RunStats:
             self.products_seen += len(report.outcome.observations)
         if report.result is not None:
             self.events += report.result.events
+
+    def note_images(self, batch: ImageBatch) -> None:
+        self.images_stored += batch.stored
+        self.images_failed += batch.failed
+        self.events += batch.recorded
 
 
 @dataclass
@@ -104,7 +116,8 @@ class EmbeddedRunner:
                  tick_seconds: float = DEFAULTS.tick_seconds,
                  recover_orphans: bool = True,
                  on_change: Callable[[RunStats], None] | None = None,
-                 max_outage: float = 600.0) -> None:
+                 max_outage: float = 600.0, images: ImagePort | None = None,
+                 image_concurrency: int = 4) -> None:
         self.ledger = ledger
         self.clock = clock
         self.concurrency = concurrency
@@ -118,6 +131,9 @@ class EmbeddedRunner:
         self.scheduler = Scheduler(ledger, slot_size=max(concurrency * 2, 8))
         self.workers = [JobWorker(ledger, crawler, clock, self.db, worker_name(i), lease_ttl)
                         for i in range(concurrency)]
+        self.images = (ImageStep(ledger, images, clock, self.db, self.projector,
+                                 concurrency=image_concurrency) if images is not None else None)
+        self._imaging: asyncio.Task[None] | None = None
         self.stats = RunStats()
         # a job id (dispatched earlier: the worker leases it) or a task already leased to
         # this runner together with its dispatch (one save per slot)
@@ -183,6 +199,7 @@ class EmbeddedRunner:
             for _ in tasks:
                 self._queue.put_nowait("")  # wake idle workers so they exit
             await self._finish_in_flight(tasks)
+            await self._stop_images()
             projecting.cancel()
             await asyncio.gather(projecting, return_exceptions=True)
             try:
@@ -202,6 +219,41 @@ class EmbeddedRunner:
         for task in late:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _stop_images(self) -> None:
+        """Downloads in flight are dropped (their products stay pending: nothing recorded)."""
+        if self._imaging is not None and not self._imaging.done():
+            self._imaging.cancel()
+        if self._imaging is not None:
+            await asyncio.gather(self._imaging, return_exceptions=True)
+
+    async def _images_due(self) -> bool:
+        """Start the image task when images are pending; True while it runs or any is."""
+        if self.images is None or self._stopping:
+            return False
+        if self._imaging is not None and not self._imaging.done():
+            return True
+        if self._imaging is not None:
+            self._imaging.result()  # raises what ended it (an outage: the loop waits)
+            self._imaging = None
+        if not await self.images.has_pending():
+            return False
+        self._imaging = asyncio.create_task(self._fetch_images(self.images))
+        return True
+
+    async def _fetch_images(self, step: ImageStep) -> None:
+        try:
+            while True:
+                await self.projector.call(self.ledger.catch_up)  # the last batch's records
+                batch = await step.run_batch()
+                self.stats.note_images(batch)
+                if batch.recorded == 0 and not await step.has_pending():
+                    return
+                self._recorded.set()
+                self.on_change(self.stats)
+        finally:
+            self._finished += 1
+            self._wake.set()
 
     async def _project(self) -> None:
         """Catch the read models up as soon as results are recorded (not a loop turn later)."""
@@ -244,10 +296,11 @@ class EmbeddedRunner:
                 self._queue.put_nowait(task)
             self.stats.dispatched += len(dispatched)
         self.stats.queued = self._queue.qsize()
+        imaging = await self._images_due()
         await self._beat()
         self.on_change(self.stats)
         return (not dispatched and self._queue.empty() and self.stats.in_flight == 0
-                and finished == self._finished)
+                and not imaging and finished == self._finished)
 
     async def _beat(self) -> None:
         """A heartbeat every `INTERVAL` seconds of loop time (not an event)."""

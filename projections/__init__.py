@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from projections.framework import Projection
+from projections.images import ProductImagesProjection
 from projections.job_status import JobStatusProjection
 from projections.products import CurrentProductsProjection, StockStatusProjection
 from projections.stores import StoresProjection
@@ -17,6 +18,7 @@ def read_models(prefix: str = "") -> list[Projection]:
         CurrentProductsProjection(prefix=prefix),
         StockStatusProjection(prefix=prefix),
         WorkersProjection(prefix=prefix),
+        ProductImagesProjection(prefix=prefix),
     ]
 
 

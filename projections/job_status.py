@@ -34,6 +34,8 @@ class JobStatusProjection(Projection):
     def handlers(self) -> dict[str, Handler]:
         simple = {
             "Dispatched": lambda r, p: {"state": "dispatched"},
+            "Skipped": lambda r, p: {"next_run_at": p["next_run_at"],
+                                     "last_error": f"skipped: {p['reason']}"},
             "LeaseExtended": lambda r, p: {"lease_expires_at": p["expires_at"]},
             "DeadLettered": lambda r, p: {"state": "dead", "last_error": p["reason"]},
             "Completed": lambda r, p: {"state": "completed"},

@@ -22,7 +22,7 @@ CURRENT_PRODUCTS = Table(
         "first_seen_at": "text", "last_seen_at": "text", "last_price_change_at": "text",
         "last_job": "text", "version": "int",
     },
-    indexes=(("store_id",), ("in_stock",)),
+    indexes=(("store_id", "product_id"), ("in_stock", "product_id")),
 )
 
 OUT_OF_STOCK = Table(

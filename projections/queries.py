@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from domain.timeutil import iso
+from projections import images
 from projections.db import Database, Row
 from projections.framework import loads
 
@@ -21,11 +23,11 @@ class ReadModel:
 
     # jobs -------------------------------------------------------------------
     def due_jobs(self, now: datetime, limit: int = 100) -> list[Row]:
-        """Scheduled jobs whose next run is due, most urgent first (not of disabled stores)."""
+        """Scheduled jobs whose next run is due, most urgent first. Jobs of disabled
+        stores are among them: the command side records each one `Skipped` (once a
+        cycle) rather than passing it over in silence."""
         return self.db.query(
             "SELECT * FROM job_status WHERE state = 'scheduled' AND next_run_at <= ? "
-            "AND (store_id IS NULL OR store_id NOT IN "
-            "(SELECT store_id FROM stores WHERE enabled = 0)) "
             "ORDER BY priority + boost DESC, next_run_at, job_id LIMIT ?", (iso(now), limit))
 
     def dispatched_jobs(self, limit: int = 100) -> list[Row]:
@@ -50,6 +52,21 @@ class ReadModel:
             sql, params = sql + " AND store_id = ?", [*params, store_id]
         return [_job(r) for r in self.db.query(sql + " ORDER BY created_at, job_id", params)]
 
+    def job_page(self, state: str | None = None, store_id: str | None = None,
+                 kind: str | None = None, after: str | None = None,
+                 limit: int = 100) -> tuple[list[Row], str | None]:
+        """One page of jobs in job id order after the cursor `after`, and the next
+        cursor (None on the last page): filtered and limited in SQL, so a page reads
+        `limit + 1` rows, not the whole table."""
+        wanted = [(clause, value) for clause, value in (
+            ("state = ?", state or None), ("store_id = ?", store_id or None),
+            ("kind = ?", kind), ("job_id > ?", after)) if value is not None]
+        where = " AND ".join(["1 = 1", *(clause for clause, _ in wanted)])
+        rows = self.db.query(f"SELECT * FROM job_status WHERE {where} ORDER BY job_id LIMIT ?",
+                             [*(value for _, value in wanted), limit + 1])
+        page = rows[:limit]
+        return [_job(r) for r in page], page[-1]["job_id"] if len(rows) > limit else None
+
     def job(self, job_id: str) -> Row | None:
         rows = self.db.query("SELECT * FROM job_status WHERE job_id = ?", (job_id,))
         return _job(rows[0]) if rows else None
@@ -73,15 +90,78 @@ class ReadModel:
             sql += " AND in_stock = 0"
         return [_product(r) for r in self.db.query(sql + " ORDER BY name, product_id", params)]
 
+    def product_page(self, store_id: str | None = None, out_of_stock: bool = False,
+                     min_price: Decimal | None = None, max_price: Decimal | None = None,
+                     after: str | None = None, limit: int = 100
+                     ) -> tuple[list[Row], str | None]:
+        """One page of products in product id order after the cursor `after`, and the
+        next cursor (None on the last page); filtered and limited in SQL.
+
+        Prices are decimal strings, compared exactly here: a page bounded by price
+        examines at most `PRICE_SCAN` products (id and price only) and reads the
+        rows of those that match, so it may hold fewer than `limit` products (even
+        none) while a next cursor remains.
+        """
+        wanted = [(clause, value) for clause, value in (
+            ("store_id = ?", store_id or None), ("in_stock = ?", 0 if out_of_stock else None),
+            ("product_id > ?", after)) if value is not None]
+        where = " AND ".join(["1 = 1", *(clause for clause, _ in wanted)])
+        params = [value for _, value in wanted]
+        if min_price is None and max_price is None:
+            rows = self.db.query(f"SELECT * FROM current_products WHERE {where} "
+                                 "ORDER BY product_id LIMIT ?", [*params, limit + 1])
+            page = rows[:limit]
+            return ([_product(r) for r in page],
+                    page[-1]["product_id"] if len(rows) > limit else None)
+        scanned = self.db.query(f"SELECT product_id, min_price FROM current_products WHERE "
+                                f"{where} ORDER BY product_id LIMIT ?", [*params, PRICE_SCAN])
+        matching = [r["product_id"] for r in scanned
+                    if price_within(r["min_price"], min_price, max_price)]
+        ids = matching[:limit]
+        following = (ids[-1] if len(matching) > limit
+                     else scanned[-1]["product_id"] if len(scanned) == PRICE_SCAN else None)
+        rows = []
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            rows += self.db.query(f"SELECT * FROM current_products WHERE product_id IN "
+                                  f"({', '.join('?' for _ in part)}) ORDER BY product_id", part)
+        return [_product(r) for r in rows], following
+
     def product(self, product_id: str) -> Row | None:
         rows = self.db.query("SELECT * FROM current_products WHERE product_id = ?", (product_id,))
         return _product(rows[0]) if rows else None
+
+    def pending_images(self, limit: int) -> list[Row]:
+        return images.pending_images(self.db, limit)
+
+    def product_image(self, product_id: str) -> Row | None:
+        return images.product_image(self.db, product_id)
+
+    def image_products(self, sha256: str) -> list[Row]:
+        return images.image_products(self.db, sha256)
+
+    def image_counts(self) -> dict[str, int]:
+        return images.image_counts(self.db)
 
     def stock_status(self, store_id: str | None = None) -> list[Row]:
         sql, params = "SELECT * FROM stock_status", []
         if store_id:
             sql, params = sql + " WHERE store_id = ?", [store_id]
         return self.db.query(sql + " ORDER BY store_id, product_id", params)
+
+
+#: the most products one price-bounded page examines (`ReadModel.product_page`)
+PRICE_SCAN = 2000
+
+
+def price_within(value: Any, low: Decimal | None, high: Decimal | None) -> bool:
+    """Whether a decimal-string price lies within the bounds (exactly; None: unpriced)."""
+    if low is None and high is None:
+        return True
+    if value is None:
+        return False
+    amount = Decimal(str(value))
+    return (low is None or amount >= low) and (high is None or amount <= high)
 
 
 def _job(row: Row) -> Row:

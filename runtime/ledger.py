@@ -57,6 +57,12 @@ class Ledger:
             self._runner = self.runner()
         return self._runner.catch_up()
 
+    def projection_position(self) -> int:
+        """The last event position the read models have applied."""
+        if self._runner is None:
+            self._runner = self.runner()
+        return self._runner.position()
+
     def close(self) -> None:
         self.db.close()
         self.app.close()

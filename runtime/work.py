@@ -12,15 +12,19 @@ import functools
 import logging
 import os
 import socket
+import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+import structlog
+
 from domain.application import RecordResult
 from domain.errors import LeaseLost, LedgerError
 from domain.values import CrawlFailure, CrawlOutcome, CrawlTask
 from eventstore import unavailable
+from runtime import metrics
 from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
 from runtime.ledger import Ledger
@@ -84,16 +88,31 @@ class JobWorker:
     async def run_task(self, task: CrawlTask) -> RunReport:
         """Crawl an already leased job (keeping its lease alive) and record the outcome.
 
-        Cancelled mid-crawl (a driver shutting down), it releases the lease first."""
-        heartbeat = asyncio.create_task(self._heartbeat(task))
-        try:
-            outcome = await self.crawler.crawl(task)
-        except asyncio.CancelledError:
-            await asyncio.shield(self.release(task, "cancelled while crawling: shutting down"))
-            raise
-        finally:
-            heartbeat.cancel()
-        return RunReport(task, outcome, await self._record(task, outcome))
+        Cancelled mid-crawl (a driver shutting down), it releases the lease first. Log
+        lines written meanwhile carry the job's, store's, lease's and worker's ids."""
+        with structlog.contextvars.bound_contextvars(
+                job_id=task.job_id, store_id=task.store_id, lease_id=task.lease_id,
+                worker=self.name), metrics.IN_FLIGHT.track_inprogress():
+            metrics.LEASES.inc()
+            heartbeat = asyncio.create_task(self._heartbeat(task))
+            started = time.perf_counter()
+            try:
+                outcome = await self.crawler.crawl(task)
+            except asyncio.CancelledError:
+                await asyncio.shield(self.release(task, "cancelled while crawling: shutting down"))
+                raise
+            finally:
+                heartbeat.cancel()
+            seconds = time.perf_counter() - started
+            metrics.FETCH_SECONDS.labels(task.kind).observe(seconds)
+            result = await self._record(task, outcome)
+            metrics.observe_outcome(outcome, recorded=result is not None)
+            log.info("crawled", extra={
+                "url": task.url, "kind": task.kind, "seconds": round(seconds, 3),
+                "outcome": "ok" if outcome.ok else getattr(outcome, "error_kind", "failed"),
+                "recorded": result is not None,
+                "products": result.products if result is not None else 0})
+            return RunReport(task, outcome, result)
 
     async def release(self, task: CrawlTask, reason: str) -> bool:
         """Give a leased job back unfinished (`LeaseReleased`): due again at once."""

@@ -7,9 +7,12 @@ current epoch applies (never to robots.txt), and records every request served.
 from __future__ import annotations
 
 import asyncio
+import functools
+import io
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from PIL import Image, ImageDraw
 
 from simulator import api_formats, html_formats
 from simulator.catalog import Catalog, Product, StoreSpec
@@ -18,7 +21,18 @@ from simulator.state import SimState
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 EPOCH = web.RequestKey("epoch", int)
-_JPEG = bytes.fromhex("ffd8ffe000104a46494600010100000100010000ffd9")
+
+
+@functools.cache
+def product_jpeg() -> bytes:
+    """Every simulated product's picture: one small real JPEG (48x32)."""
+    image = Image.new("RGB", (48, 32), (236, 240, 232))
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((8, 6, 40, 26), fill=(46, 125, 50))
+    draw.ellipse((18, 10, 30, 22), fill=(250, 250, 250))
+    out = io.BytesIO()
+    image.save(out, "JPEG", quality=70)
+    return out.getvalue()
 
 
 class StoreApp:
@@ -61,7 +75,9 @@ class StoreApp:
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         epoch = self.state.epoch
         request[EPOCH] = epoch
-        fault = None if request.path == "/robots.txt" else self.state.claim_fault(self.spec.key, epoch)
+        # robots.txt and images (static files) are never faulty
+        static = request.path == "/robots.txt" or request.path.startswith("/images/")
+        fault = None if static else self.state.claim_fault(self.spec.key, epoch)
         try:
             response = await (self._faulty(fault, request, handler) if fault else handler(request))
         except web.HTTPException as error:
@@ -104,7 +120,7 @@ class StoreApp:
         return web.Response(text=html_formats.private_page(), content_type="text/html")
 
     async def image(self, request: web.Request) -> web.Response:
-        return web.Response(body=_JPEG, content_type="image/jpeg")
+        return web.Response(body=product_jpeg(), content_type="image/jpeg")
 
     async def graphql(self, request: web.Request) -> web.Response:
         try:

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from domain.envelope import Envelope
 from domain.timeutil import iso
 from runtime.ledger import Ledger
+from runtime.registry import Heartbeats, register
 from runtime.scheduler import Scheduler
 from runtime.work import JobWorker, worker_name
 from streams.kafka_projection import Consumed, apply_consumed, projector_offsets
@@ -72,12 +73,39 @@ async def crawl(res: Resources, stream: AsyncIterable[WorkItem], index: int) -> 
             continue
         if worker is None:
             ledger = await res.db.call(res.ledger)
+            await join(res)
             worker = JobWorker(ledger, await res.crawler(), res.clock, res.db,
                                worker_name(index), res.options.lease_ttl)
+        res.in_flight += 1
         try:
             await worker.run(item.job_id)
         except Exception:
             log.exception("job %s: unexpected error in the crawl agent", item.job_id)
+        finally:
+            res.in_flight -= 1
+
+
+async def join(res: Resources) -> None:
+    """Register this process in the worker registry (an event), once, when its first
+    crawl agent starts; `heartbeat` keeps it alive, `Resources.close` departs."""
+    if res.member is not None:
+        return
+    res.member = member = f"faust:{worker_name()}"
+    await res.call(lambda ledger: register(ledger, member, "faust",
+                                           res.options.crawl_concurrency, ["all"],
+                                           res.clock.now()))
+
+
+async def heartbeat(res: Resources) -> None:
+    """One heartbeat (in flight, memory, CPU): a row updated in place, not an event."""
+    member = res.member
+    if member is None:
+        return
+    try:
+        await res.call(lambda ledger: Heartbeats(ledger.db).beat(
+            member, res.in_flight, res.clock.now()))
+    except Exception:  # a timer that raises stops the worker; the next beat tries again
+        log.exception("worker heartbeat failed")
 
 
 def apply_batch(ledger: Ledger, consumer: str, batch: Sequence[Consumed]) -> int:

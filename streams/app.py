@@ -26,6 +26,7 @@ import faust
 from faust.types import TP
 
 from runtime.components import Components
+from runtime.registry import INTERVAL as HEARTBEAT_INTERVAL
 from streams import agents
 from streams.records import WorkItem
 from streams.resources import Resources, WorkerOptions
@@ -123,6 +124,10 @@ def _crawl(app: faust.App, res: Resources, work: Any) -> None:
     @app.agent(work, name="crawl", concurrency=res.options.crawl_concurrency)
     async def crawl(stream: Any) -> None:
         await agents.crawl(res, stream, id(stream) % 10_000)
+
+    @app.timer(HEARTBEAT_INTERVAL, name="worker-heartbeat")
+    async def heartbeat() -> None:
+        await agents.heartbeat(res)
 
 
 def _project(app: faust.App, res: Resources, consumer: str) -> None:

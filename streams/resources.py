@@ -8,6 +8,7 @@ per-host politeness covers every concurrent crawl) on first crawl.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -23,6 +24,8 @@ from runtime.work import CrawlerPort, DbThread
 from streams.ddl import create_racing
 from streams.kafka_projection import create_tables
 from streams.topics import Topics
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -66,6 +69,10 @@ class Resources:
     _closed: bool = field(default=False, init=False)
     #: when the leader last re-sent each job's work item (`agents.redrive`)
     redriven: dict[str, datetime] = field(default_factory=dict, init=False)
+    #: this process's name in the worker registry, once its crawl agent has joined
+    member: str | None = field(default=None, init=False)
+    #: jobs this process's crawl agents are running now (its heartbeats say so)
+    in_flight: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         self.db = DbThread(self.options.db_threads)
@@ -115,6 +122,17 @@ class Resources:
         finally:
             try:
                 if self._ledger is not None:
+                    if self.member is not None:
+                        await self.db.call(_depart, self._ledger, self.member, self.clock.now())
                     await self.db.call(self._ledger.close)
             finally:
                 self.db.close()
+
+
+def _depart(ledger: Ledger, member: str, now: datetime) -> None:
+    """Leave the worker registry (an event); a failure only leaves the worker stale."""
+    try:
+        ledger.app.depart_worker(member, "stopped", now)
+    except Exception as error:  # noqa: BLE001 - shutting down: the registry shows it stale
+        log.warning("worker %s not deregistered: %s", member, error)
+

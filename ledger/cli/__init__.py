@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "ledger.cli.stores",
     "ledger.cli.jobs",
     "ledger.cli.products",
+    "ledger.cli.images",
     "ledger.cli.events",
     "ledger.cli.projections",
     "ledger.cli.extract",
@@ -31,6 +32,7 @@ COMMAND_MODULES = (
     "ledger.cli.analytics",
     "ledger.cli.audit",
     "ledger.cli.serve",
+    "ledger.cli.schedule",
 )
 
 
@@ -59,12 +61,14 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from ledger.cli.errors import report
+    from ledger.logs import configure_logging
     from ledger.redact import redacting_output
 
     argv = list(sys.argv[1:] if argv is None else argv)
     with redacting_output(os.environ):  # no password reaches the terminal (ledger/redact.py)
         args = build_parser(argv).parse_args(argv)
         try:
+            configure_logging(os.environ, args.command)
             return int(args.handler(args) or 0)
         except Exception as error:  # noqa: BLE001 - every error becomes one clear line
             return report(error)

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from typing import Any
 
 from ledger.bootstrap import Ledger, bootstrap
 from ledger.cli.errors import CommandError
@@ -48,3 +49,24 @@ def format_duration(seconds: int | float | None) -> str:
         if seconds % size == 0 and seconds >= size:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+def add_metrics_port(parser: Any) -> None:
+    parser.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
+                        help="serve this process's Prometheus metrics (crawl_ledger_*) on "
+                             "127.0.0.1:PORT/metrics")
+
+
+def serve_metrics(port: int | None) -> None:
+    """Expose the process's metrics (runtime/metrics.py) on loopback, if asked."""
+    if port is None:
+        return
+    if not 1 <= port <= 65535:
+        raise CommandError(f"--metrics-port must be 1..65535, not {port}")
+    from prometheus_client import start_http_server
+
+    try:
+        start_http_server(port, addr="127.0.0.1")
+    except OSError as error:
+        raise CommandError(f"cannot serve metrics on 127.0.0.1:{port}: {error.strerror}") from None
+

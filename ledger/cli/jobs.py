@@ -13,6 +13,7 @@ from ledger.cli.errors import CommandError
 from ledger.cli.history import add_show_parser, print_history, stream_as_of
 from ledger.cli.output import print_json, print_table, short
 from projections.queries import JOB_STATES
+from runtime.slots import place, planned_jobs
 
 CONTROLS = {"pause": "pause", "resume": "resume", "cancel": "cancel", "retry": "retry",
             "force-run": "force_run"}
@@ -31,6 +32,9 @@ def register(sub: Any) -> None:
     schedule.add_argument("--max-attempts", type=number(1, 100, integer=True), default=3)
     schedule.add_argument("--no-adaptive", action="store_true",
                           help="keep the interval fixed even when content does not change")
+    schedule.add_argument("--spread", action="store_true",
+                          help="first run in the least-loaded 15-minute slot within one "
+                               "interval (default: now)")
     schedule.add_argument("--json", action="store_true")
     schedule.set_defaults(handler=schedule_job)
     lst = actions.add_parser("list", help="list jobs")
@@ -51,16 +55,21 @@ def schedule_job(args: argparse.Namespace) -> int:
     if args.once and args.every:
         raise CommandError("--once and --every exclude each other")
     every = None if args.once else parse_duration(args.every or "4h")
-    with open_ledger(fresh=False) as ledger:
+    if args.spread and every is None:
+        raise CommandError("--spread places recurring jobs: it needs --every, not --once")
+    now = utcnow()
+    with open_ledger(fresh=args.spread) as ledger:
+        start = place(planned_jobs(ledger), every, now) if args.spread and every else None
         job_id = ledger.app.schedule_job(
-            kind=args.kind, url=args.url, now=utcnow(), store_id=args.store_id, every=every,
+            kind=args.kind, url=args.url, now=now, store_id=args.store_id, every=every,
             priority=args.priority, retry_policy=RetryPolicy(max_attempts=args.max_attempts),
-            adaptive=not args.no_adaptive,
+            adaptive=not args.no_adaptive, start_at=start,
         )
     if args.json:
         print_json({"id": str(job_id)})
     else:
-        print(f"scheduled {args.kind} job {job_id} ({format_duration(every)})")
+        first = f", first run {start:%Y-%m-%d %H:%M} UTC" if args.spread and start else ""
+        print(f"scheduled {args.kind} job {job_id} ({format_duration(every)}{first})")
     return 0
 
 

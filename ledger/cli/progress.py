@@ -24,6 +24,8 @@ def stats_table(stats: RunStats, title: str = "crawl-ledger") -> Table:
         if stats.failures else ""))
     table.add_row("products seen", str(stats.products_seen))
     table.add_row("events recorded", str(stats.events))
+    if stats.images_stored or stats.images_failed:
+        table.add_row("images stored / failed", f"{stats.images_stored} / {stats.images_failed}")
     if stats.reaped:
         table.add_row("leases expired", str(stats.reaped))
     return table

@@ -75,13 +75,12 @@ def run_relay(args: argparse.Namespace) -> int:
 
 
 def _status_printer(every: float = 10.0) -> Any:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     last = [0.0]
 
     def show(metrics: RelayMetrics) -> None:
         if time.monotonic() - last[0] >= every:
             last[0] = time.monotonic()
-            logging.info("relay %s", json.dumps(metrics.as_dict()))
+            logging.getLogger("streams.relay").info("relay status", extra=metrics.as_dict())
     return show
 
 

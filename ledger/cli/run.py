@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import signal
-import sys
 from typing import Any
 
 from eventstore import Holder, StoreLocked
 from ledger.bootstrap import backend_for, bootstrap, crawler_for
 from ledger.cli.arguments import number
+from ledger.cli.context import add_metrics_port, serve_metrics
 from ledger.cli.errors import CommandError
 from ledger.cli.progress import LiveStats, stats_table
 from ledger.embedded import EmbeddedRunner, RunStats, run_loop
 from ledger.settings import Settings
 from runtime.clock import SystemClock
 from runtime.defaults import DEFAULTS
+
+log = logging.getLogger(__name__)
 
 
 def register(sub: Any) -> None:
@@ -31,6 +34,7 @@ def register(sub: Any) -> None:
                      help="seconds crawls in flight get to finish after SIGTERM/SIGINT before "
                           f"their leases are released (default {DEFAULTS.stop_deadline:g}); "
                           "a second signal exits at once")
+    add_metrics_port(run)
     run.set_defaults(handler=run_embedded)
 
 
@@ -40,6 +44,7 @@ def run_embedded(args: argparse.Namespace) -> int:
     if not 0 <= args.stop_deadline <= 3600:  # also refuses nan
         raise CommandError("--stop-deadline must be 0..3600 seconds")
     settings = Settings.from_env()
+    serve_metrics(args.metrics_port)
     try:
         with backend_for(settings).runner_lock(Holder.this_process()):
             stats = run_loop(_run(settings, args))
@@ -56,7 +61,7 @@ async def _run(settings: Settings, args: argparse.Namespace) -> RunStats:
             with LiveStats("crawl-ledger run") as live:
                 runner = EmbeddedRunner(ledger, crawler, SystemClock(),
                                         concurrency=args.concurrency, lease_ttl=args.lease_ttl,
-                                        on_change=live.update)
+                                        on_change=live.update, images=crawler)
                 stopping = Stopping(runner, args.stop_deadline)
                 loop = asyncio.get_running_loop()
                 for sig in (signal.SIGINT, signal.SIGTERM):
@@ -76,10 +81,8 @@ class Stopping:
     def signalled(self) -> None:
         self.signals += 1
         if self.signals > 1:
-            sys.stderr.write("crawl-ledger: second signal: exiting now\n")
-            sys.stderr.flush()
+            log.warning("second signal: exiting now")
             os._exit(130)
-        sys.stderr.write(f"crawl-ledger: stopping: crawls in flight have {self.deadline:g} s to "
-                         "finish (a second signal exits at once)\n")
-        sys.stderr.flush()
+        log.warning("stopping: crawls in flight have %g s to finish (a second signal exits at "
+                    "once)", self.deadline)
         self.runner.stop(self.deadline)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import socket
 from typing import Any
 
 from ledger.cli.arguments import number
@@ -19,6 +20,9 @@ def register(sub: Any) -> None:
     serve.add_argument("--host", default="127.0.0.1",
                        help="address to bind (default 127.0.0.1; another needs a token first)")
     serve.add_argument("--port", type=number(0, 65535, integer=True), default=8080)
+    serve.add_argument("--lease-ttl", type=number(1, 86400), default=None,
+                       help="seconds a bot's lease lasts without a heartbeat (default: the "
+                            "runner's)")
     serve.set_defaults(handler=run_serve)
     tokens = sub.add_parser("tokens", help="API tokens: create (shown once), list, revoke")
     actions = tokens.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -57,11 +61,38 @@ def run_serve(args: argparse.Namespace) -> int:
         if not _loopback(args.host) and not tokens.any_live():
             raise CommandError(f"refusing to serve on {args.host} with no API token: create one "
                                "first (crawl-ledger tokens create --scope admin)")
-        app = create_app(ledger, tokens, SystemClock())
+        app = create_app(ledger, tokens, SystemClock(), _probes(ledger),
+                         **({"lease_ttl": args.lease_ttl} if args.lease_ttl else {}))
         print(f"crawl-ledger API on http://{args.host}:{args.port} (OpenAPI: /openapi.json)",
               flush=True)
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        # log_config=None: uvicorn's lines go through our structured logging (ledger/logs.py)
+        uvicorn.run(app, host=args.host, port=args.port, log_config=None)
     return 0
+
+
+def _probes(ledger: Any) -> Any:
+    """With a broker configured, `/readyz` checks it and `/metrics` shows the relay's lag."""
+    from api.app import Probes
+    from ledger.settings import Settings
+
+    settings = Settings.from_env()
+    if settings.broker is None:
+        return Probes()
+    servers = settings.broker_servers
+    from streams.relay_position import RelayPositionStore
+
+    positions = RelayPositionStore(ledger.db)
+    positions.create()
+
+    def broker() -> str | None:
+        host, _, port = servers[0].rpartition(":")
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=2).close()
+        except OSError as error:
+            return f"{servers[0]}: {error.strerror or type(error).__name__}"
+        return None
+
+    return Probes(relay_position=lambda: positions.load().position, broker=broker)
 
 
 def _tokens(db: Any) -> Any:

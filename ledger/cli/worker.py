@@ -8,9 +8,11 @@ until SIGTERM/SIGINT.
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from ledger.cli.arguments import number
+from ledger.cli.context import add_metrics_port, serve_metrics
 from ledger.cli.errors import CommandError
 from ledger.settings import Settings
 from runtime.defaults import DEFAULTS
@@ -40,12 +42,15 @@ def register(sub: Any) -> None:
                              "leader (0: off; analysts' commands catch up anyway)")
     worker.add_argument("--clock-file", default=None,
                         help="read 'now' from this file (the demo's simulated clock)")
-    worker.add_argument("--loglevel", default="info")
+    worker.add_argument("--loglevel", default=None, choices=("debug", "info", "warning", "error"),
+                        help="default: LEDGER_LOG_LEVEL, else info")
+    add_metrics_port(worker)
     worker.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ledger.bootstrap import components
+    from ledger.logs import logging_config
     from streams.app import UnknownRole, create_app, parse_roles
     from streams.resources import WorkerOptions
     from streams.topics import Topics, ensure_topics
@@ -66,5 +71,9 @@ def run(args: argparse.Namespace) -> int:
                             timers=not args.no_timers, redrive_after=args.redrive_after,
                             stall_check=args.stall_check, datasets_every=args.datasets_every,
                             clock_file=args.clock_file)
-    run_worker(create_app(components(settings), roles, options), loglevel=args.loglevel)
+    env = dict(os.environ, **({"LEDGER_LOG_LEVEL": args.loglevel} if args.loglevel else {}))
+    config = logging_config(env, "worker")
+    serve_metrics(args.metrics_port)
+    run_worker(create_app(components(settings), roles, options), loglevel=config["root"]["level"],
+               logging_config=config)
     return 0

@@ -14,10 +14,12 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -151,3 +153,35 @@ def cli_env() -> Callable[..., dict[str, str]]:
 def wait_for() -> Callable[..., Any]:
     """`wait_for(predicate, what, timeout=60)`: poll until truthy, fail at the deadline."""
     return _wait_for
+
+
+PAGES = {
+    "/lamp": ('<html lang="de-DE"><head><script type="application/ld+json">{"@type": "Product",'
+              ' "name": "Lampe", "sku": "L1", "offers": {"price": "49.00", "priceCurrency": '
+              '"EUR", "availability": "https://schema.org/InStock"}}</script></head></html>'),
+    "/chair": ('<html lang="de-DE"><body><h1 class="product-title">Stuhl</h1><span class='
+               '"price">129,00 €</span><p class="availability">Auf Lager</p></body></html>'),
+    "/robots.txt": "User-agent: *\nAllow: /\n",
+}
+
+
+@pytest.fixture
+def shop() -> Iterator[str]:
+    """A loopback shop serving `PAGES` (two product pages, one without structured data)."""
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            body = PAGES.get(self.path, "").encode()
+            self.send_response(200 if body else 404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()

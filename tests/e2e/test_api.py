@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 
 import httpx
@@ -21,7 +22,7 @@ import uvicorn
 
 from api.app import create_app
 from api.auth import TokenStore
-from domain.values import CrawlFailure
+from domain.values import CrawlFailure, CrawlSuccess, Observation, Offer
 from ledger.bootstrap import Ledger
 from runtime.clock import SystemClock
 
@@ -126,13 +127,45 @@ def test_the_event_stream_delivers_new_events(api: tuple) -> None:  # type: igno
     assert received[0]["position"] == head + 1
 
 
+def test_product_pages_follow_the_cursor_and_bound_prices_exactly(api: tuple) -> None:  # type: ignore[type-arg]
+    url, secrets, job, ledger = api
+    prices = ["9.99", "10.00", "10.01", "19.99", "20.00", "20.0000000001", "35"]
+    lease = ledger.app.lease(job, "w1", 300, T0).lease_id
+    ledger.app.record_success(job, lease, CrawlSuccess(
+        200, "https://shop.example/products.json", "shopify", "shopify/1", "h1",
+        observations=tuple(Observation(provider_product_id=f"p{i}", name=f"P{i}",
+                                       offers=(Offer("1g", Decimal(price), "USD"),),
+                                       availability="in_stock")
+                           for i, price in enumerate(prices))), T0)
+    with httpx.Client(base_url=url, headers=bearer(secrets["read"])) as http:
+        def walk(**params: str) -> list[dict[str, object]]:
+            items, cursor = [], None
+            while True:
+                page = http.get("/api/v1/products", params=dict(
+                    params, limit="2", **({"cursor": cursor} if cursor else {}))).json()
+                assert len(page["items"]) <= 2
+                items += page["items"]
+                if (cursor := page["next_cursor"]) is None:
+                    return items
+        everything = walk()
+        assert [p["product_id"] for p in everything] == sorted(
+            p["product_id"] for p in ledger.read.products())
+        bounded = walk(min_price="10.00", max_price="20.00")
+        assert sorted(p["min_price"] for p in bounded) == ["10.00", "10.01", "19.99", "20.00"]
+
+
 def test_metrics_and_health(api: tuple) -> None:  # type: ignore[type-arg]
     url, _, job, ledger = api
     lease = ledger.app.lease(job, "w1", 300, T0).lease_id
     ledger.app.record_failure(job, lease, CrawlFailure("http_5xx", "502", retryable=True), T0)
     assert httpx.get(f"{url}/healthz").json() == {"status": "ok"}
-    assert httpx.get(f"{url}/readyz").json()["status"] == "ready"
+    ready = httpx.get(f"{url}/readyz").json()
+    assert ready["status"] == "ready" and ready["head"] == ledger.source.head()
+    # two events (lease, failure) recorded behind the read models' back
+    assert ready["projection_lag"] == ledger.source.head() - ledger.projection_position() > 0
     text = httpx.get(f"{url}/metrics").text
+    assert f"crawl_ledger_projection_lag_events {ready['projection_lag']:.1f}" in text
+    assert "crawl_ledger_relay_lag_events " not in text  # no relay configured
     assert 'crawl_ledger_jobs{state="scheduled"} 1.0' in text
     assert 'crawl_ledger_jobs_failing{reason="http_5xx"} 1.0' in text
     assert "crawl_ledger_api_request_seconds_bucket" in text

@@ -9,50 +9,18 @@ import base64
 import gzip
 import json
 import subprocess
-import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
-import pytest
 from backends import LOOPBACK_ENV
+from conftest import PAGES
 from test_api import bearer, serving
 
 from ledger.bootstrap import Ledger, bootstrap
 from ledger.settings import Settings
-
-PAGES = {
-    "/lamp": ('<html lang="de-DE"><head><script type="application/ld+json">{"@type": "Product",'
-              ' "name": "Lampe", "sku": "L1", "offers": {"price": "49.00", "priceCurrency": '
-              '"EUR", "availability": "https://schema.org/InStock"}}</script></head></html>'),
-    "/chair": ('<html lang="de-DE"><body><h1 class="product-title">Stuhl</h1><span class='
-               '"price">129,00 €</span><p class="availability">Auf Lager</p></body></html>'),
-    "/robots.txt": "User-agent: *\nAllow: /\n",
-}
-
-
-@pytest.fixture
-def shop() -> Iterator[str]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            body = PAGES.get(self.path, "").encode()
-            self.send_response(200 if body else 404)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            return None
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
 
 
 def seeded(data_dir: Path, shop: str) -> Ledger:
@@ -126,7 +94,8 @@ def test_submits_are_idempotent_and_expired_leases_refused(shop: str, tmp_path: 
             again = http.post(f"/api/v1/bot/leases/{first['lease_id']}/result", json=result)
             assert once.status_code == 200 and not once.json()["duplicate"]
             assert again.status_code == 200 and again.json() == {
-                "job_id": first["job_id"], "duplicate": True, "events": 0, "products": 0}
+                "job_id": first["job_id"], "duplicate": True, "events": 0, "products": 0,
+                "next": None}
             bomb = dict(result, job_id=second["job_id"], body_gzip_b64=base64.b64encode(
                 gzip.compress(b"\0" * (9 * 1024 * 1024))).decode())
             refused = http.post(f"/api/v1/bot/leases/{second['lease_id']}/result", json=bomb)

@@ -111,7 +111,8 @@ def test_a_second_signal_exits_at_once(setup: Fleet) -> None:
         wait_for(lambda: proc.poll() is not None or setup.slow_in_flight(), "slow crawls in flight")
         assert proc.stderr is not None
         proc.send_signal(signal.SIGTERM)
-        assert "stopping" in proc.stderr.readline()  # the first signal was handled
+        # the first signal was handled (log lines of finished crawls may come first)
+        assert any("stopping" in line for line in iter(proc.stderr.readline, ""))
         proc.send_signal(signal.SIGTERM)
         _, errors = proc.communicate(timeout=20)
         assert proc.returncode == 130 and "second signal" in errors

@@ -15,6 +15,7 @@ from domain.application import CrawlLedger
 from domain.errors import LeaseLost
 from domain.values import CrawlFailure, CrawlSuccess, Observation, Offer
 from eventstore import SQLiteBackend
+from runtime.scheduler import Scheduler
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 BASE = "https://shop.example"
@@ -93,7 +94,7 @@ def test_a_product_changed_by_another_process_is_not_judged_from_a_stale_cache(
     assert app.history(product)[-1].consecutive_misses == 1
 
 
-def test_a_disabled_store_is_neither_dispatched_nor_leased(tmp_path: Path) -> None:
+def test_a_disabled_store_is_neither_dispatched_nor_leased_but_skipped_once(tmp_path: Path) -> None:
     from ledger.bootstrap import bootstrap
     from ledger.settings import Settings
 
@@ -105,14 +106,21 @@ def test_a_disabled_store_is_neither_dispatched_nor_leased(tmp_path: Path) -> No
                                store_id=store, every=3600)
         app.disable_store(store, "asked us to stop", T0)
         ledger.catch_up()
-        assert ledger.read.due_jobs(T0) == []
         before = app.recorder.max_notification_id()
         with pytest.raises(Exception, match="disabled"):
             app.lease(job, "w1", 60, T0)
         assert app.recorder.max_notification_id() == before
+        # the scheduler records the due run as skipped, once, and the job waits a cycle
+        assert Scheduler(ledger).tick(T0) == []
+        assert [e.event_type for e in ledger.source.read(before, 10)] == ["CrawlJob.Skipped"]
+        assert Scheduler(ledger).tick(T0) == []
+        assert app.recorder.max_notification_id() == before + 1
         app.enable_store(store, T0)
         ledger.catch_up()
-        assert [r["job_id"] for r in ledger.read.due_jobs(T0)] == [str(job)]
+        assert ledger.read.due_jobs(T0) == []  # its next cycle
+        later = T0 + timedelta(hours=1)
+        assert [r["job_id"] for r in ledger.read.due_jobs(later)] == [str(job)]
+        assert Scheduler(ledger).tick(later) == [job]
     finally:
         ledger.close()
 
