@@ -32,6 +32,7 @@ from prometheus_client import (
 
 from api.auth import TokenStore
 from api.dashboard import build_dashboard
+from api.docs import add_docs
 from api.images import build_images_router
 from api.routes import PROBLEMS, ApiProblem, build_router, requirement
 from api.sessions import Sessions
@@ -177,4 +178,5 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
                                            requirement(tokens, sessions)))
     app.include_router(build_dashboard(ledger, sessions, clock, lock, probes.relay_position))
     app.mount("/static", StaticFiles(packages=[("api", "static")]), name="static")
+    add_docs(app)
     return app

@@ -258,3 +258,26 @@ def test_every_page_at_desktop_and_phone_width(site: tuple[str, dict[str, str]],
         assert not re.search(r"""(src|href)=["']https?://""", html)
     finally:
         visit.close()
+
+
+def test_interactive_api_docs_come_from_this_server(site: tuple[str, dict[str, str]],
+                                                    browser: Any) -> None:
+    """/docs renders Swagger UI over /openapi.json with assets from the installed package:
+    every operation is listed and nothing is fetched from outside (no console error
+    from the Content-Security-Policy either)."""
+    url, _ = site
+    visit = Visit(browser, url)
+    errors: list[str] = []
+    visit.page.on("console", lambda message: errors.append(message.text)
+                  if message.type == "error" else None)
+    try:
+        answer = visit.page.goto("/docs")
+        assert answer is not None and answer.status == 200
+        assert "script-src 'self'" in answer.headers["content-security-policy"]
+        visit.page.wait_for_selector(".opblock-summary-path", timeout=20_000)
+        paths = set(visit.page.locator(".opblock-summary-path").all_inner_texts())
+        documented = set(visit.page.request.get("/openapi.json").json()["paths"])
+        assert {p.replace("\u200b", "") for p in paths} == documented
+        assert visit.outside() == [] and errors == []
+    finally:
+        visit.close()
