@@ -120,3 +120,18 @@ def test_a_page_without_products_yields_nothing() -> None:
         url="https://blog.example/", text="<html><body><h1>Hello</h1><p>no prices</p></body></html>"
     )
     assert extract_page(page)[1].observations == ()
+
+
+def test_a_dollar_sign_reads_as_the_currency_the_page_declares_elsewhere() -> None:
+    """"$" on a .com page is USD unless the page says otherwise: here an Event's offer
+    (not a product) declares CLP; a declaration that is no code changes nothing."""
+    event = ('{"@context": "https://schema.org", "@type": "Event", "name": "Concierto", '
+             '"offers": {"@type": "AggregateOffer", "lowPrice": "3340", "priceCurrency": "%s"}}')
+    body = ('<html lang="es"><head><script type="application/ld+json">{}</script></head><body>'
+            '<h1>Concierto</h1><p class="price">Precio: $3.340</p>'
+            '<button>Comprar</button></body></html>')
+    for declared, amount, code in (("CLP", "3340", "CLP"), ("XX", "3340", "USD")):
+        page = Page(url="https://tickets.example.com/evento/1",
+                    text=body.format(event.replace("%s", declared)))
+        (ticket,) = extract_page(page)[1].observations
+        assert (ticket.offers[0].price, ticket.offers[0].currency) == (Decimal(amount), code)

@@ -59,7 +59,7 @@ class SchemaOrgAdapter:
             ("json-ld", data.jsonld), ("microdata", data.microdata), ("rdfa", data.rdfa))
             for node in nodes}
         where = where_from(page.url, tree.get("lang"), data.opengraph.get("og:locale"),
-                           task.currency)
+                           task.currency or _declared_currency(data.jsonld))
         # A lone product is the page's own product, so the page is its URL.
         own_url = page_urls[-1] if len(products) == 1 else None
         found = [product_observation(p, page.url, where.hint, own_url) for p in products]
@@ -88,6 +88,24 @@ def _own_jsonld_product(
     """
     chosen = page_products([_PLACEHOLDER, *jsonld], page_urls)
     return None if chosen[0] is _PLACEHOLDER else chosen
+
+
+def _declared_currency(jsonld: tuple[dict[str, Any], ...]) -> str | None:
+    """The one `priceCurrency` the page's JSON-LD declares anywhere (an Event's or an
+    Offer's outside any product too), as the page's currency; None when it names none
+    or several."""
+    found: set[str] = set()
+    stack: list[Any] = list(jsonld)
+    while stack and len(found) < 2:
+        node = stack.pop()
+        if isinstance(node, dict):
+            code = node.get("priceCurrency")
+            if isinstance(code, str) and re.fullmatch(r"[A-Z]{3}", code.strip()):
+                found.add(code.strip())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found.pop() if len(found) == 1 else None
 
 
 def _unique(observations: Iterable[Observation]) -> tuple[Observation, ...]:
