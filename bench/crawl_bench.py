@@ -181,10 +181,19 @@ def _instrument(ledger: Any, db_seconds: collections.Counter[str]) -> list[float
         latencies.extend(done - at for at in pending)
         return count
 
+    def wrap_group(record_many: Any) -> Any:
+        def recording(items: Any) -> Any:
+            answers = record_many(items)
+            done = time.perf_counter()
+            recorded.update((str(item.job_id), done) for item in items)
+            return answers
+        return recording
+
     app.record_success = wrap_record(app.record_success)
     app.record_failure = wrap_record(app.record_failure)
+    app.record_many = wrap_group(app.record_many)
     ledger.catch_up = catching_up
-    for name in ("lease", "record_success", "dispatch_due", "dispatch_and_lease",
+    for name in ("lease", "record_many", "record_success", "dispatch_due", "dispatch_and_lease",
                  "reap_expired_leases"):
         setattr(app, name, _timed(name, getattr(app, name), db_seconds))
     ledger.catch_up = _timed("catch_up", ledger.catch_up, db_seconds)

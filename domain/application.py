@@ -9,7 +9,7 @@ records nothing.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, TypeVar
@@ -17,26 +17,24 @@ from uuid import UUID
 
 from eventsourcing.domain import MutableOrImmutableAggregate
 
-from domain import ids
 from domain.cache import AggregateCache
-from domain.chaining import DEFAULT_CATALOG_INTERVAL, DEFAULT_MAX_NEW_JOBS, Chain
+from domain.chaining import DEFAULT_CATALOG_INTERVAL, DEFAULT_MAX_NEW_JOBS
 from domain.controls import JobControls
 from domain.crawl_job import CrawlJob, RetryPolicy
 from domain.errors import Conflict, InvalidInput, InvalidTransition
 from domain.images import ProductImages
-from domain.outcome import outcome_payload, unique_observations
 from domain.persistence import LedgerApplication, as_uuid
 from domain.ports import Storage
-from domain.product import FAILURES_FOR_UNKNOWN_STOCK, Product
+from domain.product import Product
+from domain.recording import ResultRecording
 from domain.reextraction import Reextraction
 from domain.registry import WorkerRegistry
 from domain.store import PLATFORMS, Store
 from domain.timeutil import command, utc
 from domain.urls import normalize_url
-from domain.values import CrawlFailure, CrawlSuccess, CrawlTask, Policy
+from domain.values import CrawlTask, Policy
 
 R = TypeVar("R")
-PRODUCT_KINDS = frozenset({"catalog", "product_page"})
 
 
 @dataclass(frozen=True)
@@ -53,23 +51,11 @@ class LedgerOptions:
     max_new_jobs: int = DEFAULT_MAX_NEW_JOBS
 
 
-@dataclass(frozen=True)
-class RecordResult:
-    """What recording one crawl result did."""
-
-    job_id: str
-    duplicate: bool = False
-    events: int = 0
-    products: int = 0
-    new_products: int = 0
-    children: tuple[str, ...] = ()
-
-
-class CrawlLedger(JobControls, Reextraction, ProductImages, WorkerRegistry, LedgerApplication):
+class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, WorkerRegistry,
+                  LedgerApplication):
     """Stores, crawl jobs and products, and every command on them."""
 
     name = "CrawlLedger"
-    RECORD_RETRIES = 3
     #: a snapshot every so many events (domain.snapshots): loading replays at most that many
     snapshotting_intervals: ClassVar[dict[type[MutableOrImmutableAggregate[Any]], int]] = {
         Store: 20, CrawlJob: 30, Product: 20}
@@ -251,111 +237,6 @@ class CrawlLedger(JobControls, Reextraction, ProductImages, WorkerRegistry, Ledg
         job = self.get_job(job_id)
         job.extend_lease(lease_id, ttl, utc(now))
         self._save(job)
-
-    def _retrying(self, command: Callable[..., R], *args: Any) -> R:
-        """Run a result-recording command again on a version conflict (a lease heartbeat,
-        another writer of the same product); it reloads fresh state each time."""
-        for attempt in range(1, self.RECORD_RETRIES + 1):
-            try:
-                return command(*args)
-            except Conflict:
-                if attempt == self.RECORD_RETRIES:
-                    raise
-        raise AssertionError("unreachable")
-
-    @command
-    def record_failure(self, job_id: UUID | str, lease_id: str, failure: CrawlFailure,
-                       now: datetime) -> RecordResult:
-        """Record a failed attempt (never a miss for any product)."""
-        return self._retrying(self._record_failure, job_id, lease_id, failure, utc(now))
-
-    def _record_failure(self, job_id: UUID | str, lease_id: str, failure: CrawlFailure,
-                        now: datetime) -> RecordResult:
-        job = self.get_job(job_id)
-        if job.already_recorded(lease_id):
-            return RecordResult(str(job.id), duplicate=True)
-        job.fail(lease_id, failure.error_kind, failure.message, failure.retryable,
-                 failure.retry_after, now)
-        products = self._stock_unseen(job, now)
-        events = sum(len(a.pending_events) for a in (job, *products))
-        self._save(job, *products)
-        return RecordResult(str(job.id), events=events)
-
-    def _stock_unseen(self, job: CrawlJob, now: datetime) -> list[Product]:
-        """The products a failing job sees, marked stock-unknown when its failures reach
-        the limit (once per run of failures; the next good crawl makes them known)."""
-        if (job.kind not in PRODUCT_KINDS or not job.products
-                or job.consecutive_failures != FAILURES_FOR_UNKNOWN_STOCK):
-            return []
-        wanted = {UUID(p) for p in job.products}
-        loaded = self._fresh_cached(wanted)
-        loaded.update(self.find_many(Product, wanted - set(loaded)))
-        for product in loaded.values():
-            product.lose_sight(str(job.id), job.consecutive_failures, job.last_error, now)
-        return [p for p in loaded.values() if p.pending_events]
-
-    @command
-    def record_success(self, job_id: UUID | str, lease_id: str, outcome: CrawlSuccess,
-                       now: datetime) -> RecordResult:
-        """Atomically record a run's outcome, every product event and chained jobs.
-
-        Submitting the same lease's result again records nothing.
-        """
-        return self._retrying(self._record_success, job_id, lease_id, outcome, utc(now))
-
-    def _record_success(self, job_id: UUID | str, lease_id: str, outcome: CrawlSuccess,
-                        now: datetime) -> RecordResult:
-        job = self.get_job(job_id)
-        if job.already_recorded(lease_id):
-            return RecordResult(str(job.id), duplicate=True)
-        job.require_lease(lease_id, "record a result for")
-        products, loaded, new_ids = self._product_events(job, outcome, now)
-        chain = Chain(self, job, now, self.options.catalog_interval, self.options.max_new_jobs)
-        chain.follow(outcome)
-        job.succeed(lease_id, outcome_payload(outcome, chain.dropped), new_ids, now)
-        aggregates = [job, *products, *chain.aggregates()]
-        events = sum(len(a.pending_events) for a in aggregates)
-        self._save(*aggregates)
-        self.products.put_many(loaded)  # saved: their state is the stored state
-        return RecordResult(str(job.id), events=events, products=len(outcome.observations),
-                            new_products=len(new_ids), children=chain.children())
-
-    def _product_events(self, job: CrawlJob, outcome: CrawlSuccess,
-                        now: datetime) -> tuple[list[Product], list[Product], list[str]]:
-        if job.kind not in PRODUCT_KINDS or job.store_id is None:
-            return [], [], []
-        seen = unique_observations(outcome.observations)
-        wanted = {ids.product_id(job.store_id, pid) for pid in seen}
-        # a catalog crawl misses what it no longer lists; a gone page takes its product out
-        counts_absence = job.kind == "catalog" or outcome.gone
-        absent = {UUID(p) for p in job.products} - wanted if counts_absence else set()
-        loaded = self._fresh_cached(wanted | absent)
-        loaded.update(self.find_many(Product, (wanted | absent) - set(loaded)))
-        changed: list[Product] = []
-        for pid, obs in seen.items():
-            product_uuid = ids.product_id(job.store_id, pid)
-            if product_uuid not in loaded:
-                loaded[product_uuid] = Product.discover(job.store_id, obs, str(job.id), now)
-            product = loaded[product_uuid]
-            product.observe(obs, str(job.id), job.attempt, outcome.content_hash,
-                            outcome.extractor_version, now)
-            changed.append(product)
-        for product_uuid in absent & loaded.keys():
-            product = loaded[product_uuid]
-            lapse = product.gone if outcome.gone else product.miss
-            lapse(str(job.id), now)
-            changed.append(product)
-        new_ids = sorted(str(p) for p in wanted if str(p) not in job.products)
-        return [p for p in changed if p.pending_events], list(loaded.values()), new_ids
-
-    def _fresh_cached(self, product_ids: set[UUID]) -> dict[UUID, Product]:
-        """Cached products still at their stored version (another process may have written:
-        a stale copy that emits nothing would never conflict, so check, in one query)."""
-        cached = self.products.take_many(product_ids)
-        if not cached:
-            return cached
-        current = self.storage.select_versions(self.recorder, cached)
-        return {i: p for i, p in cached.items() if current.get(i) == p.version}
 
     @command
     def release_lease(self, job_id: UUID | str, lease_id: str, reason: str, now: datetime) -> bool:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import ParamSpec, TypeVar
@@ -48,6 +49,16 @@ def event_timestamp() -> datetime:
     clock, as in the library.
     """
     return _COMMAND_TIME.get() or datetime_now_with_tzinfo()
+
+
+@contextmanager
+def command_time(now: datetime) -> Iterator[None]:
+    """Within the block, every event created carries `now` (one command of several)."""
+    token = _COMMAND_TIME.set(utc(now))
+    try:
+        yield
+    finally:
+        _COMMAND_TIME.reset(token)
 
 
 def command(method: Callable[P, R]) -> Callable[P, R]:

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from domain import ids
-from domain.application import PRODUCT_KINDS
+from domain.recording import PRODUCT_KINDS
 from domain.timeutil import parse_iso
 from domain.values import Observation
 from runtime.ledger import Ledger

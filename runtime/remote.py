@@ -18,8 +18,8 @@ from datetime import datetime
 
 import structlog
 
-from domain.application import RecordResult
 from domain.errors import Conflict
+from domain.recording import RecordResult
 from domain.values import CrawlFailure, CrawlOutcome, CrawlTask
 from runtime import metrics
 from runtime.ledger import Ledger

@@ -16,12 +16,14 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 import structlog
 
-from domain.application import RecordResult
+from domain.application import CrawlLedger
 from domain.errors import LeaseLost, LedgerError
+from domain.recording import Recording, RecordResult
 from domain.values import CrawlFailure, CrawlOutcome, CrawlTask
 from eventstore import unavailable
 from runtime import metrics
@@ -41,14 +43,73 @@ class DbThread:
     """Runs ledger calls on dedicated threads (one for SQLite: it has one writer)."""
 
     def __init__(self, threads: int = 1) -> None:
+        self.threads = threads
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ledger-db")
+        self._groups: dict[int, GroupCommit] = {}
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.pool, functools.partial(fn, *args, **kwargs))
 
+    def group_commit(self, app: CrawlLedger) -> GroupCommit:
+        """The one `GroupCommit` of `app` on these threads (shared by every worker)."""
+        if id(app) not in self._groups:
+            self._groups[id(app)] = GroupCommit(app, self)
+        return self._groups[id(app)]
+
     def close(self) -> None:
         self.pool.shutdown(wait=True)
+
+
+class GroupCommit:
+    """Records crawl results in groups: every result waiting when the database thread
+    is free goes into one `CrawlLedger.record_many` call (one transaction; see
+    `domain.recording`), at most `GROUP` at a time. Under load the groups grow, so
+    throughput grows with load instead of latency; alone, a result is recorded at once.
+    Each caller gets its own result or its own error."""
+
+    GROUP = 64
+
+    def __init__(self, app: CrawlLedger, db: DbThread) -> None:
+        self.app, self.db = app, db
+        self.waiting: list[tuple[Recording, asyncio.Future[RecordResult]]] = []
+        self.flushing = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def record(self, job_id: str, lease_id: str, outcome: CrawlOutcome,
+                     now: datetime) -> RecordResult:
+        done: asyncio.Future[RecordResult] = asyncio.get_running_loop().create_future()
+        self.waiting.append((Recording(job_id, lease_id, outcome, now), done))
+        if self.flushing < self.db.threads:
+            self.flushing += 1
+            task = asyncio.create_task(self._flush())  # not cancelled with one caller
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return await done
+
+    async def _flush(self) -> None:
+        try:
+            while self.waiting:
+                group, self.waiting = self.waiting[:self.GROUP], self.waiting[self.GROUP:]
+                try:
+                    answers = await self.db.call(self.app.record_many, [r for r, _ in group])
+                except BaseException as error:  # noqa: BLE001 - every caller of the group sees it
+                    for _, done in group:
+                        if not done.done():
+                            done.set_exception(error)
+                    if isinstance(error, asyncio.CancelledError):
+                        raise
+                    continue
+                metrics.GROUP_SIZE.observe(len(group))
+                for (_, done), answer in zip(group, answers):
+                    if done.done():
+                        continue
+                    if isinstance(answer, Exception):
+                        done.set_exception(answer)
+                    else:
+                        done.set_result(answer)
+        finally:
+            self.flushing -= 1
 
 
 @dataclass(frozen=True)
@@ -125,11 +186,10 @@ class JobWorker:
 
     async def _record(self, task: CrawlTask, outcome: CrawlOutcome) -> RecordResult | None:
         app = self.ledger.app
-        record = app.record_success if outcome.ok else app.record_failure
+        group = self.db.group_commit(app)
         try:
             return await retrying_while_unavailable(
-                lambda: self.db.call(record, task.job_id, task.lease_id, outcome,
-                                     self.clock.now()),
+                lambda: group.record(task.job_id, task.lease_id, outcome, self.clock.now()),
                 f"recording job {task.job_id}", patience=self.lease_ttl)
         except LeaseLost as lost:  # the lease expired and was reaped (or cancelled) meanwhile
             log.warning("result of job %s not recorded: %s", task.job_id, lost)

@@ -1,0 +1,310 @@
+"""Group commit: many crawl results recorded in one transaction, each one still atomic
+and independent.
+
+`CrawlLedger.record_many` loads every job of the group in one query, prepares each
+result exactly as `record_success` / `record_failure` would (the same domain rules:
+`_prepare_success`, `_prepare_failure`) and saves all their events in one
+transaction. What keeps each result independent:
+
+- a result the domain refuses (lease lost, unknown job, a bug in one result) fails
+  only itself: its error is its answer and nothing of it is saved;
+- a result touching an aggregate another result of the group already changed (two
+  jobs seeing one product) is left out of the group and recorded on its own after it,
+  so one transaction never holds two writes of one aggregate;
+- when the group's transaction fails (a concurrent writer got to an aggregate first),
+  nothing of it is stored and each of its results is recorded on its own, with the
+  usual reload-and-retry on conflict.
+
+A result is therefore saved exactly once, with the events `record_success` would
+have saved, in the same per-aggregate order; only the number of commits changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate
+
+from domain import ids
+from domain.cache import AggregateCache
+from domain.chaining import Aggregates, Chain
+from domain.crawl_job import CrawlJob
+from domain.errors import Conflict
+from domain.outcome import outcome_payload, unique_observations
+from domain.ports import Storage
+from domain.product import FAILURES_FOR_UNKNOWN_STOCK, Product
+from domain.timeutil import command, command_time, utc
+from domain.values import CrawlFailure, CrawlSuccess, Observation
+
+if TYPE_CHECKING:
+    from domain.application import LedgerOptions
+
+__all__ = ["PRODUCT_KINDS", "Prepared", "RecordResult", "Recording", "ResultRecording"]
+
+A = TypeVar("A")
+R = TypeVar("R")
+#: the job kinds whose results observe products
+PRODUCT_KINDS = frozenset({"catalog", "product_page"})
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    """What recording one crawl result did."""
+
+    job_id: str
+    duplicate: bool = False
+    events: int = 0
+    products: int = 0
+    new_products: int = 0
+    children: tuple[str, ...] = ()
+
+
+@dataclass
+class Prepared:
+    """A result applied to its aggregates in memory, not yet saved."""
+
+    result: RecordResult
+    aggregates: list[Any] = field(default_factory=list)
+    #: products loaded to prepare it (cached once saved)
+    loaded: list[Any] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Recording:
+    """One crawl result to record: a success or a failure of a leased job."""
+
+    job_id: str
+    lease_id: str
+    outcome: CrawlSuccess | CrawlFailure
+    now: datetime
+
+
+class ResultRecording:
+    """Recording crawl results: one (`record_success`, `record_failure`) or a group
+    (`record_many`). A mixin of `CrawlLedger`."""
+
+    RECORD_RETRIES = 3
+    #: products `record_many` loaded for its group, taken by the results that use them
+    _preloaded: dict[UUID, Product] = {}  # noqa: RUF012 - replaced per group, never mutated here
+
+    if TYPE_CHECKING:  # provided by the application class this is mixed into
+        products: AggregateCache[Product]
+        options: LedgerOptions
+        storage: Storage
+        recorder: Any
+
+        def find_many(self, cls: type[A], aggregate_ids: Iterable[UUID]) -> dict[UUID, A]: ...
+
+        def get_job(self, job_id: UUID | str) -> CrawlJob: ...
+
+        def _save(self, *aggregates: Aggregate | None) -> None: ...
+
+    def _retrying(self, command: Callable[..., R], *args: Any) -> R:
+        """Run a result-recording command again on a version conflict (a lease heartbeat,
+        another writer of the same product); it reloads fresh state each time."""
+        for attempt in range(1, self.RECORD_RETRIES + 1):
+            try:
+                return command(*args)
+            except Conflict:
+                if attempt == self.RECORD_RETRIES:
+                    raise
+        raise AssertionError("unreachable")
+
+    @command
+    def record_failure(self, job_id: UUID | str, lease_id: str, failure: CrawlFailure,
+                       now: datetime) -> RecordResult:
+        """Record a failed attempt (never a miss for any product)."""
+        return self._retrying(self._record_failure, job_id, lease_id, failure, utc(now))
+
+    def _record_failure(self, job_id: UUID | str, lease_id: str, failure: CrawlFailure,
+                        now: datetime) -> RecordResult:
+        return self._saved(self._prepare_failure(self.get_job(job_id), lease_id, failure, now))
+
+    def _prepare_failure(self, job: CrawlJob, lease_id: str, failure: CrawlFailure,
+                         now: datetime) -> Prepared:
+        if job.already_recorded(lease_id):
+            return Prepared(RecordResult(str(job.id), duplicate=True))
+        job.fail(lease_id, failure.error_kind, failure.message, failure.retryable,
+                 failure.retry_after, now)
+        products = self._stock_unseen(job, now)
+        events = sum(len(a.pending_events) for a in (job, *products))
+        return Prepared(RecordResult(str(job.id), events=events), [job, *products])
+
+    def _saved(self, prepared: Prepared) -> RecordResult:
+        """Save what a prepared result changed (nothing for a duplicate), in one transaction."""
+        if prepared.aggregates:
+            self._save(*prepared.aggregates)
+            self.products.put_many(prepared.loaded)  # saved: their state is the stored state
+        return prepared.result
+
+    def _stock_unseen(self, job: CrawlJob, now: datetime) -> list[Product]:
+        """The products a failing job sees, marked stock-unknown when its failures reach
+        the limit (once per run of failures; the next good crawl makes them known)."""
+        if (job.kind not in PRODUCT_KINDS or not job.products
+                or job.consecutive_failures != FAILURES_FOR_UNKNOWN_STOCK):
+            return []
+        loaded = self._load_products({UUID(p) for p in job.products})
+        for product in loaded.values():
+            product.lose_sight(str(job.id), job.consecutive_failures, job.last_error, now)
+        return [p for p in loaded.values() if p.pending_events]
+
+    @command
+    def record_success(self, job_id: UUID | str, lease_id: str, outcome: CrawlSuccess,
+                       now: datetime) -> RecordResult:
+        """Atomically record a run's outcome, every product event and chained jobs.
+
+        Submitting the same lease's result again records nothing.
+        """
+        return self._retrying(self._record_success, job_id, lease_id, outcome, utc(now))
+
+    def _record_success(self, job_id: UUID | str, lease_id: str, outcome: CrawlSuccess,
+                        now: datetime) -> RecordResult:
+        return self._saved(self._prepare_success(self.get_job(job_id), lease_id, outcome, now))
+
+    def _prepare_success(self, job: CrawlJob, lease_id: str, outcome: CrawlSuccess,
+                         now: datetime) -> Prepared:
+        if job.already_recorded(lease_id):
+            return Prepared(RecordResult(str(job.id), duplicate=True))
+        job.require_lease(lease_id, "record a result for")
+        products, loaded, new_ids = self._product_events(job, outcome, now)
+        chain = Chain(cast(Aggregates, self), job, now, self.options.catalog_interval, self.options.max_new_jobs)
+        chain.follow(outcome)
+        job.succeed(lease_id, outcome_payload(outcome, chain.dropped), new_ids, now)
+        aggregates = [job, *products, *chain.aggregates()]
+        events = sum(len(a.pending_events) for a in aggregates)
+        return Prepared(RecordResult(str(job.id), events=events, products=len(outcome.observations),
+                                     new_products=len(new_ids), children=chain.children()),
+                        aggregates, loaded)
+
+    def _product_events(self, job: CrawlJob, outcome: CrawlSuccess,
+                        now: datetime) -> tuple[list[Product], list[Product], list[str]]:
+        if job.kind not in PRODUCT_KINDS or job.store_id is None:
+            return [], [], []
+        seen = unique_observations(outcome.observations)
+        wanted, absent = _touched(job, seen, outcome)
+        loaded = self._load_products(wanted | absent)
+        changed: list[Product] = []
+        for pid, obs in seen.items():
+            product_uuid = ids.product_id(job.store_id, pid)
+            if product_uuid not in loaded:
+                loaded[product_uuid] = Product.discover(job.store_id, obs, str(job.id), now)
+            product = loaded[product_uuid]
+            product.observe(obs, str(job.id), job.attempt, outcome.content_hash,
+                            outcome.extractor_version, now)
+            changed.append(product)
+        for product_uuid in absent & loaded.keys():
+            product = loaded[product_uuid]
+            lapse = product.gone if outcome.gone else product.miss
+            lapse(str(job.id), now)
+            changed.append(product)
+        new_ids = sorted(str(p) for p in wanted if str(p) not in job.products)
+        return [p for p in changed if p.pending_events], list(loaded.values()), new_ids
+
+    def _load_products(self, product_ids: set[UUID]) -> dict[UUID, Product]:
+        """The products, from those `record_many` loaded for its group first, then the
+        cache (when still current), then the store."""
+        loaded = {i: self._preloaded.pop(i) for i in product_ids & self._preloaded.keys()}
+        rest = product_ids - loaded.keys()
+        loaded.update(self._fresh_cached(rest))
+        loaded.update(self.find_many(Product, rest - loaded.keys()))
+        return loaded
+
+    def _fresh_cached(self, product_ids: set[UUID]) -> dict[UUID, Product]:
+        """Cached products still at their stored version (another process may have written:
+        a stale copy that emits nothing would never conflict, so check, in one query)."""
+        cached = self.products.take_many(product_ids)
+        if not cached:
+            return cached
+        current = self.storage.select_versions(self.recorder, cached)
+        return {i: p for i, p in cached.items() if current.get(i) == p.version}
+
+    def record_many(self, items: Sequence[Recording]) -> list[RecordResult | Exception]:
+        """Record each item as `record_success`/`record_failure` would, in one transaction
+        where they allow it; per item its result, or the error that refused it."""
+        keys = [_uuid(item.job_id) for item in items]
+        jobs = self.find_many(CrawlJob, [key for key in keys if key is not None])
+        answers: dict[int, RecordResult | Exception] = {}
+        alone: list[int] = []
+        group: list[tuple[int, Prepared]] = []
+        touched: set[UUID] = set()
+        self._preloaded = self._load_products(
+            {p for key, item in zip(keys, items) if key in jobs
+             for p in _touched_by(jobs[key], item.outcome)})
+        try:
+            for index, (key, item) in enumerate(zip(keys, items)):
+                job = jobs.pop(key) if key is not None and key in jobs else None
+                if job is None:  # unknown, or twice in the group: on its own after it
+                    alone.append(index)
+                    continue
+                try:
+                    with command_time(utc(item.now)):
+                        prepared = self._prepare(job, item)
+                except Exception as error:  # noqa: BLE001 - it fails only this result
+                    answers[index] = error
+                    continue
+                ids = {aggregate.id for aggregate in prepared.aggregates}
+                if ids & touched:  # one transaction never writes an aggregate twice
+                    alone.append(index)
+                    continue
+                touched |= ids
+                group.append((index, prepared))
+        finally:
+            self._preloaded = {}
+        if group:
+            try:
+                self._save(*(a for _, prepared in group for a in prepared.aggregates))
+            except Conflict:
+                alone.extend(index for index, _ in group)
+                group = []
+        for index, prepared in group:
+            self.products.put_many(prepared.loaded)  # saved: their state is the stored state
+            answers[index] = prepared.result
+        for index in sorted(alone):
+            answers[index] = self._one(items[index])
+        return [answers[index] for index in range(len(items))]
+
+    def _prepare(self, job: CrawlJob, item: Recording) -> Prepared:
+        if isinstance(item.outcome, CrawlSuccess):
+            return self._prepare_success(job, item.lease_id, item.outcome, utc(item.now))
+        return self._prepare_failure(job, item.lease_id, item.outcome, utc(item.now))
+
+    def _one(self, item: Recording) -> RecordResult | Exception:
+        try:
+            if isinstance(item.outcome, CrawlSuccess):
+                return self.record_success(item.job_id, item.lease_id, item.outcome, item.now)
+            return self.record_failure(item.job_id, item.lease_id, item.outcome, item.now)
+        except Exception as error:  # noqa: BLE001 - refused or failed: this result only
+            return error
+
+
+def _touched(job: CrawlJob, seen: Mapping[str, Observation], outcome: CrawlSuccess
+             ) -> tuple[set[UUID], set[UUID]]:
+    """The products a result observes, and those it finds absent: a catalog crawl
+    misses what it no longer lists; a gone page takes its product out."""
+    assert job.store_id is not None
+    wanted = {ids.product_id(job.store_id, pid) for pid in seen}
+    counts_absence = job.kind == "catalog" or outcome.gone
+    absent = {UUID(p) for p in job.products} - wanted if counts_absence else set()
+    return wanted, absent
+
+
+def _touched_by(job: CrawlJob, outcome: CrawlSuccess | CrawlFailure) -> set[UUID]:
+    """The products recording `outcome` may load (to load a group's in one go)."""
+    if job.kind not in PRODUCT_KINDS or job.store_id is None:
+        return set()
+    if isinstance(outcome, CrawlSuccess):
+        return set.union(*_touched(job, unique_observations(outcome.observations), outcome))
+    if job.consecutive_failures + 1 == FAILURES_FOR_UNKNOWN_STOCK:
+        return {UUID(p) for p in job.products}
+    return set()
+
+
+def _uuid(value: str) -> UUID | None:
+    try:
+        return UUID(str(value))
+    except ValueError:
+        return None
