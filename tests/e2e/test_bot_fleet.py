@@ -30,6 +30,9 @@ from simulator import SimulatorThread
 from simulator.catalog import Simulation
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
+#: stores found by discovery get this crawl delay (the default, 1 s per host, would make
+#: the ~100 images per simulated store take minutes)
+FAST = {"LEDGER_DEFAULT_CRAWL_DELAY": "0.02"}
 
 
 def seed(data_dir: Path, sim: SimulatorThread, phase: str) -> None:
@@ -112,13 +115,13 @@ def test_two_bots_crawl_the_simulator_as_the_embedded_runner_does(
         for phase in ("discovery", "feeds"):
             seed(tmp_path / "embedded", sim, phase)
             done = subprocess.run([crawl_ledger_bin, "run", "--until-idle"], timeout=300,
-                                  env=cli_env(tmp_path / "embedded"), capture_output=True,
+                                  env=cli_env(tmp_path / "embedded", **FAST), capture_output=True,
                                   text=True)
             assert done.returncode == 0, done.stderr
         expected = facts(tmp_path / "embedded")
 
         (tmp_path / "api").mkdir()
-        server = Serving(crawl_ledger_bin, cli_env(tmp_path / "api"))
+        server = Serving(crawl_ledger_bin, cli_env(tmp_path / "api", **FAST))
         try:
             wait_for(server.up, "serve answering")
             for phase in ("discovery", "feeds"):
@@ -138,7 +141,7 @@ def test_two_bots_crawl_the_simulator_as_the_embedded_runner_does(
         images_before = facts(tmp_path / "api")[1]
         # bots crawl pages only: images are downloaded where they are served from
         fetched = subprocess.run([crawl_ledger_bin, "images", "fetch"], timeout=300,
-                                 env=cli_env(tmp_path / "api"), capture_output=True, text=True)
+                                 env=cli_env(tmp_path / "api", **FAST), capture_output=True, text=True)
     found = facts(tmp_path / "api")
     assert len(expected[0]) > 50
     assert expected[1]["CrawlJob.Succeeded"] < expected[2]  # some crawls had several pages
