@@ -66,7 +66,7 @@ def test_import_gives_equal_read_models_and_the_same_audit_chain(
     assert json.loads(original["products"]) and json.loads(original["jobs"])
     use(monkeypatch, target, tmp_path / "target")
     assert cli.main(["events", "import", str(log), "--expect", chain]) == 0
-    assert f"audit chain hash at position {chain}" in capsys.readouterr().out
+    assert capsys.readouterr().out.strip().endswith(f": {chain}")
     assert outputs(capsys) == original
     assert cli.main(["audit", "verify", "--expect", chain]) == 0
     assert "verified:" in capsys.readouterr().out
