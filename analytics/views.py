@@ -10,6 +10,9 @@ Base views (one per dataset): `price_observations`, `stock_events`,
   (`Product.PriceChanged` with old and new price), from the writer's
   `price_changes` dataset, with `old_price`, `new_price`, `abs_change`, `pct_change`.
 
+Table macros `product_as_of(ts)` and `job_as_of(ts)` (analytics/as_of.py) give each
+product's and job's state as the ledger knew it at `ts`.
+
 No view runs a window over every observation (see docs/analytics.md, Performance).
 """
 
@@ -19,6 +22,7 @@ from pathlib import Path
 
 import duckdb
 
+from analytics.as_of import AS_OF_MACROS
 from analytics.schema import DATASETS
 from projections.parquet_writer import LATEST, latest_through
 
@@ -77,12 +81,12 @@ def _products_latest(root: Path) -> str:
 
 
 def view_statements(dataset_dir: Path | str) -> list[str]:
-    """The SQL that creates every view (also written out for the DuckDB CLI)."""
+    """The SQL that creates every view and macro (also written out for the DuckDB CLI)."""
     root = Path(dataset_dir).resolve()
     base = [f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {_source(root, name)}"
             for name in DATASETS if name != "price_changes"]
     return [*base, _products_latest(root),
-            PRICE_CHANGES.format(source=_source(root, "price_changes")).strip()]
+            PRICE_CHANGES.format(source=_source(root, "price_changes")).strip(), *AS_OF_MACROS]
 
 
 def create_views(con: duckdb.DuckDBPyConnection, dataset_dir: Path | str) -> None:

@@ -4,8 +4,9 @@
     ├── NotFound                an unknown store, job or product id
     ├── InvalidTransition       a command not valid from the aggregate's state
     ├── InvalidInput            a bad URL, interval, price, policy value …
-    └── Conflict                a concurrent writer got there first (lease race)
-        └── LeaseLost           a result/extension for a lease that is not current
+    ├── Conflict                a concurrent writer got there first (lease race)
+    │   └── LeaseLost           a result/extension for a lease that is not current
+    └── EventStoreNotEmpty      an import into a store that already holds events
 
 Every one of them means: nothing was recorded.
 """
@@ -35,3 +36,7 @@ class Conflict(LedgerError):
 
 class LeaseLost(Conflict):
     pass
+
+
+class EventStoreNotEmpty(LedgerError):
+    """An import into an event store that already holds events."""

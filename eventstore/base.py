@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 from uuid import UUID, uuid4
@@ -19,9 +19,12 @@ from uuid import UUID, uuid4
 from eventsourcing.persistence import AggregateRecorder, EventStore, StoredEvent
 
 from domain.envelope import StoredRow
+from domain.errors import EventStoreNotEmpty
 from eventstore.locks import Holder
 
 CHUNK = 500  # ids per query (SQLite's parameter limit is far above this)
+#: (position, originator id, version, topic, state) of an imported event
+ImportRow = tuple[int, UUID, int, str, bytes]
 
 
 class Backend(ABC):
@@ -70,6 +73,12 @@ class Backend(ABC):
     @abstractmethod
     def notification_rows(self, recorder: Any, after: int, limit: int) -> list[StoredRow]:
         """(position, originator id, version, topic, state) after `after`, in order."""
+
+    @abstractmethod
+    def import_rows(self, recorder: Any, batches: Iterable[Sequence[ImportRow]]) -> int:
+        """Insert the rows of an export into an empty event store, keeping their positions
+        (notification ids), in one transaction: all of them or, if anything fails (a row,
+        or `batches` raising), none. Raises `EventStoreNotEmpty` if the store has events."""
 
     @abstractmethod
     def _after_chunk(self, recorder: Any, ids: list[UUID], floors: list[int]) -> list[Any]: ...
@@ -132,6 +141,11 @@ class Backend(ABC):
         return StoredEvent(originator_id=self._originator(recorder, row["originator_id"]),
                            originator_version=int(row["originator_version"]),
                            topic=row["topic"], state=bytes(row["state"]))
+
+
+def not_empty(events: int, where: str) -> EventStoreNotEmpty:
+    return EventStoreNotEmpty(f"the event store {where} is not empty ({events} events): "
+                              "import only into a new, empty store")
 
 
 def _chunks(ids: Iterable[UUID]) -> Iterable[list[UUID]]:

@@ -9,7 +9,7 @@ library's table lock, NOTIFY and `RETURNING notification_id`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +27,7 @@ from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Identifier
 
 from domain.envelope import StoredRow
-from eventstore.base import Backend
+from eventstore.base import Backend, ImportRow, not_empty
 from eventstore.locks import Holder, postgres_lock
 
 __all__ = ["BinaryInsertRecorder", "BinarySnapshotRecorder", "PostgresBackend", "PostgresTarget"]
@@ -112,6 +112,29 @@ class PostgresBackend(Backend):
             cursor.execute(statement, (after, limit), prepare=True)
             rows: list[StoredRow] = cursor.fetchall()
             return rows
+
+    def import_rows(self, recorder: Any, batches: Iterable[Sequence[ImportRow]]) -> int:
+        store = recorder.datastore
+        table = SQL("{schema}.{table}").format(schema=Identifier(store.schema),
+                                                 table=Identifier(recorder.events_table_name))
+        insert = SQL("INSERT INTO {table} (notification_id, originator_id, originator_version, "
+                     "topic, state) SELECT * FROM unnest(%b::bigint[], %b::{id_type}[], "
+                     "%b::bigint[], %b::text[], %b::bytea[])").format(
+            table=table, id_type=Identifier(store.originator_id_type))
+        inserted, last = 0, 0
+        with store.transaction(commit=True) as cursor:
+            cursor.execute(SQL("LOCK TABLE {table} IN EXCLUSIVE MODE").format(table=table))
+            cursor.execute(SQL("SELECT count(*) AS n FROM {table}").format(table=table))
+            if (found := cursor.fetchone()["n"]):
+                raise not_empty(found, self.describe())
+            for batch in batches:
+                cursor.execute(insert, [list(column) for column in zip(*batch)])
+                inserted, last = inserted + len(batch), max(last, max(r[0] for r in batch))
+            if last:  # new events are numbered after the imported ones
+                cursor.execute("SELECT setval(pg_get_serial_sequence(format('%%I.%%I', %s::text, "
+                               "%s::text), 'notification_id'), %s)",
+                               (store.schema, recorder.events_table_name, last))
+        return inserted
 
     def _after_chunk(self, recorder: Any, ids: list[UUID], floors: list[int]) -> list[Any]:
         return _query(recorder, f"SELECT {_COLUMNS} FROM {{schema}}.{{table}} e JOIN "

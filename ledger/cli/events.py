@@ -2,11 +2,15 @@
 
     crawl-ledger events tail [--after POSITION] [--limit N] [--json] [--follow]
     crawl-ledger events export -o FILE [--stream ID] [--until POSITION]
+    crawl-ledger events import FILE [--expect HASH]
 
-`export` writes envelopes (JSON Lines, the `tail --json` objects) of the
-whole log or of one stream. A whole-log export also prints the audit hash
-chain at its last event: the value `audit checkpoint` records for the same
-position, which `audit verify-file FILE --expect HASH` checks offline.
+`export` writes envelopes (JSON Lines, the `tail --json` objects, each with the
+stored event's topic and state, the previous position and the audit chain
+hash: `runtime/export_file.py`) of the whole log or of one stream. A whole-log
+export also prints the audit hash chain at its last event: the value `audit
+checkpoint` records for the same position, which `audit verify-file FILE
+--expect HASH` checks offline. `import` replays a whole-log export into an
+empty event store (`runtime/log_import.py`).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from ledger.cli.arguments import number
+from ledger.cli.audit import chain_hash
 from ledger.cli.context import open_ledger
 from ledger.cli.errors import CommandError
 from ledger.cli.history import describe
@@ -49,6 +54,11 @@ def register(sub: Any) -> None:
     export.add_argument("--until", type=number(0, POSITIONS, integer=True),
                         help="last global position to include")
     export.set_defaults(handler=export_events)
+    load = actions.add_parser("import", help="replay a whole-log export into an empty store")
+    load.add_argument("file", help="written by `crawl-ledger events export`")
+    load.add_argument("--expect", type=chain_hash,
+                      help="the audit chain hash the export printed (refuse any other file)")
+    load.set_defaults(handler=import_events)
 
 
 def tail_events(args: argparse.Namespace) -> int:
@@ -80,7 +90,9 @@ def _stream_id(text: str) -> str:
 
 
 def export_events(args: argparse.Namespace) -> int:
+    from domain.envelope import from_stored_rows
     from projections.audit import GENESIS, link
+    from runtime.export_file import export_line
 
     stream = _stream_id(args.stream) if args.stream else None
     if args.until is not None and args.until < 1:
@@ -100,17 +112,18 @@ def export_events(args: argparse.Namespace) -> int:
                 task = bar.add_task("exporting", total=head)
                 position = 0
                 while position < head:
-                    batch = [e for e in ledger.source.read(position, 5000) if e.position <= head]
-                    if not batch:
+                    rows = [r for r in ledger.backend.notification_rows(
+                        ledger.app.recorder, position, 5000) if r[0] <= head]
+                    if not rows:
                         break
-                    for env in batch:
-                        chain = link(chain, env)
+                    for row, env in zip(rows, from_stored_rows(rows, ledger.backend.canonical_ids)):
+                        previous, chain = position, link(chain, env)
+                        position = env.position
                         if stream is None or env.stream_id == stream:
-                            line = env.to_json() + "\n"
+                            line = export_line(row, env, previous, chain)
                             out.write(line)
                             digest.update(line.encode())
                             count, last = count + 1, env.position
-                    position = batch[-1].position
                     bar.update(task, completed=position)
         except BaseException:
             if not to_stdout:
@@ -130,4 +143,22 @@ def export_events(args: argparse.Namespace) -> int:
                   f"file sha256 {digest.hexdigest()}", highlight=False)
     if stream is None:
         console.print(f"audit chain hash at position {position}: {chain}", highlight=False)
+    return 0
+
+
+def import_events(args: argparse.Namespace) -> int:
+    from domain.errors import LedgerError
+    from runtime.log_import import import_log
+
+    path = Path(args.file)
+    if not path.is_file():
+        raise CommandError(f"{args.file}: no such file")
+    with open_ledger(fresh=False) as ledger:
+        try:
+            summary = import_log(ledger, path, args.expect)
+        except LedgerError as error:
+            raise CommandError(f"nothing imported: {error}") from None
+        ledger.catch_up()
+    print(f"imported {summary.events} events (last position {summary.position}) from "
+          f"{args.file}; audit chain hash at position {summary.position}: {summary.chain_hash}")
     return 0
