@@ -18,6 +18,7 @@ from uuid import UUID
 from eventsourcing.domain import MutableOrImmutableAggregate
 
 from domain import ids
+from domain.alerts import Alerts
 from domain.cache import AggregateCache
 from domain.chaining import DEFAULT_CATALOG_INTERVAL, DEFAULT_MAX_NEW_JOBS, Chain
 from domain.controls import JobControls
@@ -65,7 +66,8 @@ class RecordResult:
     children: tuple[str, ...] = ()
 
 
-class CrawlLedger(JobControls, Reextraction, ProductImages, WorkerRegistry, LedgerApplication):
+class CrawlLedger(JobControls, Reextraction, ProductImages, WorkerRegistry, Alerts,
+                  LedgerApplication):
     """Stores, crawl jobs and products, and every command on them."""
 
     name = "CrawlLedger"
