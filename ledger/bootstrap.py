@@ -60,7 +60,8 @@ def components(settings: Settings) -> Components:
     return Components(open_ledger=partial(bootstrap, settings),
                       open_crawler=partial(crawler_for, settings),
                       data_dir=settings.data_dir, broker_servers=servers,
-                      deployment=settings.deployment)
+                      deployment=settings.deployment,
+                      open_notifier=partial(notifier_for, settings))
 
 
 def _postgres_read_db(settings: Settings) -> Database:

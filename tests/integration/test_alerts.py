@@ -260,3 +260,43 @@ def test_an_apprise_json_url_reaches_the_receiver(ledger: Ledger) -> None:
     (request,) = hook.requests
     sent = json.loads(request.body)
     assert "40.00 -> 30.00 EUR" in sent["message"]
+
+
+def test_the_faust_agent_body_drives_the_same_handler(ledger: Ledger, hook: Receiver) -> None:
+    from contextlib import AbstractAsyncContextManager
+    from functools import partial
+
+    from runtime.components import Components
+    from streams.agents import alert_batch
+    from streams.resources import Resources, WorkerOptions
+
+    shop = Shop(ledger)
+    shop.crawl(T0, a=("40.00", "in_stock"))
+    subscribe(ledger, "product", shop.product_id("a"), [{"kind": "price_drop", "value": "5"}],
+              Channel("webhook", hook.url, hook.secret))
+    clock = SimulatedClock(T0 + timedelta(hours=1))
+    shop.crawl(clock.now(), a=("30.00", "in_stock"))
+    ledger.catch_up()  # the project agents keep the subscriptions' read model current
+
+    @asynccontextmanager
+    async def sender() -> AsyncIterator[Notifier]:
+        guard = AddressGuard(LOOPBACK)
+        async with build_client(guard=guard) as client:
+            yield Notifier(client, guard)
+
+    def no_crawler() -> AbstractAsyncContextManager[Any]:
+        raise AssertionError("the alert role crawls nothing")
+
+    components = Components(open_ledger=lambda: ledger, open_crawler=no_crawler,
+                            data_dir=ledger.data_dir, open_notifier=partial(sender))
+    envelopes = ledger.source.read(0, 10_000)
+
+    async def go() -> list[int]:
+        res = Resources(components, WorkerOptions(db_threads=1), clock=clock)
+        try:  # a batch, then the same batch redelivered (at least once)
+            return [await alert_batch(res, envelopes), await alert_batch(res, envelopes)]
+        finally:
+            await res._stack.aclose()
+            res.db.close()
+    assert asyncio.run(go()) == [1, 0]
+    assert len(hook.requests) == 1 and hook.requests[0].signature_ok
