@@ -34,7 +34,7 @@ from api.auth import TokenStore
 from api.dashboard import build_dashboard
 from api.docs import add_docs
 from api.images import build_images_router
-from api.routes import PROBLEMS, ApiProblem, build_router, requirement
+from api.routes import PROBLEMS, AlertSender, ApiProblem, build_router, requirement
 from api.sessions import Sessions
 from domain.errors import InvalidInput, LedgerError, NotFound
 from runtime.clock import Clock
@@ -64,7 +64,8 @@ def problem(status: int, title: str, detail: str) -> JSONResponse:
 
 
 def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes = Probes(),
-               lease_ttl: float = DEFAULTS.lease_ttl) -> FastAPI:
+               lease_ttl: float = DEFAULTS.lease_ttl,
+               alert_sender: AlertSender | None = None) -> FastAPI:
     app = FastAPI(title="crawl-ledger", version="1", docs_url=None, redoc_url=None,
                   responses={503: PROBLEMS[422] | {"description": "not ready"}})
     lock = threading.RLock()  # one command or query at a time on the ledger's connections
@@ -172,8 +173,8 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
                         media_type=CONTENT_TYPE_LATEST)
 
     sessions = Sessions(tokens)
-    app.include_router(build_router(ledger, tokens, clock, lock, lease_ttl, sessions),
-                       prefix="/api/v1")
+    app.include_router(build_router(ledger, tokens, clock, lock, lease_ttl, sessions,
+                                    alert_sender), prefix="/api/v1")
     app.include_router(build_images_router(ImageStore(ledger.data_dir),
                                            requirement(tokens, sessions)))
     app.include_router(build_dashboard(ledger, sessions, clock, lock, probes.relay_position))

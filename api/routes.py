@@ -14,6 +14,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
+from api.alerts import AlertSender, build_alerts_router
 from api.auth import Token, TokenStore, allows
 from api.bot import build_bot_router
 from api.schedule import build_schedule_router
@@ -30,6 +31,8 @@ from runtime.slots import place, planned_jobs
 __all__ = ["ApiProblem", "build_router", "requirement"]
 
 #: the largest log position a request may name (SQLite and PostgreSQL integers are 64-bit)
+__all__ = ["PROBLEMS", "AlertSender", "ApiProblem", "build_router", "requirement"]
+
 POSITIONS = 2**62
 ACTIONS = {"pause": "pause", "resume": "resume", "cancel": "cancel", "retry": "retry",
            "force-run": "force_run"}
@@ -150,7 +153,8 @@ def requirement(tokens: TokenStore, sessions: Sessions | None = None
 
 def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
                  lock: threading.RLock, lease_ttl: float = DEFAULTS.lease_ttl,
-                 sessions: Sessions | None = None) -> APIRouter:
+                 sessions: Sessions | None = None,
+                 alert_sender: AlertSender | None = None) -> APIRouter:
     router = APIRouter(responses=PROBLEMS)
 
     require = requirement(tokens, sessions)
@@ -159,6 +163,8 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
                                            Heartbeats(ledger.db), lease_ttl))
     router.include_router(build_schedule_router(ledger, clock, lock, require("read"),
                                                 require("operate")))
+    router.include_router(build_alerts_router(ledger, clock, lock, require("read"),
+                                              require("operate"), alert_sender))
 
     def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         with lock:

@@ -17,6 +17,7 @@ from uuid import UUID
 
 from eventsourcing.domain import MutableOrImmutableAggregate
 
+from domain.alerts import Alerts
 from domain.cache import AggregateCache
 from domain.chaining import DEFAULT_CATALOG_INTERVAL, DEFAULT_MAX_NEW_JOBS
 from domain.controls import JobControls
@@ -52,7 +53,7 @@ class LedgerOptions:
 
 
 class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, WorkerRegistry,
-                  LedgerApplication):
+                  Alerts, LedgerApplication):
     """Stores, crawl jobs and products, and every command on them."""
 
     name = "CrawlLedger"

@@ -28,3 +28,8 @@ def product_id(store: UUID | str, provider_product_id: str) -> UUID:
 
 def worker_id(name: str) -> UUID:
     return uuid5(NAMESPACE, f"worker:{name}")
+
+
+def delivery_id(subscription: UUID | str, event_id: str) -> UUID:
+    """One alert per subscription and triggering event (`domain.delivery`)."""
+    return uuid5(NAMESPACE, f"delivery:{subscription}:{event_id}")

@@ -21,8 +21,9 @@ from runtime.ledger import Ledger
 
 if TYPE_CHECKING:
     from workers.crawler import Crawler
+    from workers.notify import Notifier
 
-__all__ = ["Ledger", "bootstrap", "components", "crawler_for"]
+__all__ = ["Ledger", "bootstrap", "components", "crawler_for", "notifier_for"]
 
 
 def backend_for(settings: Settings) -> Backend:
@@ -59,7 +60,8 @@ def components(settings: Settings) -> Components:
     return Components(open_ledger=partial(bootstrap, settings),
                       open_crawler=partial(crawler_for, settings),
                       data_dir=settings.data_dir, broker_servers=servers,
-                      deployment=settings.deployment)
+                      deployment=settings.deployment,
+                      open_notifier=partial(notifier_for, settings))
 
 
 def _postgres_read_db(settings: Settings) -> Database:
@@ -90,3 +92,16 @@ async def crawler_for(settings: Settings) -> AsyncIterator[Crawler]:
             yield crawler
         finally:
             crawler.close()
+
+
+@asynccontextmanager
+async def notifier_for(settings: Settings) -> AsyncIterator[Notifier]:
+    """The alert sender: its own HTTP client behind the same address guard as the crawler."""
+    from workers.addresses import AddressGuard
+    from workers.http import build_client
+    from workers.notify import Notifier
+
+    guard = AddressGuard(settings.allow_networks)
+    async with build_client(user_agent=settings.user_agent, guard=guard,
+                            max_connections=16) as client:
+        yield Notifier(client, guard, user_agent=settings.user_agent)

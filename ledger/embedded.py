@@ -11,7 +11,11 @@ One asyncio loop drives it; ledger calls go through one database thread
 4. when it was given an image port (the crawler) and the read models list product
    images not tried yet, one image task downloads and records them
    (`runtime.images.ImageStep`, bounded concurrency); the run is idle only when
-   none is pending.
+   none is pending;
+5. when it was given an alert sender, one alert task matches the events recorded
+   since its last pass against the subscriptions and sends the alerts due
+   (`runtime.alerts.AlertStep`); its first pass after a start retries the attempts
+   a killed runner left without an outcome, under the same idempotency key.
 
 Stopping (SIGINT/SIGTERM) takes no new slot; leased jobs still queued are
 released (`LeaseReleased`, due again at once); crawls in flight have until the
@@ -36,6 +40,8 @@ import uvloop
 
 from domain.values import CrawlFailure, CrawlTask
 from eventstore import unavailable
+from runtime.alert_channels import SenderPort
+from runtime.alerts import AlertBatch, AlertOptions, AlertStep
 from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
 from runtime.images import ImageBatch, ImagePort, ImageStep
@@ -71,6 +77,8 @@ class RunStats:
     reaped: int = 0
     images_stored: int = 0
     images_failed: int = 0
+    alerts_delivered: int = 0
+    alerts_failed: int = 0
     in_flight: int = 0
     queued: int = 0
     failures: Counter[str] = field(default_factory=Counter)
@@ -84,6 +92,11 @@ class RunStats:
             self.products_seen += len(report.outcome.observations)
         if report.result is not None:
             self.events += report.result.events
+
+    def note_alerts(self, batch: AlertBatch) -> None:
+        self.alerts_delivered += batch.delivered
+        self.alerts_failed += batch.failed
+        self.events += batch.recorded
 
     def note_images(self, batch: ImageBatch) -> None:
         self.images_stored += batch.stored
@@ -117,7 +130,8 @@ class EmbeddedRunner:
                  recover_orphans: bool = True,
                  on_change: Callable[[RunStats], None] | None = None,
                  max_outage: float = 600.0, images: ImagePort | None = None,
-                 image_concurrency: int = 4) -> None:
+                 image_concurrency: int = 4, alerts: SenderPort | None = None,
+                 alert_options: AlertOptions | None = None) -> None:
         self.ledger = ledger
         self.clock = clock
         self.concurrency = concurrency
@@ -134,6 +148,10 @@ class EmbeddedRunner:
         self.images = (ImageStep(ledger, images, clock, self.db, self.projector,
                                  concurrency=image_concurrency) if images is not None else None)
         self._imaging: asyncio.Task[None] | None = None
+        self.alerts = (AlertStep(ledger, alerts, clock, self.db, self.projector, alert_options)
+                       if alerts is not None else None)
+        self._alerting: asyncio.Task[AlertBatch] | None = None
+        self._alert_passes = 0
         self.stats = RunStats()
         # a job id (dispatched earlier: the worker leases it) or a task already leased to
         # this runner together with its dispatch (one save per slot)
@@ -200,6 +218,7 @@ class EmbeddedRunner:
                 self._queue.put_nowait("")  # wake idle workers so they exit
             await self._finish_in_flight(tasks)
             await self._stop_images()
+            await self._stop_alerts()
             projecting.cancel()
             await asyncio.gather(projecting, return_exceptions=True)
             try:
@@ -226,6 +245,42 @@ class EmbeddedRunner:
             self._imaging.cancel()
         if self._imaging is not None:
             await asyncio.gather(self._imaging, return_exceptions=True)
+
+    async def _stop_alerts(self) -> None:
+        """The alert pass has until the stop deadline; one still sending then is dropped
+        (its attempt has no outcome: the next start sends it again under the same key)."""
+        if self._alerting is None:
+            return
+        timeout = (None if self._stop_by is None
+                   else max(self._stop_by - asyncio.get_running_loop().time(), 0.0))
+        await asyncio.wait([self._alerting], timeout=timeout)
+        self._alerting.cancel()
+        results = await asyncio.gather(self._alerting, return_exceptions=True)
+        if isinstance(results[0], AlertBatch):
+            self.stats.note_alerts(results[0])
+
+    def _alerts_busy(self) -> bool:
+        """Start an alert pass when none runs; True while one runs or the last one did
+        something (the next pass may find more)."""
+        if self.alerts is None or self._stopping:
+            return False
+        task = self._alerting
+        if task is not None and not task.done():
+            return True
+        busy = False
+        if task is not None:
+            done = task.result()  # raises what ended it (an outage: the loop waits)
+            self.stats.note_alerts(done)
+            busy = done.recorded > 0
+        self._alerting = asyncio.create_task(self._alert_pass(self.alerts))
+        return True if task is None else busy
+
+    async def _alert_pass(self, step: AlertStep) -> AlertBatch:
+        try:
+            self._alert_passes += 1
+            return await step.run_once(orphaned=self.recover and self._alert_passes == 1)
+        finally:
+            self._wake.set()
 
     async def _images_due(self) -> bool:
         """Start the image task when images are pending; True while it runs or any is."""
@@ -297,10 +352,11 @@ class EmbeddedRunner:
             self.stats.dispatched += len(dispatched)
         self.stats.queued = self._queue.qsize()
         imaging = await self._images_due()
+        alerting = self._alerts_busy()
         await self._beat()
         self.on_change(self.stats)
         return (not dispatched and self._queue.empty() and self.stats.in_flight == 0
-                and not imaging and finished == self._finished)
+                and not imaging and not alerting and finished == self._finished)
 
     async def _beat(self) -> None:
         """A heartbeat every `INTERVAL` seconds of loop time (not an event)."""

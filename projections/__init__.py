@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from projections.alerts import AlertsProjection
 from projections.framework import Projection
 from projections.images import ProductImagesProjection
 from projections.job_status import JobStatusProjection
@@ -19,6 +20,7 @@ def read_models(prefix: str = "") -> list[Projection]:
         StockStatusProjection(prefix=prefix),
         WorkersProjection(prefix=prefix),
         ProductImagesProjection(prefix=prefix),
+        AlertsProjection(prefix=prefix),
     ]
 
 

@@ -13,6 +13,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
+from runtime.alert_channels import SenderPort
 from runtime.ledger import Ledger
 from runtime.work import CrawlerPort
 
@@ -28,3 +29,5 @@ class Components:
     broker_servers: tuple[str, ...] = ()
     #: the deployment id namespacing topics and consumer groups ("" for none)
     deployment: str = ""
+    #: an async context giving the alert sender (its own HTTP client) and closing it
+    open_notifier: Callable[[], AbstractAsyncContextManager[SenderPort]] | None = None

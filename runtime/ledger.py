@@ -13,6 +13,7 @@ from pathlib import Path
 from domain.application import CrawlLedger
 from eventstore.base import Backend
 from projections import Projection, read_models
+from projections.alerts import AlertQueries
 from projections.db import Database
 from projections.queries import ReadModel
 from projections.runner import ProjectionRunner
@@ -33,6 +34,7 @@ class Ledger:
     read: ReadModel = field(init=False)
     _runner: ProjectionRunner | None = field(default=None, init=False, repr=False)
     _identity: str | None = field(default=None, init=False, repr=False)
+    _alerts: AlertQueries | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.source = NotificationLogSource(self.app.recorder, self.backend)
@@ -44,6 +46,13 @@ class Ledger:
         if self._identity is None:
             self._identity = self.backend.identity(self.app.recorder)
         return self._identity
+
+    @property
+    def alerts(self) -> AlertQueries:
+        """Queries of the alerts read model (its tables are created on first use)."""
+        if self._alerts is None:
+            self._alerts = AlertQueries(self.db)
+        return self._alerts
 
     def projections(self, prefix: str = "") -> Sequence[Projection]:
         return read_models(prefix)

@@ -121,6 +121,30 @@ async def project(res: Resources, stream: Any, consumer: str) -> None:
         await res.call(apply_batch, consumer, batch)
 
 
+async def alert_batch(res: Resources, envelopes: Sequence[Envelope]) -> int:
+    """Match a batch of product envelopes and send what they triggered (the same handler
+    as the embedded runner's); the alerts sent."""
+    step = await res.alert_step()
+    own = await res.identity()
+    mine = [e for e in envelopes if not foreign(own, e.ledger_id, f"event {e.event_id}")]
+    return (await step.deliver(await step.record(mine))).delivered
+
+
+async def alert(res: Resources, stream: Any) -> None:
+    """`ledger.products.v1` -> deliveries, each once per (subscription, event id)."""
+    options = res.options
+    async for events in stream.take_events(options.batch_size, within=options.batch_within):
+        await alert_batch(res, [Envelope.from_json(e.value) for e in events])
+
+
+async def alert_retries(res: Resources) -> None:
+    """The leader's turn: the deliveries due again (backoff over, attempts presumed lost)."""
+    try:
+        await (await res.alert_step()).deliver_due()
+    except Exception:  # the next turn tries again; a timer that raises stops the worker
+        log.exception("alert retries failed")
+
+
 class StallWatchdog:
     """Finds partitions whose projection stopped short of what the relay published.
 

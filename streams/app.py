@@ -5,6 +5,8 @@ Roles (a worker process runs one or more):
 - `dispatch`: `CrawlJob.Dispatched` -> `ledger.work.v1` keyed by host; with
   `timers`, the leader's scheduler tick and lease reaper (once per cluster);
 - `crawl`: `ledger.work.v1` -> lease, crawl, record (`JobWorker`);
+- `alert`: `ledger.products.v1` -> alert deliveries (`runtime.alerts.AlertStep`, the
+  embedded runner's handler), and on the leader a timer sending the retries due;
 - `project`: the public topics -> read models in PostgreSQL, with offsets; the
   leader of the projecting workers also keeps the Parquet datasets for
   analysts caught up with the event store (they need the log's total order,
@@ -31,7 +33,7 @@ from streams import agents
 from streams.records import WorkItem
 from streams.resources import Resources, WorkerOptions
 
-ROLES = ("dispatch", "crawl", "project")
+ROLES = ("dispatch", "crawl", "project", "alert")
 
 
 class UnknownRole(ValueError):
@@ -89,6 +91,8 @@ def create_app(components: Components, roles: Iterable[str],
         _crawl(app, res, work)
     if "project" in chosen:
         _project(app, res, name)
+    if "alert" in chosen:
+        _alert(app, res)
     return app
 
 
@@ -128,6 +132,18 @@ def _crawl(app: faust.App, res: Resources, work: Any) -> None:
     @app.timer(HEARTBEAT_INTERVAL, name="worker-heartbeat")
     async def heartbeat() -> None:
         await agents.heartbeat(res)
+
+
+def _alert(app: faust.App, res: Resources) -> None:
+    products = _raw(app, res.topics.products, partitions=res.options.partitions)
+
+    @app.agent(products, name="alert")
+    async def alert(stream: Any) -> None:
+        await agents.alert(res, stream)
+
+    @app.timer(res.options.alert_retry_every, on_leader=True, name="alert-retries")
+    async def alert_retries() -> None:
+        await agents.alert_retries(res)
 
 
 def _project(app: faust.App, res: Resources, consumer: str) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
+from runtime.alerts import AlertStep
 from runtime.clock import Clock, FileClock, SystemClock
 from runtime.components import Components
 from runtime.defaults import DEFAULTS
@@ -47,6 +48,7 @@ class WorkerOptions:
     stall_check: float = 5.0       # seconds between checks for a projection stuck behind the relay
     datasets_every: float = 30.0   # seconds between Parquet dataset catch-ups (leader; 0: off)
     db_threads: int = 4
+    alert_retry_every: float = 15.0  # seconds between sends of the alert retries due (leader)
     clock_file: str | None = None  # a FileClock instead of the system clock (demo only)
 
 
@@ -73,6 +75,7 @@ class Resources:
     member: str | None = field(default=None, init=False)
     #: jobs this process's crawl agents are running now (its heartbeats say so)
     in_flight: int = field(default=0, init=False)
+    _alerts: AlertStep | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.db = DbThread(self.options.db_threads)
@@ -108,6 +111,17 @@ class Resources:
                 self._crawler = await self._stack.enter_async_context(
                     self.components.open_crawler())
         return self._crawler
+
+    async def alert_step(self) -> AlertStep:
+        """The alert handler, with its sender, built once (`streams.agents.alert`)."""
+        if self._alerts is None:
+            opener = self.components.open_notifier
+            if opener is None:
+                raise RuntimeError("the alert role needs an alert sender (open_notifier)")
+            sender = await self._stack.enter_async_context(opener())
+            ledger = await self.db.call(self.ledger)
+            self._alerts = AlertStep(ledger, sender, self.clock, self.db)
+        return self._alerts
 
     @property
     def closed(self) -> bool:

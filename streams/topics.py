@@ -19,12 +19,13 @@ STORES = "ledger.stores.v1"
 CRAWL_JOBS = "ledger.crawl-jobs.v1"
 PRODUCTS = "ledger.products.v1"
 WORKERS = "ledger.workers.v1"
+ALERTS = "ledger.alerts.v1"
 WORK = "ledger.work.v1"
 
-PUBLIC_TOPICS = (STORES, CRAWL_JOBS, PRODUCTS, WORKERS)
+PUBLIC_TOPICS = (STORES, CRAWL_JOBS, PRODUCTS, WORKERS, ALERTS)
 ALL_TOPICS = (*PUBLIC_TOPICS, WORK)
 BY_STREAM_TYPE = {"Store": STORES, "CrawlJob": CRAWL_JOBS, "Product": PRODUCTS,
-                  "Worker": WORKERS}
+                  "Worker": WORKERS, "Subscription": ALERTS, "Delivery": ALERTS}
 DEFAULT_PARTITIONS = 4
 
 
@@ -54,12 +55,16 @@ class Topics:
         return self.name("workers.v1")
 
     @property
+    def alerts(self) -> str:
+        return self.name("alerts.v1")
+
+    @property
     def work(self) -> str:
         return self.name("work.v1")
 
     @property
-    def public(self) -> tuple[str, str, str, str]:
-        return (self.stores, self.crawl_jobs, self.products, self.workers)
+    def public(self) -> tuple[str, str, str, str, str]:
+        return (self.stores, self.crawl_jobs, self.products, self.workers, self.alerts)
 
     @property
     def all(self) -> tuple[str, ...]:
@@ -73,7 +78,7 @@ class Topics:
 
 
 _BASES = {"Store": "stores.v1", "CrawlJob": "crawl-jobs.v1", "Product": "products.v1",
-          "Worker": "workers.v1"}
+          "Worker": "workers.v1", "Subscription": "alerts.v1", "Delivery": "alerts.v1"}
 
 
 class UnknownStreamType(Exception):

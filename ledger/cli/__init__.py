@@ -33,6 +33,7 @@ COMMAND_MODULES = (
     "ledger.cli.audit",
     "ledger.cli.serve",
     "ledger.cli.schedule",
+    "ledger.cli.alerts",
 )
 
 

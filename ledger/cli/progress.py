@@ -26,6 +26,9 @@ def stats_table(stats: RunStats, title: str = "crawl-ledger") -> Table:
     table.add_row("events recorded", str(stats.events))
     if stats.images_stored or stats.images_failed:
         table.add_row("images stored / failed", f"{stats.images_stored} / {stats.images_failed}")
+    if stats.alerts_delivered or stats.alerts_failed:
+        table.add_row("alerts delivered / failed attempts",
+                      f"{stats.alerts_delivered} / {stats.alerts_failed}")
     if stats.reaped:
         table.add_row("leases expired", str(stats.reaped))
     return table

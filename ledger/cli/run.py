@@ -10,7 +10,7 @@ import signal
 from typing import Any
 
 from eventstore import Holder, StoreLocked
-from ledger.bootstrap import backend_for, bootstrap, crawler_for
+from ledger.bootstrap import backend_for, bootstrap, crawler_for, notifier_for
 from ledger.cli.arguments import number
 from ledger.cli.context import add_metrics_port, serve_metrics
 from ledger.cli.errors import CommandError
@@ -57,11 +57,11 @@ def run_embedded(args: argparse.Namespace) -> int:
 async def _run(settings: Settings, args: argparse.Namespace) -> RunStats:
     ledger = await asyncio.to_thread(bootstrap, settings)  # connects: not on the loop
     try:
-        async with crawler_for(settings) as crawler:
+        async with crawler_for(settings) as crawler, notifier_for(settings) as notifier:
             with LiveStats("crawl-ledger run") as live:
                 runner = EmbeddedRunner(ledger, crawler, SystemClock(),
                                         concurrency=args.concurrency, lease_ttl=args.lease_ttl,
-                                        on_change=live.update, images=crawler)
+                                        on_change=live.update, images=crawler, alerts=notifier)
                 stopping = Stopping(runner, args.stop_deadline)
                 loop = asyncio.get_running_loop()
                 for sig in (signal.SIGINT, signal.SIGTERM):

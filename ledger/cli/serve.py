@@ -50,19 +50,25 @@ def _loopback(host: str) -> bool:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    from functools import partial
+
     import uvicorn
 
     from api.app import create_app
     from api.auth import TokenStore
+    from ledger.bootstrap import notifier_for
+    from ledger.settings import Settings
     from runtime.clock import SystemClock
 
+    settings = Settings.from_env()
     with open_ledger() as ledger:
         tokens = TokenStore(ledger.db)
         if not _loopback(args.host) and not tokens.any_live():
             raise CommandError(f"refusing to serve on {args.host} with no API token: create one "
                                "first (crawl-ledger tokens create --scope admin)")
         app = create_app(ledger, tokens, SystemClock(), _probes(ledger),
-                         **({"lease_ttl": args.lease_ttl} if args.lease_ttl else {}))
+                         **({"lease_ttl": args.lease_ttl} if args.lease_ttl else {}),
+                         alert_sender=partial(notifier_for, settings))
         print(f"crawl-ledger API on http://{args.host}:{args.port} (OpenAPI: /openapi.json)",
               flush=True)
         # log_config=None: uvicorn's lines go through our structured logging (ledger/logs.py)

@@ -1,4 +1,4 @@
-"""`crawl-ledger worker [--role dispatch|crawl|project|all]`: a Faust worker process.
+"""`crawl-ledger worker [--role dispatch|crawl|project|alert|all]`: a Faust worker process.
 
 Needs LEDGER_STORE=postgresql://… and LEDGER_BROKER=kafka://…. Creates the
 topics if missing (fixed partition count), then runs the agents of its roles
@@ -21,7 +21,7 @@ from runtime.defaults import DEFAULTS
 def register(sub: Any) -> None:
     worker = sub.add_parser("worker", help="run Faust agents (distributed deployment)")
     worker.add_argument("--role", action="append", default=None,
-                        help="dispatch, crawl, project or all (repeatable, comma-separated;"
+                        help="dispatch, crawl, project, alert or all (repeatable, comma-separated;"
                              " default all)")
     worker.add_argument("--partitions", type=number(1, 1024, integer=True), default=4,
                         help="topic partitions (default 4)")

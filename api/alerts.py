@@ -1,0 +1,114 @@
+"""`/api/v1/alerts`: price and stock alert subscriptions over HTTP (`runtime/alerts.py`).
+
+`GET /alerts` (read), `POST /alerts` (operate), `GET /alerts/{id}` with its latest
+deliveries (read), `DELETE /alerts/{id}` and `POST /alerts/{id}/test` (operate). A
+channel's URL and secret go in and never come out: responses show the channel's
+display form only.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+from fastapi import APIRouter, Depends
+from pydantic import BaseModel, Field
+
+from domain.errors import InvalidInput, NotFound
+from runtime.alert_channels import (
+    ChannelStore,
+    NewSubscription,
+    SenderPort,
+    add_subscription,
+    remove_subscription,
+    sample_message,
+)
+from runtime.clock import Clock
+from runtime.ledger import Ledger
+from workers.notify import Channel
+
+__all__ = ["AlertSender", "build_alerts_router"]
+
+#: opens the alert sender for one test send (the composition root's `notifier_for`)
+AlertSender = Callable[[], AbstractAsyncContextManager[SenderPort]]
+
+
+class TriggerIn(BaseModel):
+    kind: str = Field(max_length=40)
+    value: str | None = Field(default=None, max_length=40)
+
+
+class ChannelIn(BaseModel):
+    kind: str = Field(max_length=20)
+    url: str = Field(max_length=4000)
+    secret: str | None = Field(default=None, max_length=4000)
+
+
+class SubscriptionIn(BaseModel):
+    name: str = Field(default="", max_length=200)
+    target_kind: str = Field(max_length=20)
+    target: str = Field(max_length=400)
+    triggers: list[TriggerIn] = Field(max_length=8)
+    channel: ChannelIn
+
+
+def build_alerts_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
+                        read: Callable[..., Any], operate: Callable[..., Any],
+                        sender: AlertSender | None) -> APIRouter:
+    router = APIRouter(prefix="/alerts", tags=["alerts"])
+    channels: list[ChannelStore] = []
+
+    def store() -> ChannelStore:
+        if not channels:
+            channels.append(ChannelStore(ledger.db))
+        return channels[0]
+
+    def shown(subscription_id: str) -> dict[str, Any]:
+        ledger.catch_up()
+        row = ledger.alerts.subscription(subscription_id)
+        if row is None:
+            raise NotFound(f"unknown subscription id {subscription_id}")
+        return {**row, "id": row["subscription_id"],
+                "deliveries": ledger.alerts.deliveries(subscription_id, limit=20)}
+
+    @router.get("", dependencies=[Depends(read)])
+    def list_alerts() -> list[dict[str, Any]]:
+        with lock:
+            ledger.catch_up()
+            return [dict(r, id=r["subscription_id"]) for r in ledger.alerts.subscriptions()]
+
+    @router.post("", dependencies=[Depends(operate)], status_code=201)
+    def create(body: SubscriptionIn) -> dict[str, Any]:
+        new = NewSubscription(body.name, body.target_kind, body.target,
+                              [t.model_dump() for t in body.triggers],
+                              Channel(body.channel.kind, body.channel.url, body.channel.secret))
+        with lock:
+            made = add_subscription(ledger, store(), new, clock.now())
+            return shown(str(made))
+
+    @router.get("/{subscription_id}", dependencies=[Depends(read)])
+    def show(subscription_id: str) -> dict[str, Any]:
+        with lock:
+            return shown(str(ledger.app.get_subscription(subscription_id).id))
+
+    @router.delete("/{subscription_id}", dependencies=[Depends(operate)])
+    def remove(subscription_id: str) -> dict[str, Any]:
+        with lock:
+            remove_subscription(ledger, store(), subscription_id, clock.now())
+            return shown(str(ledger.app.get_subscription(subscription_id).id))
+
+    @router.post("/{subscription_id}/test", dependencies=[Depends(operate)])
+    async def test(subscription_id: str) -> dict[str, Any]:
+        with lock:
+            subscription = ledger.app.get_subscription(subscription_id)
+            channel = store().get(str(subscription.id))
+        if subscription.removed or channel is None or sender is None:
+            raise InvalidInput(f"subscription {subscription.id} has no channel to test here")
+        body, headers = sample_message(str(subscription.id), clock.now())
+        async with sender() as notifier:
+            outcome = await notifier.send(channel, body, headers)
+        return {"delivered": outcome.ok, "status": outcome.status, "error": outcome.error}
+
+    return router

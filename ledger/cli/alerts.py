@@ -1,0 +1,167 @@
+"""`crawl-ledger alerts add|list|remove|test|deliveries`: price and stock alerts."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ledger.bootstrap import notifier_for
+from ledger.cli.context import open_ledger, utcnow
+from ledger.cli.errors import CommandError
+from ledger.cli.output import print_json, print_table, short
+from ledger.embedded import run_loop
+from ledger.settings import Settings
+from runtime.alert_channels import ChannelStore, NewSubscription, add_subscription, remove_subscription, sample_message
+from workers.notify import Channel, SendOutcome
+
+
+def register(sub: Any) -> None:
+    alerts = sub.add_parser("alerts", help="price and stock alerts: subscriptions, deliveries")
+    actions = alerts.add_subparsers(dest="action", required=True, metavar="ACTION")
+    add = actions.add_parser("add", help="subscribe a webhook or an Apprise URL to changes")
+    target = add.add_mutually_exclusive_group(required=True)
+    target.add_argument("--product", metavar="PRODUCT_ID")
+    target.add_argument("--store", metavar="STORE_ID")
+    target.add_argument("--search", metavar="TEXT",
+                        help="products whose name, brand or category contain TEXT")
+    add.add_argument("--drop", metavar="PERCENT", help="the price drops by at least PERCENT")
+    add.add_argument("--below", metavar="PRICE", help="the price falls below PRICE")
+    add.add_argument("--back-in-stock", action="store_true")
+    add.add_argument("--out-of-stock", action="store_true")
+    channel = add.add_mutually_exclusive_group(required=True)
+    channel.add_argument("--webhook", metavar="URL", help="POST signed JSON to URL")
+    channel.add_argument("--apprise", metavar="URL",
+                         help="an Apprise URL (mailto://, slack://, tgram://, ntfy://, …)")
+    add.add_argument("--secret", help="the webhook's HMAC-SHA256 key (prefer --secret-file)")
+    add.add_argument("--secret-file", type=Path, help="read the webhook's key from a file")
+    add.add_argument("--name", default="")
+    add.add_argument("--json", action="store_true")
+    add.set_defaults(handler=add_alert)
+    lst = actions.add_parser("list", help="subscriptions (channels shown without credentials)")
+    lst.add_argument("--all", action="store_true", help="removed ones too")
+    lst.add_argument("--json", action="store_true")
+    lst.set_defaults(handler=list_alerts)
+    rm = actions.add_parser("remove", help="remove a subscription and forget its channel")
+    rm.add_argument("subscription_id")
+    rm.set_defaults(handler=remove_alert)
+    test = actions.add_parser("test", help="send a test alert now (recorded nowhere)")
+    test.add_argument("subscription_id")
+    test.set_defaults(handler=test_alert)
+    dels = actions.add_parser("deliveries", help="deliveries and their outcomes")
+    dels.add_argument("--subscription", default=None)
+    dels.add_argument("--state", choices=("pending", "attempting", "failed", "delivered", "dead"))
+    dels.add_argument("--json", action="store_true")
+    dels.set_defaults(handler=list_deliveries)
+
+
+def _triggers(args: argparse.Namespace) -> list[dict[str, Any]]:
+    triggers: list[dict[str, Any]] = []
+    if args.drop is not None:
+        triggers.append({"kind": "price_drop", "value": args.drop})
+    if args.below is not None:
+        triggers.append({"kind": "price_below", "value": args.below})
+    triggers += [{"kind": kind} for kind, wanted in (
+        ("back_in_stock", args.back_in_stock), ("out_of_stock", args.out_of_stock)) if wanted]
+    if not triggers:
+        raise CommandError("give at least one trigger: --drop, --below, --back-in-stock "
+                           "or --out-of-stock")
+    return triggers
+
+
+def _channel(args: argparse.Namespace) -> Channel:
+    if args.secret is not None and args.secret_file is not None:
+        raise CommandError("give --secret or --secret-file, not both")
+    secret = args.secret
+    if args.secret_file is not None:
+        try:
+            secret = args.secret_file.read_text().strip()
+        except OSError as error:
+            raise CommandError(f"cannot read --secret-file: {error.strerror}") from None
+    if args.webhook is not None:
+        return Channel("webhook", args.webhook, secret or None)
+    return Channel("apprise", args.apprise, secret or None)
+
+
+def add_alert(args: argparse.Namespace) -> int:
+    triggers, channel = _triggers(args), _channel(args)
+    kind, target = next((k, v) for k, v in (("product", args.product), ("store", args.store),
+                                            ("search", args.search)) if v is not None)
+    with open_ledger(fresh=False) as ledger:
+        if kind == "product":
+            target = str(ledger.app.get_product(target).id)
+        elif kind == "store":
+            target = str(ledger.app.get_store(target).id)
+        made = add_subscription(ledger, ChannelStore(ledger.db),
+                                NewSubscription(args.name, kind, target, triggers, channel),
+                                utcnow())
+    if args.json:
+        print_json({"id": str(made)})
+    else:
+        print(f"subscription {made}")
+    return 0
+
+
+def _shown_triggers(triggers: list[dict[str, Any]]) -> str:
+    return ", ".join(t["kind"] + (f" {t['value']}" if t.get("value") else "") for t in triggers)
+
+
+def list_alerts(args: argparse.Namespace) -> int:
+    with open_ledger() as ledger:
+        rows = ledger.alerts.subscriptions(include_removed=args.all)
+    if args.json:
+        print_json([dict(r, id=r["subscription_id"]) for r in rows])
+        return 0
+    print_table("alert subscriptions", ["id", "name", "target", "triggers", "channel", "removed"],
+                ([r["subscription_id"], r["name"], f"{r['target_kind']} {short(r['target'], 24)}",
+                  _shown_triggers(r["triggers"]), r["channel"], r["removed_at"] or ""]
+                 for r in rows))
+    return 0
+
+
+def remove_alert(args: argparse.Namespace) -> int:
+    with open_ledger(fresh=False) as ledger:
+        remove_subscription(ledger, ChannelStore(ledger.db), args.subscription_id, utcnow())
+    print(f"subscription {args.subscription_id} removed")
+    return 0
+
+
+def test_alert(args: argparse.Namespace) -> int:
+    settings = Settings.from_env()
+    with open_ledger(fresh=False) as ledger:
+        subscription = ledger.app.get_subscription(args.subscription_id)
+        if subscription.removed:
+            raise CommandError(f"subscription {subscription.id} is removed")
+        channel = ChannelStore(ledger.db).get(str(subscription.id))
+    if channel is None:
+        raise CommandError(f"subscription {subscription.id} has no channel on this ledger")
+    body, headers = sample_message(str(subscription.id), utcnow())
+    outcome = run_loop(_send(settings, channel, body, headers))
+    if not outcome.ok:
+        print(f"crawl-ledger: test alert not delivered: {outcome.error}", file=sys.stderr)
+        return 1
+    print(f"test alert delivered to {subscription.channel}"
+          + (f" (HTTP {outcome.status})" if outcome.status else ""))
+    return 0
+
+
+async def _send(settings: Settings, channel: Channel, body: bytes,
+                headers: dict[str, str]) -> SendOutcome:
+    async with notifier_for(settings) as notifier:
+        return await notifier.send(channel, body, headers)
+
+
+def list_deliveries(args: argparse.Namespace) -> int:
+    with open_ledger() as ledger:
+        rows = ledger.alerts.deliveries(args.subscription, args.state)
+    if args.json:
+        print_json([dict(r, id=r["delivery_id"]) for r in rows])
+        return 0
+    print_table("alert deliveries", ["id", "subscription", "event", "state", "attempts", "error"],
+                ([r["delivery_id"], short(r["subscription_id"]), r["event_type"], r["state"],
+                  r["attempts"], r["last_error"] or ""] for r in rows))
+    return 0
+
+
+__all__ = ["register"]

@@ -1,0 +1,134 @@
+"""Alert channels beside the log, and adding, removing and testing subscriptions.
+
+A subscription's events (`domain.alert.Subscription`) name its channel only by
+kind and a display form without credentials. The URL itself (an Apprise URL
+often holds a bot token) and the webhook secret live in `alert_channels`, a
+table in the read-model database beside `api_tokens`: an immutable, exported,
+published log is no place for a credential that may have to be rotated or
+erased. Exporting and importing the log therefore carries subscriptions without
+their channels; deleting the read-model database loses them too.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+from uuid import UUID
+
+from domain.errors import InvalidInput
+from projections.db import Database
+from runtime.ledger import Ledger
+from workers.notify import Channel, SendOutcome, display_url, is_apprise_url
+
+__all__ = ["ChannelStore", "NewSubscription", "SenderPort", "add_subscription",
+           "check_channel", "remove_subscription", "sample_message"]
+
+TABLE = "alert_channels"
+POSITIONS = "alert_positions"
+DELIVERY_HEADER = "X-Crawl-Ledger-Delivery"
+
+
+class SenderPort(Protocol):
+    async def send(self, channel: Channel, body: bytes,
+                   headers: dict[str, str]) -> SendOutcome: ...
+
+
+class ChannelStore:
+    """Channel URLs and webhook secrets by subscription id (see the module docstring);
+    also the alert handler's positions in the notification log."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        text, num = db.column_type("text"), db.column_type("int")
+        with db.transaction() as tx:
+            tx.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (subscription_id {text} PRIMARY KEY,"
+                       f" kind {text} NOT NULL, url {text} NOT NULL, secret {text})")
+            tx.execute(f"CREATE TABLE IF NOT EXISTS {POSITIONS} (name {text} PRIMARY KEY, "
+                       f"position {num} NOT NULL)")
+
+    def put(self, subscription_id: str, channel: Channel) -> None:
+        with self.db.transaction() as tx:
+            tx.execute(f"INSERT INTO {TABLE} (subscription_id, kind, url, secret) "
+                       "VALUES (?, ?, ?, ?) ON CONFLICT (subscription_id) DO UPDATE SET "
+                       "kind = excluded.kind, url = excluded.url, secret = excluded.secret",
+                       (subscription_id, channel.kind, channel.url, channel.secret))
+
+    def get(self, subscription_id: str) -> Channel | None:
+        rows = self.db.query(f"SELECT kind, url, secret FROM {TABLE} WHERE subscription_id = ?",
+                             (subscription_id,))
+        return Channel(rows[0]["kind"], rows[0]["url"], rows[0]["secret"]) if rows else None
+
+    def delete(self, subscription_id: str) -> None:
+        with self.db.transaction() as tx:
+            tx.execute(f"DELETE FROM {TABLE} WHERE subscription_id = ?", (subscription_id,))
+
+    def position(self, name: str) -> int:
+        rows = self.db.query(f"SELECT position FROM {POSITIONS} WHERE name = ?", (name,))
+        return int(rows[0]["position"]) if rows else 0
+
+    def move(self, name: str, position: int) -> None:
+        with self.db.transaction() as tx:
+            tx.execute(f"INSERT INTO {POSITIONS} (name, position) VALUES (?, ?) ON CONFLICT "
+                       "(name) DO UPDATE SET position = excluded.position", (name, position))
+
+
+@dataclass(frozen=True)
+class NewSubscription:
+    name: str
+    target_kind: str
+    target: str
+    triggers: list[dict[str, Any]]
+    channel: Channel
+
+
+def check_channel(channel: Channel) -> str:
+    """The channel's display form; `InvalidInput` when it cannot be used."""
+    if channel.kind == "webhook":
+        parts = urlsplit(channel.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InvalidInput(f"a webhook needs an http(s) URL, not {display_url(channel.url)!r}")
+        if not channel.secret:
+            raise InvalidInput("a webhook needs a secret to sign its messages (--secret)")
+    elif channel.kind == "apprise":
+        if channel.secret:
+            raise InvalidInput("only webhooks take a secret")
+        if not is_apprise_url(channel.url):
+            raise InvalidInput(f"Apprise does not understand {display_url(channel.url)!r}")
+    else:
+        raise InvalidInput(f"unknown channel kind {channel.kind!r}; expected webhook or apprise")
+    return display_url(channel.url)
+
+
+def add_subscription(ledger: Ledger, channels: ChannelStore, new: NewSubscription,
+                     now: datetime) -> UUID:
+    """Validate everything first (a refusal records nothing), record the subscription,
+    then keep its channel; if that fails the subscription is removed again."""
+    shown = check_channel(new.channel)
+    fields: dict[str, Any] = {"name": new.name, "target_kind": new.target_kind, "target": new.target,
+              "triggers": new.triggers, "channel_kind": new.channel.kind, "channel": shown}
+    ledger.app.check_subscription(**fields, now=now)
+    subscription_id = ledger.app.create_subscription(**fields, now=now)
+    try:
+        channels.put(str(subscription_id), new.channel)
+    except Exception:
+        ledger.app.remove_subscription(subscription_id, now)
+        raise
+    return subscription_id
+
+
+def remove_subscription(ledger: Ledger, channels: ChannelStore, subscription_id: str,
+                        now: datetime) -> None:
+    """Record the removal, then forget the channel's credentials."""
+    ledger.app.remove_subscription(subscription_id, now)
+    channels.delete(str(ledger.app.get_subscription(subscription_id).id))
+
+
+def sample_message(subscription_id: str, now: datetime) -> tuple[bytes, dict[str, str]]:
+    """A sample alert for `alerts test` (not recorded; its key is marked as a test)."""
+    body = {"test": True, "subscription_id": subscription_id, "title": "crawl-ledger test alert",
+            "message": "This is a test alert from crawl-ledger.", "sent_at": now.isoformat()}
+    key = f"test:{subscription_id}:{now.isoformat()}"
+    return json.dumps(body, sort_keys=True).encode(), {DELIVERY_HEADER: key}

@@ -1,0 +1,91 @@
+"""`/api/v1/alerts` on both backends: scoped tokens, validation, no secret in any answer,
+and a test alert to a loopback receiver."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from datetime import UTC, datetime
+
+import httpx
+import uvicorn
+from webhook_receiver import Receiver, receiver
+
+from api.app import create_app
+from api.auth import TokenStore
+from ledger.bootstrap import Ledger
+from runtime.clock import SystemClock
+from workers.addresses import AddressGuard
+from workers.http import build_client
+from workers.notify import Notifier
+
+T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
+
+
+@asynccontextmanager
+async def loopback_sender() -> AsyncIterator[Notifier]:
+    guard = AddressGuard(["127.0.0.0/8"])
+    async with build_client(guard=guard) as client:
+        yield Notifier(client, guard)
+
+
+@contextmanager
+def serving(ledger: Ledger) -> Iterator[tuple[str, dict[str, str]]]:
+    tokens = TokenStore(ledger.db)
+    secrets = {scope: tokens.create(scope, scope, T0)[0] for scope in ("read", "operate")}
+    app = create_app(ledger, tokens, SystemClock(), alert_sender=loopback_sender)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "the API did not start"
+        time.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}", secrets
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def auth(secret: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {secret}"}
+
+
+def subscription(hook: Receiver, **changes: object) -> dict[str, object]:
+    return {"name": "hoodies", "target_kind": "search", "target": "Hoodie",
+            "triggers": [{"kind": "price_drop", "value": "10"}, {"kind": "back_in_stock"}],
+            "channel": {"kind": "webhook", "url": hook.url, "secret": hook.secret}} | changes
+
+
+def test_alerts_over_http(ledger: Ledger) -> None:
+    with receiver() as hook, serving(ledger) as (url, tokens), httpx.Client(base_url=url) as http:
+        read, operate = auth(tokens["read"]), auth(tokens["operate"])
+        assert http.post("/api/v1/alerts", json=subscription(hook), headers=read).status_code == 403
+        bad = http.post("/api/v1/alerts", headers=operate,
+                        json=subscription(hook, triggers=[{"kind": "price_drop", "value": "-3"}]))
+        assert bad.status_code == 422 and "price_drop" in bad.json()["detail"]
+        made = http.post("/api/v1/alerts", json=subscription(hook), headers=operate)
+        assert made.status_code == 201, made.text
+        found = made.json()
+        assert found["channel"] == hook.url and found["target"] == "hoodie"
+        assert hook.secret not in made.text
+        listed = http.get("/api/v1/alerts", headers=read)
+        assert [s["id"] for s in listed.json()] == [found["id"]]
+        assert hook.secret not in listed.text
+
+        tested = http.post(f"/api/v1/alerts/{found['id']}/test", headers=operate)
+        assert tested.json() == {"delivered": True, "status": 200, "error": ""}
+        (request,) = hook.requests
+        assert request.signature_ok and request.key.startswith(f"test:{found['id']}:")
+
+        gone = http.delete(f"/api/v1/alerts/{found['id']}", headers=operate)
+        assert gone.status_code == 200 and gone.json()["removed_at"]
+        assert http.get("/api/v1/alerts", headers=read).json() == []
+        assert http.delete(f"/api/v1/alerts/{found['id']}", headers=operate).status_code == 409
+        assert http.get("/api/v1/alerts/nope", headers=read).status_code == 404
+    assert [e.event_type for e in ledger.source.read(0, 100)] == [
+        "Subscription.Created", "Subscription.Removed"]
