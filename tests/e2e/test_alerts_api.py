@@ -3,20 +3,15 @@ and a test alert to a loopback receiver."""
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
 import httpx
-import uvicorn
+from test_api import bearer, serving
 from webhook_receiver import Receiver, receiver
 
-from api.app import create_app
-from api.auth import TokenStore
 from ledger.bootstrap import Ledger
-from runtime.clock import SystemClock
 from workers.addresses import AddressGuard
 from workers.http import build_client
 from workers.notify import Notifier
@@ -31,30 +26,6 @@ async def loopback_sender() -> AsyncIterator[Notifier]:
         yield Notifier(client, guard)
 
 
-@contextmanager
-def serving(ledger: Ledger) -> Iterator[tuple[str, dict[str, str]]]:
-    tokens = TokenStore(ledger.db)
-    secrets = {scope: tokens.create(scope, scope, T0)[0] for scope in ("read", "operate")}
-    app = create_app(ledger, tokens, SystemClock(), alert_sender=loopback_sender)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "the API did not start"
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}", secrets
-    finally:
-        server.should_exit = True
-        thread.join(10)
-
-
-def auth(secret: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {secret}"}
-
-
 def subscription(hook: Receiver, **changes: object) -> dict[str, object]:
     return {"name": "hoodies", "target_kind": "search", "target": "Hoodie",
             "triggers": [{"kind": "price_drop", "value": "10"}, {"kind": "back_in_stock"}],
@@ -62,8 +33,9 @@ def subscription(hook: Receiver, **changes: object) -> dict[str, object]:
 
 
 def test_alerts_over_http(ledger: Ledger) -> None:
-    with receiver() as hook, serving(ledger) as (url, tokens), httpx.Client(base_url=url) as http:
-        read, operate = auth(tokens["read"]), auth(tokens["operate"])
+    with (receiver() as hook, serving(ledger, alert_sender=loopback_sender) as (url, tokens),
+          httpx.Client(base_url=url) as http):
+        read, operate = bearer(tokens["read"]), bearer(tokens["operate"])
         assert http.post("/api/v1/alerts", json=subscription(hook), headers=read).status_code == 403
         bad = http.post("/api/v1/alerts", headers=operate,
                         json=subscription(hook, triggers=[{"kind": "price_drop", "value": "-3"}]))

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -30,12 +31,12 @@ T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 
 
 @contextmanager
-def serving(ledger: Ledger) -> Iterator[tuple[str, dict[str, str]]]:
-    """The API on a free loopback port, and a token of each scope."""
+def serving(ledger: Ledger, **options: Any) -> Iterator[tuple[str, dict[str, str]]]:
+    """`create_app(ledger, …, **options)` on a free loopback port, and a token of each scope."""
     tokens = TokenStore(ledger.db)
     secrets = {scope: tokens.create(scope, scope, T0)[0]
                for scope in ("read", "operate", "admin", "bot")}
-    server = uvicorn.Server(uvicorn.Config(create_app(ledger, tokens, SystemClock()),
+    server = uvicorn.Server(uvicorn.Config(create_app(ledger, tokens, SystemClock(), **options),
                                            host="127.0.0.1", port=0, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
