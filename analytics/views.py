@@ -10,7 +10,7 @@ Base views (one per dataset): `price_observations`, `stock_events`,
   (`Product.PriceChanged` with old and new price), from the writer's
   `price_changes` dataset, with `old_price`, `new_price`, `abs_change`, `pct_change`.
 
-Table macros `product_as_of(ts)` and `job_as_of(ts)` (analytics/as_of.py) give each
+Table macros `product_as_of(ts)` and `job_as_of(ts)` (analytics/as_of_macros.py) give each
 product's and job's state as the ledger knew it at `ts`.
 
 No view runs a window over every observation (see docs/analytics.md, Performance).
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import duckdb
 
-from analytics.as_of import AS_OF_MACROS
+from analytics.as_of_macros import AS_OF_MACROS
 from analytics.schema import DATASETS
 from projections.parquet_writer import LATEST, latest_through
 
