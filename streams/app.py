@@ -32,6 +32,7 @@ from runtime.registry import INTERVAL as HEARTBEAT_INTERVAL
 from streams import agents
 from streams.records import WorkItem
 from streams.resources import Resources, WorkerOptions
+from streams.transport import PromptApp
 
 ROLES = ("dispatch", "crawl", "project", "alert")
 
@@ -73,7 +74,7 @@ def create_app(components: Components, roles: Iterable[str],
     chosen = parse_roles(roles)
     options = options or WorkerOptions()
     name = app_id(chosen, components.deployment)
-    app = faust.App(
+    app = PromptApp(
         name, broker=[f"kafka://{s}" for s in components.broker_servers], store="memory://",
         topic_partitions=options.partitions,
         broker_session_timeout=options.session_timeout,
