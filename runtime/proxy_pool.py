@@ -30,6 +30,8 @@ __all__ = ["ProxyKeeper", "ProxyStore", "add_proxy", "proxy_rows"]
 URLS = "proxy_urls"
 HEALTH = "proxy_health"
 COUNTERS = ("successes", "failures", "consecutive_failures")
+#: (proxy id, successes, failures, consecutive failures, latency EWMA seconds)
+Counters = tuple[str, int, int, int, float | None]
 
 
 class ProxyStore:
@@ -53,7 +55,7 @@ class ProxyStore:
     def urls(self) -> dict[str, str]:
         return {r["proxy_id"]: r["url"] for r in self.db.query(f"SELECT * FROM {URLS}")}
 
-    def save_health(self, rows: list[tuple[str, int, int, int, float | None]]) -> None:
+    def save_health(self, rows: list[Counters]) -> None:
         with self.db.transaction() as tx:
             for row in rows:
                 tx.execute(f"INSERT INTO {HEALTH} (proxy_id, successes, failures, "
@@ -115,24 +117,37 @@ class ProxyKeeper:
 
     def step(self) -> int:
         """Record the pool's health changes, save its counters, refresh it; returns the
-        number of events recorded. Synchronous: run it off the event loop."""
-        recorded = sum(self._record(change) for change in self.pool.drain_changes())
-        self.store.save_health([
-            (p.proxy_id, p.successes, p.failures, p.consecutive_failures, p.latency)
-            for p in self.pool.proxies()])
-        if recorded:
-            self.ledger.catch_up()
-        self.refresh()
+        number of events recorded. All in the caller's thread (tests, simple drivers);
+        a driver with an event loop does `take` on it and `persist` on a thread."""
+        recorded, configs = self.persist(*self.take())
+        self.pool.update(configs)
         return recorded
 
+    def take(self) -> tuple[list[HealthChange], list[Counters]]:
+        """What changed in the pool since last time (in-memory: on the pool's own loop)."""
+        return self.pool.drain_changes(), [
+            (p.proxy_id, p.successes, p.failures, p.consecutive_failures, p.latency)
+            for p in self.pool.proxies()]
+
+    def persist(self, changes: list[HealthChange], counters: list[Counters]
+                ) -> tuple[int, list[ProxyConfig]]:
+        """Record `changes` as events, save `counters`; the ledger's proxies for
+        `ProxyPool.update`. Touches no pool: safe off the event loop."""
+        recorded = sum(self._record(change) for change in changes)
+        self.store.save_health(counters)
+        return recorded, self.configs()
+
     def refresh(self) -> None:
+        self.pool.update(self.configs())
+
+    def configs(self) -> list[ProxyConfig]:
         urls = self.store.urls()
-        self.pool.update(
-            ProxyConfig(proxy_id=r["proxy_id"], url=urls[r["proxy_id"]], address=r["address"],
-                        region=r["region"], enabled=bool(r["enabled"]),
-                        healthy=bool(r["healthy"]), retest_at=_epoch(r["retest_at"]),
-                        health_changes=int(r["health_changes"] or 0))
-            for r in ProxyQueries(self.ledger.db).proxies() if r["proxy_id"] in urls)
+        return [ProxyConfig(proxy_id=r["proxy_id"], url=urls[r["proxy_id"]],
+                            address=r["address"], region=r["region"],
+                            enabled=bool(r["enabled"]), healthy=bool(r["healthy"]),
+                            retest_at=_epoch(r["retest_at"]),
+                            health_changes=int(r["health_changes"] or 0))
+                for r in ProxyQueries(self.ledger.db).proxies() if r["proxy_id"] in urls]
 
     def _record(self, change: HealthChange) -> bool:
         app, at = self.ledger.app, _when(change.at)

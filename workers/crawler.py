@@ -89,6 +89,11 @@ class Crawler:
         # event loop waits for; `close` ends them.
         self._io = ThreadPoolExecutor(ARCHIVE_THREADS, thread_name_prefix="archive")
 
+    @property
+    def egress(self) -> Egress | None:
+        """The egress proxy pool and its clients (None: this crawler has none)."""
+        return self._egress
+
     def close(self) -> None:
         """End the archive threads (after the writes in progress)."""
         self._io.shutdown(wait=True)
