@@ -8,7 +8,7 @@ import json
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from aiohttp import web
 from http_fixtures import RecordingServer, serving
@@ -100,6 +100,11 @@ async def added(ledger: Ledger, keeper: ProxyKeeper, url: str, region: str | Non
     return str(proxy_id)
 
 
+def rows(ledger: Ledger, keeper: ProxyKeeper) -> list[dict[str, Any]]:
+    ledger.catch_up()
+    return proxy_rows(ledger, keeper.store)
+
+
 def proxy_events(ledger: Ledger) -> list[Envelope]:
     return [e for e in ledger.source.read(0, 10_000) if e.stream_type == "Proxy"]
 
@@ -120,7 +125,7 @@ def test_a_store_with_egress_crawls_through_the_proxy(ledger: Ledger, tmp_path: 
     assert isinstance(via, CrawlSuccess) and isinstance(direct, CrawlSuccess), (via, direct)
     assert server.paths() == ["/robots.txt", "/menu", "/menu?direct"]  # the shop saw all
     keeper.step()
-    [row] = proxy_rows(ledger, keeper.store)
+    [row] = rows(ledger, keeper)
     assert (row["region"], row["healthy"], row["successes"], row["failures"]) == ("eu", True, 1, 0)
     assert row["latency_ms"] is not None
 
@@ -151,6 +156,8 @@ def test_a_dead_proxy_is_deactivated_then_retested_and_reactivated(ledger: Ledge
             outcomes = [await crawler.crawl(task(server.url("/menu"), "pool")) for _ in range(3)]
             await asyncio.to_thread(keeper.step)
             outcomes.append(await crawler.crawl(task(server.url("/menu"), "pool")))  # still out
+            [out] = rows(ledger, keeper)
+            assert (out["healthy"], out["consecutive_failures"]) == (False, 3)
             clock.t += 299
             outcomes.append(await crawler.crawl(task(server.url("/menu"), "pool")))  # cooling
             clock.t += 2
@@ -170,7 +177,7 @@ def test_a_dead_proxy_is_deactivated_then_retested_and_reactivated(ledger: Ledge
                                               "Proxy.Reactivated"]
     assert events[1].payload["consecutive_failures"] == 3
     assert events[1].payload["retest_at"].startswith("2026-05-01T12:05:00")
-    [row] = proxy_rows(ledger, keeper.store)
+    [row] = rows(ledger, keeper)
     assert (row["proxy_id"], row["healthy"], row["failures"], row["successes"]) == (
         proxy_id, True, 3, 1)
 
@@ -193,7 +200,7 @@ def test_a_failed_retest_keeps_the_proxy_out(ledger: Ledger, tmp_path: Path) -> 
     assert [e.event_type for e in events] == ["Proxy.Added", "Proxy.Deactivated",
                                               "Proxy.RetestFailed"]
     assert events[2].payload["retest_at"].startswith("2026-05-01T12:10:01")
-    [row] = proxy_rows(ledger, keeper.store)
+    [row] = rows(ledger, keeper)
     assert not row["healthy"] and row["last_error"].startswith("connect")
 
 
@@ -218,7 +225,7 @@ def test_a_429_from_the_site_is_not_a_proxy_failure(ledger: Ledger, tmp_path: Pa
     assert all(isinstance(o, CrawlFailure) and o.error_kind == "rate_limited" for o in outcomes)
     keeper.step()
     assert [e.event_type for e in proxy_events(ledger)] == ["Proxy.Added", "Proxy.Added"]
-    assert all(row["healthy"] and row["failures"] == 0 for row in proxy_rows(ledger, keeper.store))
+    assert all(row["healthy"] and row["failures"] == 0 for row in rows(ledger, keeper))
 
 
 def test_credentials_are_used_but_never_recorded(ledger: Ledger, tmp_path: Path) -> None:
@@ -236,4 +243,4 @@ def test_credentials_are_used_but_never_recorded(ledger: Ledger, tmp_path: Path)
     keeper.step()
     everything = json.dumps([e.payload for e in ledger.source.read(0, 10_000)], default=str)
     assert "s3cr3t-pw" not in everything and "crawler:" not in everything
-    assert "s3cr3t-pw" not in json.dumps(proxy_rows(ledger, keeper.store))
+    assert "s3cr3t-pw" not in json.dumps(rows(ledger, keeper))
