@@ -41,6 +41,7 @@ from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
 from runtime.images import ImageStore
 from runtime.ledger import Ledger
+from workers.addresses import AddressGuard
 
 __all__ = ["Probes", "create_app", "problem"]
 
@@ -65,7 +66,8 @@ def problem(status: int, title: str, detail: str) -> JSONResponse:
 
 def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes = Probes(),
                lease_ttl: float = DEFAULTS.lease_ttl,
-               alert_sender: AlertSender | None = None) -> FastAPI:
+               alert_sender: AlertSender | None = None,
+               proxy_guard: AddressGuard | None = None) -> FastAPI:
     app = FastAPI(title="crawl-ledger", version="1", docs_url=None, redoc_url=None,
                   responses={503: PROBLEMS[422] | {"description": "not ready"}})
     lock = threading.RLock()  # one command or query at a time on the ledger's connections
@@ -174,7 +176,7 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
 
     sessions = Sessions(tokens)
     app.include_router(build_router(ledger, tokens, clock, lock, lease_ttl, sessions,
-                                    alert_sender), prefix="/api/v1")
+                                    alert_sender, proxy_guard), prefix="/api/v1")
     app.include_router(build_images_router(ImageStore(ledger.data_dir),
                                            requirement(tokens, sessions)))
     app.include_router(build_dashboard(ledger, sessions, clock, lock, probes.relay_position))

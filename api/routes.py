@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from api.alerts import AlertSender, build_alerts_router
 from api.auth import Token, TokenStore, allows
 from api.bot import build_bot_router
+from api.proxies import build_proxies_router
 from api.schedule import build_schedule_router
 from api.sessions import COOKIE, Sessions
 from domain.crawl_job import RetryPolicy
@@ -27,6 +28,7 @@ from runtime.history import stream_history
 from runtime.ledger import Ledger
 from runtime.registry import Heartbeats, registry
 from runtime.slots import place, planned_jobs
+from workers.addresses import AddressGuard
 
 __all__ = ["ApiProblem", "build_router", "requirement"]
 
@@ -154,7 +156,8 @@ def requirement(tokens: TokenStore, sessions: Sessions | None = None
 def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
                  lock: threading.RLock, lease_ttl: float = DEFAULTS.lease_ttl,
                  sessions: Sessions | None = None,
-                 alert_sender: AlertSender | None = None) -> APIRouter:
+                 alert_sender: AlertSender | None = None,
+                 proxy_guard: AddressGuard | None = None) -> APIRouter:
     router = APIRouter(responses=PROBLEMS)
 
     require = requirement(tokens, sessions)
@@ -165,6 +168,8 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
                                                 require("operate")))
     router.include_router(build_alerts_router(ledger, clock, lock, require("read"),
                                               require("operate"), alert_sender))
+    router.include_router(build_proxies_router(ledger, clock, lock, require("read"),
+                                               require("operate"), proxy_guard))
 
     def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         with lock:

@@ -27,6 +27,7 @@ from domain.images import ProductImages
 from domain.persistence import LedgerApplication, as_uuid
 from domain.ports import Storage
 from domain.product import Product
+from domain.proxies import ProxyCommands
 from domain.recording import ResultRecording
 from domain.reextraction import Reextraction
 from domain.registry import WorkerRegistry
@@ -53,7 +54,7 @@ class LedgerOptions:
 
 
 class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, WorkerRegistry,
-                  Alerts, LedgerApplication):
+                  Alerts, ProxyCommands, LedgerApplication):
     """Stores, crawl jobs and products, and every command on them."""
 
     name = "CrawlLedger"

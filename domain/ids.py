@@ -33,3 +33,8 @@ def worker_id(name: str) -> UUID:
 def delivery_id(subscription: UUID | str, event_id: str) -> UUID:
     """One alert per subscription and triggering event (`domain.delivery`)."""
     return uuid5(NAMESPACE, f"delivery:{subscription}:{event_id}")
+
+
+def proxy_id(address: str) -> UUID:
+    """One proxy per address (scheme://host:port, without credentials)."""
+    return uuid5(NAMESPACE, f"proxy:{address.lower()}")

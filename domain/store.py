@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -15,6 +16,16 @@ from domain.snapshot_event import LedgerSnapshot
 from domain.values import Policy
 
 PLATFORMS = ("dispensary", "shopify", "woocommerce", "jsonld", "microdata", "generic", "locator", "feed")
+
+
+def check_egress(egress: str | None) -> str | None:
+    """A valid egress policy (see `Policy.egress`), or `InvalidInput`."""
+    if egress is None or egress == "pool":
+        return egress
+    region = egress.removeprefix("region:").strip() if egress.startswith("region:") else ""
+    if not region or len(region) > 64:
+        raise InvalidInput(f"egress must be none, pool or region:<name>, not {egress!r}")
+    return f"region:{region}"
 
 
 class Store(LedgerAggregate):
@@ -73,6 +84,12 @@ class Store(LedgerAggregate):
                 new.crawl_delay, new.max_concurrency, new.respect_robots, new.user_agent
             )
 
+    def change_egress(self, egress: str | None) -> None:
+        """None: direct; "pool": any active proxy; "region:R": an active proxy of region R."""
+        egress = check_egress(egress)
+        if egress != self.policy.egress:
+            self._egress_changed(egress)
+
     def mark_discovered(self, by_job: str) -> None:
         if self.discovered_by is None:
             self._discovered(by_job)
@@ -106,7 +123,13 @@ class Store(LedgerAggregate):
     def _policy_changed(
         self, crawl_delay: float, max_concurrency: int, respect_robots: bool, user_agent: str | None
     ) -> None:
-        self.policy = Policy(crawl_delay, max_concurrency, respect_robots, user_agent)
+        self.policy = replace(self.policy, crawl_delay=crawl_delay,
+                              max_concurrency=max_concurrency, respect_robots=respect_robots,
+                              user_agent=user_agent)
+
+    @event("EgressChanged")
+    def _egress_changed(self, egress: str | None) -> None:
+        self.policy = replace(self.policy, egress=egress)
 
     @event("Discovered")
     def _discovered(self, by_job: str) -> None:

@@ -137,6 +137,8 @@ class Policy:
     max_concurrency: int = 1
     respect_robots: bool = True
     user_agent: str | None = None
+    #: egress through the proxy pool: None (direct), "pool" (any proxy), "region:R"
+    egress: str | None = None
 
 
 @dataclass(frozen=True)

@@ -83,15 +83,22 @@ async def crawler_for(settings: Settings) -> AsyncIterator[Crawler]:
     from workers import adapters
     from workers.addresses import AddressGuard
     from workers.crawler import build_crawler
+    from workers.egress import Egress
     from workers.http import build_client
+    from workers.proxies import ProxyPool
 
     guard = AddressGuard(settings.allow_networks)
+    # a client per egress proxy: its address passes the same guard on connect
+    egress = Egress(ProxyPool(), lambda url: build_client(
+        user_agent=settings.user_agent, guard=guard, proxy=url, max_connections=64))
     async with build_client(user_agent=settings.user_agent, guard=guard) as client:
-        crawler = build_crawler(client, settings.data_dir, adapters.REGISTRY, guard=guard)
+        crawler = build_crawler(client, settings.data_dir, adapters.REGISTRY, guard=guard,
+                                egress=egress)
         try:
             yield crawler
         finally:
             crawler.close()
+            await egress.aclose()
 
 
 @asynccontextmanager

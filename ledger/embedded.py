@@ -46,6 +46,7 @@ from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
 from runtime.images import ImageBatch, ImagePort, ImageStep
 from runtime.ledger import Ledger
+from runtime.proxy_pool import ProxyKeeper
 from runtime.registry import INTERVAL as HEARTBEAT_INTERVAL
 from runtime.registry import Heartbeats, register
 from runtime.scheduler import Scheduler
@@ -131,8 +132,11 @@ class EmbeddedRunner:
                  on_change: Callable[[RunStats], None] | None = None,
                  max_outage: float = 600.0, images: ImagePort | None = None,
                  image_concurrency: int = 4, alerts: SenderPort | None = None,
-                 alert_options: AlertOptions | None = None) -> None:
+                 alert_options: AlertOptions | None = None,
+                 proxies: ProxyKeeper | None = None) -> None:
         self.ledger = ledger
+        #: keeps the crawler's egress proxy pool in step with the ledger (None: no pool)
+        self.proxies = proxies
         self.clock = clock
         self.concurrency = concurrency
         self.tick_seconds = tick_seconds
@@ -340,6 +344,7 @@ class EmbeddedRunner:
         """One loop turn; True when nothing is due, queued or running."""
         finished = self._finished
         await self.projector.call(self.ledger.catch_up)
+        await self._keep_proxies()  # before dispatch: the crawls need an up-to-date pool
         now = self.clock.now()
         self.stats.reaped += len(await self.db.call(self.scheduler.reap, now))
         dispatched: list[CrawlTask] = []
@@ -357,6 +362,14 @@ class EmbeddedRunner:
         self.on_change(self.stats)
         return (not dispatched and self._queue.empty() and self.stats.in_flight == 0
                 and not imaging and not alerting and finished == self._finished)
+
+    async def _keep_proxies(self) -> None:
+        """Record the proxy pool's health changes and refresh it from the ledger."""
+        if self.proxies is None:
+            return
+        changes, counters = self.proxies.take()
+        _, configs = await self.db.call(self.proxies.persist, changes, counters)
+        self.proxies.pool.update(configs)
 
     async def _beat(self) -> None:
         """A heartbeat every `INTERVAL` seconds of loop time (not an event)."""

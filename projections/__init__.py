@@ -7,6 +7,7 @@ from projections.framework import Projection
 from projections.images import ProductImagesProjection
 from projections.job_status import JobStatusProjection
 from projections.products import CurrentProductsProjection, StockStatusProjection
+from projections.proxies import ProxiesProjection
 from projections.stores import StoresProjection
 from projections.workers import WorkersProjection
 
@@ -21,6 +22,7 @@ def read_models(prefix: str = "") -> list[Projection]:
         WorkersProjection(prefix=prefix),
         ProductImagesProjection(prefix=prefix),
         AlertsProjection(prefix=prefix),
+        ProxiesProjection(prefix=prefix),
     ]
 
 

@@ -25,7 +25,8 @@ WORK = "ledger.work.v1"
 PUBLIC_TOPICS = (STORES, CRAWL_JOBS, PRODUCTS, WORKERS, ALERTS)
 ALL_TOPICS = (*PUBLIC_TOPICS, WORK)
 BY_STREAM_TYPE = {"Store": STORES, "CrawlJob": CRAWL_JOBS, "Product": PRODUCTS,
-                  "Worker": WORKERS, "Subscription": ALERTS, "Delivery": ALERTS}
+                  "Worker": WORKERS, "Subscription": ALERTS, "Delivery": ALERTS,
+                  "Proxy": STORES}
 DEFAULT_PARTITIONS = 4
 
 
@@ -78,7 +79,8 @@ class Topics:
 
 
 _BASES = {"Store": "stores.v1", "CrawlJob": "crawl-jobs.v1", "Product": "products.v1",
-          "Worker": "workers.v1", "Subscription": "alerts.v1", "Delivery": "alerts.v1"}
+          "Worker": "workers.v1", "Subscription": "alerts.v1", "Delivery": "alerts.v1",
+          "Proxy": "stores.v1"}
 
 
 class UnknownStreamType(Exception):

@@ -13,7 +13,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -26,6 +26,7 @@ from workers.adapters.base import Adapter, Extraction, ExtractionError, Page, Re
 from workers.adapters.registry import Registry
 from workers.addresses import AddressGuard
 from workers.archive import RawArchive, content_hash
+from workers.egress import Egress
 from workers.errors import FetchError, failure
 from workers.fetch import Decode, Fetcher, FetchLimits, decode_body
 from workers.http import RobotsFetcher
@@ -70,8 +71,11 @@ class Crawler:
         clock: Callable[[], float] = time.monotonic,
         guard: AddressGuard | None = None,
         max_links: int = MAX_LINKS,
+        egress: Egress | None = None,
     ) -> None:
         self._max_links = max_links
+        #: the proxy pool stores with an egress policy crawl through (None: no pool)
+        self._egress = egress
         self._guard = guard or AddressGuard()
         self._fetcher = Fetcher(client, limits, decode, guard=self._guard)
         self._politeness = politeness
@@ -84,6 +88,11 @@ class Crawler:
         # kernel's time (the GIL is free). Few threads, so they rarely hold the GIL the
         # event loop waits for; `close` ends them.
         self._io = ThreadPoolExecutor(ARCHIVE_THREADS, thread_name_prefix="archive")
+
+    @property
+    def egress(self) -> Egress | None:
+        """The egress proxy pool and its clients (None: this crawler has none)."""
+        return self._egress
 
     def close(self) -> None:
         """End the archive threads (after the writes in progress)."""
@@ -106,7 +115,13 @@ class Crawler:
     async def fetch_image(self, url: str, policy: Policy) -> DownloadedImage | ImageFailure:
         """A product image under `policy` (its store's), through the same address guard
         and politeness as the pages; failures are values, never raised."""
-        return await self._images.fetch(url, policy)
+        if policy.egress is None or self._egress is None:
+            return await self._images.fetch(url, policy)
+        try:
+            async with self._egress.route(policy, url):
+                return await self._images.fetch(url, policy)
+        except FetchError as error:  # no proxy usable
+            return ImageFailure(url, error.kind, error.message)
 
     async def _crawl(self, task: CrawlTask) -> CrawlOutcome:
         crawl = _Pages()
@@ -131,12 +146,24 @@ class Crawler:
         policy = task.policy
         # before politeness: a refused address gets no robots.txt request either
         await self._guard.check(request.url, request.method)
-        page = await self._fetcher.fetch(request, self._politeness.user_agent(policy),
-                                         lambda url: self._politeness.slot(url, policy))
+        page = await self._fetch_routed(request, policy)
         # file I/O and compression off the event loop
         crawl.refs.append(await self._off_loop(self._archive.put, page.body))
         crawl.pages.append(page)
         return page
+
+    async def _fetch_routed(self, request: Request, policy: Policy) -> Page:
+        """The fetch, through the egress proxy when the store's policy asks for one."""
+        def fetch() -> Awaitable[Page]:
+            return self._fetcher.fetch(request, self._politeness.user_agent(policy),
+                                       lambda url: self._politeness.slot(url, policy))
+        if policy.egress is None:
+            return await fetch()
+        if self._egress is None:
+            raise FetchError("connect", f"{request.method} {request.url}: the store needs an "
+                             "egress proxy and this worker has no proxy pool")
+        async with self._egress.route(policy, request.url):
+            return await fetch()
 
     async def _off_loop(self, call: Callable[[_T], str], argument: _T) -> str:
         """`call(argument)` on the archive's threads (no context copy: it needs none)."""
@@ -255,6 +282,7 @@ def build_crawler(
     limits: FetchLimits = _DEFAULT_LIMITS,
     max_pages: int = 200,
     guard: AddressGuard | None = None,
+    egress: Egress | None = None,
 ) -> Crawler:
     """A Crawler with real time, robots.txt over `client` and the data dir's archive.
 
@@ -263,4 +291,4 @@ def build_crawler(
     politeness = Politeness(RobotsFetcher.on(client, guard), time.monotonic, asyncio.sleep,
                             config)
     return Crawler(client, politeness, RawArchive(data_dir), adapters, max_pages, limits,
-                   guard=guard)
+                   guard=guard, egress=egress)

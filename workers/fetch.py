@@ -24,6 +24,7 @@ from workers import charset
 from workers.adapters.base import Page, Request
 from workers.addresses import AddressGuard
 from workers.backoff import parse_retry_after
+from workers.egress import current_client, note_latency
 from workers.errors import FetchError, from_status, from_transport_error, status_kind
 
 __all__ = ["Decode", "FetchLimits", "Fetcher", "Slot", "decode_body"]
@@ -108,9 +109,14 @@ class Fetcher:
                 "http_4xx", f"{request.method} {request.url}: invalid URL: {exc}"
             ) from exc
 
+    @property
+    def _routed(self) -> httpx.AsyncClient:
+        """The egress proxy's client when the crawler routed this request (workers.egress)."""
+        return current_client() or self._client
+
     def _build(self, request: Request, user_agent: str) -> httpx.Request:
         headers = {"User-Agent": user_agent, **request.headers}
-        return self._client.build_request(
+        return self._routed.build_request(
             request.method, request.url, json=request.json, headers=headers,
             timeout=self._timeout,
         )
@@ -126,7 +132,9 @@ class Fetcher:
             seen.add(url)
             await self._guard.check(url, request.method)
             async with slot(url):
-                response = await self._client.send(request, stream=True, follow_redirects=False)
+                sent = time.monotonic()
+                response = await self._routed.send(request, stream=True, follow_redirects=False)
+                note_latency(time.monotonic() - sent)
                 try:
                     if not response.is_redirect or response.next_request is None:
                         return await self._read(response, original)

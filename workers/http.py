@@ -8,6 +8,9 @@ quadratic in waiting requests). The httpx API stays the same either way.
 
 from __future__ import annotations
 
+import base64
+from collections.abc import Awaitable, Callable
+
 import aiohttp
 import httpx
 from aiohttp.abc import AbstractResolver
@@ -15,9 +18,11 @@ from httpx_aiohttp import AiohttpTransport
 
 from workers.adapters.base import Request
 from workers.addresses import AddressGuard, GuardedResolver
+from workers.egress import current_client
 from workers.errors import FetchError, status_kind
 from workers.fetch import Fetcher, FetchLimits
 from workers.politeness import DEFAULT_USER_AGENT
+from workers.proxies import is_proxy_failure
 from workers.robots import RobotsFile
 
 __all__ = ["ROBOTS_LIMITS", "RobotsFetcher", "build_client"]
@@ -59,12 +64,34 @@ def build_client(
         )
         return aiohttp.ClientSession(connector=connector)
 
-    transport = AiohttpTransport(
-        limits=limits, proxy=httpx.Proxy(proxy) if proxy else None, client=session,
-    )
+    egress = _proxy(proxy) if proxy else None
+    transport = AiohttpTransport(limits=limits, proxy=egress, client=session)
+    hooks = {"request": [_plain_http_proxy_auth(egress)]} if egress and egress.headers else {}
     return httpx.AsyncClient(
-        transport=transport, headers={"User-Agent": user_agent}, follow_redirects=False
+        transport=transport, headers={"User-Agent": user_agent}, follow_redirects=False,
+        event_hooks=hooks,
     )
+
+
+def _proxy(url: str) -> httpx.Proxy:
+    """The proxy with its credentials sent as a `Proxy-Authorization` header (the
+    transport's own way goes through aiohttp's deprecated `BasicAuth`)."""
+    parts = httpx.URL(url)
+    if not parts.username:
+        return httpx.Proxy(url)
+    token = base64.b64encode(f"{parts.username}:{parts.password}".encode()).decode()
+    return httpx.Proxy(parts.copy_with(username=None, password=None),
+                       headers={"Proxy-Authorization": f"Basic {token}"})
+
+
+def _plain_http_proxy_auth(proxy: httpx.Proxy) -> Callable[[httpx.Request], Awaitable[None]]:
+    """aiohttp sends the proxy's headers only on CONNECT (https targets); a plain http
+    request goes to the proxy itself, so it carries them (never an https one: inside
+    the tunnel they would reach the site)."""
+    async def hook(request: httpx.Request) -> None:
+        if request.url.scheme == "http":
+            request.headers.update(proxy.headers)
+    return hook
 
 
 class RobotsFetcher:
@@ -84,6 +111,8 @@ class RobotsFetcher:
         except FetchError as error:
             if error.kind == "blocked_address":
                 raise  # the page's own crawl fails with it: no retry can help
+            if current_client() is not None and is_proxy_failure(error):
+                raise  # the egress proxy failed, not the site: nothing to learn about it
             # only an HTTP status says "unavailable" (4xx); anything else, even an
             # oversized file, counts as unreachable: disallow for a while
             status = error.http_status if status_kind(error.http_status or 0) else None

@@ -34,6 +34,7 @@ COMMAND_MODULES = (
     "ledger.cli.serve",
     "ledger.cli.schedule",
     "ledger.cli.alerts",
+    "ledger.cli.proxies",
 )
 
 

@@ -10,7 +10,7 @@ import signal
 from typing import Any
 
 from eventstore import Holder, StoreLocked
-from ledger.bootstrap import backend_for, bootstrap, crawler_for, notifier_for
+from ledger.bootstrap import Ledger, backend_for, bootstrap, crawler_for, notifier_for
 from ledger.cli.arguments import number
 from ledger.cli.context import add_metrics_port, serve_metrics
 from ledger.cli.errors import CommandError
@@ -19,6 +19,8 @@ from ledger.embedded import EmbeddedRunner, RunStats, run_loop
 from ledger.settings import Settings
 from runtime.clock import SystemClock
 from runtime.defaults import DEFAULTS
+from runtime.proxy_pool import ProxyKeeper, ProxyStore
+from workers.crawler import Crawler
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +63,9 @@ async def _run(settings: Settings, args: argparse.Namespace) -> RunStats:
             with LiveStats("crawl-ledger run") as live:
                 runner = EmbeddedRunner(ledger, crawler, SystemClock(),
                                         concurrency=args.concurrency, lease_ttl=args.lease_ttl,
-                                        on_change=live.update, images=crawler, alerts=notifier)
+                                        on_change=live.update, images=crawler, alerts=notifier,
+                                        proxies=await asyncio.to_thread(keeper_for, ledger,
+                                                                        crawler))
                 stopping = Stopping(runner, args.stop_deadline)
                 loop = asyncio.get_running_loop()
                 for sig in (signal.SIGINT, signal.SIGTERM):
@@ -69,6 +73,13 @@ async def _run(settings: Settings, args: argparse.Namespace) -> RunStats:
                 return await runner.run(until_idle=args.until_idle)
     finally:
         await asyncio.to_thread(ledger.close)
+
+
+def keeper_for(ledger: Ledger, crawler: Crawler) -> ProxyKeeper | None:
+    """The proxy pool's keeper (creates the tables beside the log; connects)."""
+    if crawler.egress is None:
+        return None
+    return ProxyKeeper(ledger, ProxyStore(ledger.db), crawler.egress.pool, SystemClock().now)
 
 
 class Stopping:

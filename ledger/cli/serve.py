@@ -59,6 +59,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from ledger.bootstrap import notifier_for
     from ledger.settings import Settings
     from runtime.clock import SystemClock
+    from workers.addresses import AddressGuard
 
     settings = Settings.from_env()
     with open_ledger() as ledger:
@@ -68,7 +69,8 @@ def run_serve(args: argparse.Namespace) -> int:
                                "first (crawl-ledger tokens create --scope admin)")
         app = create_app(ledger, tokens, SystemClock(), _probes(ledger),
                          **({"lease_ttl": args.lease_ttl} if args.lease_ttl else {}),
-                         alert_sender=partial(notifier_for, settings))
+                         alert_sender=partial(notifier_for, settings),
+                         proxy_guard=AddressGuard(settings.allow_networks))
         print(f"crawl-ledger API on http://{args.host}:{args.port} (OpenAPI: /openapi.json)",
               flush=True)
         # log_config=None: uvicorn's lines go through our structured logging (ledger/logs.py)

@@ -1,4 +1,4 @@
-"""`crawl-ledger stores add|list`."""
+"""`crawl-ledger stores add|list|disable|enable|set-proxy`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 from ledger.cli.arguments import number
 from ledger.cli.context import open_ledger, utcnow
 from ledger.cli.output import print_json, print_table
+from ledger.cli.proxies import register_store_command
 
 
 def register(sub: Any) -> None:
@@ -33,6 +34,7 @@ def register(sub: Any) -> None:
     enable = actions.add_parser("enable", help="crawl a disabled store again")
     enable.add_argument("store_id")
     enable.set_defaults(handler=enable_store)
+    register_store_command(actions)
     lst = actions.add_parser("list", help="list stores")
     lst.add_argument("--json", action="store_true")
     lst.set_defaults(handler=list_stores)

@@ -1,0 +1,81 @@
+"""`/api/v1/proxies`: the egress proxy pool over HTTP (`runtime/proxy_pool.py`).
+
+`GET /proxies` (read), `POST /proxies` (operate), `POST /proxies/{id}/disable` and
+`POST /proxies/{id}/enable` (operate). A proxy's URL (with its credentials) goes
+in and never comes out: responses show its address only.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, Depends
+from pydantic import BaseModel, Field
+
+from domain.errors import NotFound
+from runtime.clock import Clock
+from runtime.ledger import Ledger
+from runtime.proxy_pool import ProxyStore, add_proxy, proxy_rows
+from workers.addresses import AddressGuard
+
+__all__ = ["build_proxies_router"]
+
+
+class ProxyIn(BaseModel):
+    url: str = Field(max_length=2000)
+    region: str | None = Field(default=None, max_length=64)
+
+
+class DisableIn(BaseModel):
+    reason: str = Field(default="", max_length=400)
+
+
+def build_proxies_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
+                         read: Callable[..., Any], operate: Callable[..., Any],
+                         guard: AddressGuard | None) -> APIRouter:
+    router = APIRouter(prefix="/proxies", tags=["proxies"])
+    stores: list[ProxyStore] = []
+    checked_by = guard or AddressGuard()
+
+    def store() -> ProxyStore:
+        if not stores:
+            stores.append(ProxyStore(ledger.db))
+        return stores[0]
+
+    def listed() -> list[dict[str, Any]]:
+        ledger.catch_up()
+        return [dict(r, id=r["proxy_id"]) for r in proxy_rows(ledger, store())]
+
+    def shown(proxy_id: str) -> dict[str, Any]:
+        found = next((r for r in listed() if r["id"] == proxy_id), None)
+        if found is None:
+            raise NotFound(f"unknown proxy id {proxy_id}")
+        return found
+
+    @router.get("", dependencies=[Depends(read)])
+    def list_proxies() -> list[dict[str, Any]]:
+        with lock:
+            return listed()
+
+    @router.post("", dependencies=[Depends(operate)], status_code=201)
+    async def add(body: ProxyIn) -> dict[str, Any]:
+        with lock:
+            proxy_id = await add_proxy(ledger, store(), checked_by, body.url, body.region,
+                                       clock.now())
+            return shown(str(proxy_id))
+
+    @router.post("/{proxy_id}/disable", dependencies=[Depends(operate)])
+    def disable(proxy_id: str, body: DisableIn | None = None) -> dict[str, Any]:
+        with lock:
+            ledger.app.disable_proxy(proxy_id, body.reason if body else "", clock.now())
+            return shown(str(ledger.app.get_proxy(proxy_id).id))
+
+    @router.post("/{proxy_id}/enable", dependencies=[Depends(operate)])
+    def enable(proxy_id: str) -> dict[str, Any]:
+        with lock:
+            ledger.app.enable_proxy(proxy_id, clock.now())
+            return shown(str(ledger.app.get_proxy(proxy_id).id))
+
+    return router

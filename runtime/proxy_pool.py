@@ -1,0 +1,159 @@
+"""Egress proxies beside the log, adding them, and keeping the crawler's pool in step.
+
+A proxy's events (`domain.proxy.Proxy`) carry only its address. The URL with
+credentials lives in `proxy_urls`, and the per-request health counters in
+`proxy_health`, tables in the read-model database beside `api_tokens` and
+`alert_channels` (see `runtime.alert_channels` for why credentials stay out of an
+immutable, exported, published log). Deleting the read-model database loses them.
+
+`ProxyKeeper.step` is the runtime side of `workers.proxies.ProxyPool`: it records
+the pool's health changes as events, saves its counters, and refreshes the pool
+from the read model (proxies added, disabled, enabled, or changed by other workers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+from domain.errors import InvalidInput
+from projections.db import Database
+from projections.proxies import ProxyQueries
+from runtime.ledger import Ledger
+from workers.addresses import AddressGuard
+from workers.proxies import HealthChange, ProxyConfig, ProxyPool
+
+__all__ = ["ProxyKeeper", "ProxyStore", "add_proxy", "proxy_rows"]
+
+URLS = "proxy_urls"
+HEALTH = "proxy_health"
+COUNTERS = ("successes", "failures", "consecutive_failures")
+#: (proxy id, successes, failures, consecutive failures, latency EWMA seconds)
+Counters = tuple[str, int, int, int, float | None]
+
+
+class ProxyStore:
+    """Proxy URLs (with credentials) and health counters by proxy id."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        text, num, real = db.column_type("text"), db.column_type("int"), db.column_type("real")
+        with db.transaction() as tx:
+            tx.execute(f"CREATE TABLE IF NOT EXISTS {URLS} (proxy_id {text} PRIMARY KEY, "
+                       f"url {text} NOT NULL)")
+            tx.execute(f"CREATE TABLE IF NOT EXISTS {HEALTH} (proxy_id {text} PRIMARY KEY, "
+                       f"successes {num} NOT NULL, failures {num} NOT NULL, "
+                       f"consecutive_failures {num} NOT NULL, latency {real})")
+
+    def put_url(self, proxy_id: str, url: str) -> None:
+        with self.db.transaction() as tx:
+            tx.execute(f"INSERT INTO {URLS} (proxy_id, url) VALUES (?, ?) ON CONFLICT "
+                       "(proxy_id) DO UPDATE SET url = excluded.url", (proxy_id, url))
+
+    def urls(self) -> dict[str, str]:
+        return {r["proxy_id"]: r["url"] for r in self.db.query(f"SELECT * FROM {URLS}")}
+
+    def save_health(self, rows: list[Counters]) -> None:
+        with self.db.transaction() as tx:
+            for row in rows:
+                tx.execute(f"INSERT INTO {HEALTH} (proxy_id, successes, failures, "
+                           "consecutive_failures, latency) VALUES (?, ?, ?, ?, ?) ON CONFLICT "
+                           "(proxy_id) DO UPDATE SET successes = excluded.successes, "
+                           "failures = excluded.failures, consecutive_failures = "
+                           "excluded.consecutive_failures, latency = excluded.latency", row)
+
+    def health(self) -> dict[str, dict[str, Any]]:
+        return {r["proxy_id"]: dict(r) for r in self.db.query(f"SELECT * FROM {HEALTH}")}
+
+
+async def add_proxy(ledger: Ledger, store: ProxyStore, guard: AddressGuard, url: str,
+                    region: str | None, now: datetime) -> UUID:
+    """Validate (the URL, its address against the guard), record `Proxy.Added` with the
+    address only, then keep the URL beside the log; a refusal records nothing."""
+    address = ledger.app.check_proxy(url, region, now)
+    try:
+        await guard.check(address)
+    except Exception as error:  # BlockedAddress, or a name that does not resolve
+        raise InvalidInput(f"proxy {address} refused: {error}") from None
+    found = ledger.app.find_proxy(address)
+    if found is not None:
+        raise InvalidInput(f"proxy {address} is already added as {found.id}")
+    proxy_id = ledger.app.add_proxy(url, region, now)
+    store.put_url(str(proxy_id), url)
+    return proxy_id
+
+
+def proxy_rows(ledger: Ledger, store: ProxyStore) -> list[dict[str, Any]]:
+    """The proxies with their state and counters, without credentials."""
+    health = store.health()
+    rows = []
+    for row in ProxyQueries(ledger.db).proxies():
+        counters = health.get(row["proxy_id"], {})
+        rows.append({**{k: row[k] for k in ("proxy_id", "address", "region", "retest_at",
+                                           "disabled_reason", "last_error", "added_at")},
+                     "enabled": bool(row["enabled"]), "healthy": bool(row["healthy"]),
+                     **{k: int(counters.get(k) or 0) for k in COUNTERS},
+                     "latency_ms": None if counters.get("latency") is None
+                     else round(float(counters["latency"]) * 1000, 1)})
+    return rows
+
+
+def _epoch(text: str | None) -> float | None:
+    return None if text is None else datetime.fromisoformat(text).timestamp()
+
+
+def _when(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, UTC)
+
+
+class ProxyKeeper:
+    """Keeps `pool` in step with the ledger (see the module docstring)."""
+
+    def __init__(self, ledger: Ledger, store: ProxyStore, pool: ProxyPool,
+                 now: Callable[[], datetime]) -> None:
+        self.ledger, self.store, self.pool, self._now = ledger, store, pool, now
+
+    def step(self) -> int:
+        """Record the pool's health changes, save its counters, refresh it; returns the
+        number of events recorded. All in the caller's thread (tests, simple drivers);
+        a driver with an event loop does `take` on it and `persist` on a thread."""
+        recorded, configs = self.persist(*self.take())
+        self.pool.update(configs)
+        return recorded
+
+    def take(self) -> tuple[list[HealthChange], list[Counters]]:
+        """What changed in the pool since last time (in-memory: on the pool's own loop)."""
+        return self.pool.drain_changes(), [
+            (p.proxy_id, p.successes, p.failures, p.consecutive_failures, p.latency)
+            for p in self.pool.proxies()]
+
+    def persist(self, changes: list[HealthChange], counters: list[Counters]
+                ) -> tuple[int, list[ProxyConfig]]:
+        """Record `changes` as events, save `counters`; the ledger's proxies for
+        `ProxyPool.update`. Touches no pool: safe off the event loop."""
+        recorded = sum(self._record(change) for change in changes)
+        self.store.save_health(counters)
+        return recorded, self.configs()
+
+    def refresh(self) -> None:
+        self.pool.update(self.configs())
+
+    def configs(self) -> list[ProxyConfig]:
+        urls = self.store.urls()
+        return [ProxyConfig(proxy_id=r["proxy_id"], url=urls[r["proxy_id"]],
+                            address=r["address"], region=r["region"],
+                            enabled=bool(r["enabled"]), healthy=bool(r["healthy"]),
+                            retest_at=_epoch(r["retest_at"]),
+                            health_changes=int(r["health_changes"] or 0))
+                for r in ProxyQueries(self.ledger.db).proxies() if r["proxy_id"] in urls]
+
+    def _record(self, change: HealthChange) -> bool:
+        app, at = self.ledger.app, _when(change.at)
+        if change.kind == "deactivated":
+            assert change.retest_at is not None
+            return app.deactivate_proxy(change.proxy_id, change.consecutive_failures,
+                                        change.error or "", _when(change.retest_at), now=at)
+        retest = None if change.retest_at is None else _when(change.retest_at)
+        return app.record_proxy_retest(change.proxy_id, change.error, retest, now=at)
