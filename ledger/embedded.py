@@ -31,26 +31,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import uvloop
 
-from domain.values import CrawlFailure, CrawlTask
+from domain.values import CrawlTask
 from eventstore import unavailable
+from ledger.run_stats import Outage, RunStats
 from runtime.alert_channels import SenderPort
 from runtime.alerts import AlertBatch, AlertOptions, AlertStep
 from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
-from runtime.images import ImageBatch, ImagePort, ImageStep
+from runtime.images import ImagePort, ImageStep
 from runtime.ledger import Ledger
 from runtime.proxy_pool import ProxyKeeper
 from runtime.registry import INTERVAL as HEARTBEAT_INTERVAL
 from runtime.registry import Heartbeats, register
 from runtime.scheduler import Scheduler
-from runtime.work import CrawlerPort, DbThread, JobWorker, RunReport, first_line, worker_name
+from runtime.work import CrawlerPort, DbThread, JobWorker, first_line, worker_name
+
+__all__ = ["EmbeddedRunner", "Outage", "RunStats", "run_loop"]
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -64,62 +65,6 @@ def run_loop(main: Coroutine[Any, Any, _T]) -> _T:
     with less CPU per page. Everything else about the loop is the same.
     """
     return uvloop.run(main)
-
-
-@dataclass
-class RunStats:
-    """What the runner has done so far (for progress displays and summaries)."""
-
-    dispatched: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    events: int = 0
-    products_seen: int = 0
-    reaped: int = 0
-    images_stored: int = 0
-    images_failed: int = 0
-    alerts_delivered: int = 0
-    alerts_failed: int = 0
-    in_flight: int = 0
-    queued: int = 0
-    failures: Counter[str] = field(default_factory=Counter)
-
-    def note(self, report: RunReport) -> None:
-        if isinstance(report.outcome, CrawlFailure):
-            self.failed += 1
-            self.failures[report.outcome.error_kind] += 1
-        else:
-            self.succeeded += 1
-            self.products_seen += len(report.outcome.observations)
-        if report.result is not None:
-            self.events += report.result.events
-
-    def note_alerts(self, batch: AlertBatch) -> None:
-        self.alerts_delivered += batch.delivered
-        self.alerts_failed += batch.failed
-        self.events += batch.recorded
-
-    def note_images(self, batch: ImageBatch) -> None:
-        self.images_stored += batch.stored
-        self.images_failed += batch.failed
-        self.events += batch.recorded
-
-
-@dataclass
-class Outage:
-    """The event store stopped answering at `since` (loop time): wait, with backoff."""
-
-    since: float
-    delay: float = 0.5
-
-    async def pause(self, error: BaseException, limit: float) -> None:
-        waited = asyncio.get_running_loop().time() - self.since
-        if waited > limit:
-            raise error
-        log.warning("event store unavailable for %.0fs (%s); retrying in %.1fs",
-                    waited, first_line(error), self.delay)
-        await asyncio.sleep(self.delay)
-        self.delay = min(self.delay * 2, 10.0)
 
 
 class EmbeddedRunner:
