@@ -259,13 +259,24 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
     def list_products(store: str | None = None, out_of_stock: bool = False,
                       min_price: Decimal | None = None, max_price: Decimal | None = None,
                       cursor: str | None = None,
-                      limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> JSONResponse:
+                      limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+                      q: Annotated[str | None, Query(max_length=200)] = None) -> JSONResponse:
         """Products in id order, a page at a time: follow `next_cursor` (null on the
-        last page); a page filtered by price may hold fewer than `limit` items."""
+        last page); a page filtered by price may hold fewer than `limit` items.
+
+        With `q`: full-text search over name, brand and category (every word, the last
+        as a prefix; then products of stores whose name holds every word), best match
+        first, at most `limit` items and no cursor (`store` still applies)."""
         for bound in (min_price, max_price):
             if bound is not None and (not bound.is_finite() or abs(bound) > 10**12):
                 raise ValueError(f"price bound {bound} must be a finite amount")
         call(ledger.catch_up)
+        if q is not None:
+            if cursor is not None or out_of_stock or min_price is not None \
+                    or max_price is not None:
+                raise ValueError("q combines with store and limit only")
+            found = call(ledger.read.search_products, q, store_id=store, limit=limit)
+            return reply({"items": found, "next_cursor": None})
         page, following = call(ledger.read.product_page, store_id=store,
                                out_of_stock=out_of_stock, min_price=min_price,
                                max_price=max_price, after=cursor, limit=limit)

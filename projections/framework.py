@@ -20,6 +20,7 @@ from typing import Any
 
 from domain.envelope import Envelope
 from projections.db import Database, Row, Tx
+from projections.search import search_ddl, search_table
 
 POSITIONS = "projection_positions"
 Handler = Callable[[Envelope, "Rows"], None]
@@ -33,6 +34,8 @@ class Table:
     key: tuple[str, ...]
     columns: dict[str, str]
     indexes: tuple[tuple[str, ...], ...] = ()
+    #: text columns with a full-text index (`projections.search`)
+    search: tuple[str, ...] = ()
 
     def ddl(self, db: Database, prefix: str) -> list[str]:
         cols = ", ".join(f"{c} {db.column_type(t)}" for c, t in self.columns.items())
@@ -41,6 +44,8 @@ class Table:
         for index in self.indexes:
             statements.append(f"CREATE INDEX IF NOT EXISTS {name}_{'_'.join(index)} "
                               f"ON {name} ({', '.join(index)})")
+        if self.search:
+            statements.extend(search_ddl(db.dialect, name, self.search))
         return statements
 
 
@@ -137,6 +142,8 @@ class Projection(ABC):
             _create_positions(db, tx)
             for table in self.tables:
                 tx.execute(f"DROP TABLE IF EXISTS {self.prefix}{table.name}")
+                if table.search and db.dialect == "sqlite":
+                    tx.execute(f"DROP TABLE IF EXISTS {search_table(self.prefix + table.name)}")
             tx.execute(f"DELETE FROM {POSITIONS} WHERE name = ?", (self.tracking_name,))
 
     def position(self, tx: Tx) -> int:

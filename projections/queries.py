@@ -10,6 +10,8 @@ from domain.timeutil import iso
 from projections import images
 from projections.db import Database, Row
 from projections.framework import loads
+from projections.products import CURRENT_PRODUCTS
+from projections.search import SearchQuery, pg_document, search_table
 
 JOB_STATES = ("scheduled", "dispatched", "leased", "succeeded", "failed", "completed",
               "dead", "paused", "cancelled")
@@ -126,6 +128,42 @@ class ReadModel:
             rows += self.db.query(f"SELECT * FROM current_products WHERE product_id IN "
                                   f"({', '.join('?' for _ in part)}) ORDER BY product_id", part)
         return [_product(r) for r in rows], following
+
+    def search_products(self, text: str, store_id: str | None = None, limit: int = 50
+                        ) -> list[Row]:
+        """Products whose name, brand or category hold every word of `text` (the last
+        one as a prefix), best first; then, when fewer, those of stores whose name holds
+        every word (`projections.search`). Refuses a text without words."""
+        query = SearchQuery.parse(text)
+        store, scope = (" AND p.store_id = ?", [store_id]) if store_id else ("", [])
+        if self.db.dialect == "sqlite":
+            fts = search_table("current_products")
+            rows = self.db.query(
+                f"SELECT p.* FROM {fts} JOIN current_products p ON p.rowid = {fts}.rowid "
+                f"WHERE {fts} MATCH ?{store} ORDER BY bm25({fts}), p.product_id LIMIT ?",
+                [query.fts5(), *scope, limit])
+        else:
+            document = pg_document(tuple(f"p.{c}" for c in CURRENT_PRODUCTS.search))
+            rows = self.db.query(
+                f"SELECT p.* FROM current_products p WHERE {document} @@ "
+                f"to_tsquery('simple', ?){store} ORDER BY ts_rank({document}, "
+                f"to_tsquery('simple', ?)) DESC, p.product_id LIMIT ?",
+                [query.tsquery(), *scope, query.tsquery(), limit])
+        return self._with_store_matches(rows, query, store_id, limit)
+
+    def _with_store_matches(self, rows: list[Row], query: SearchQuery, store_id: str | None,
+                            limit: int) -> list[Row]:
+        found = {r["product_id"] for r in rows}
+        if len(rows) < limit:
+            likes = query.like_patterns()
+            where = " AND ".join("LOWER(s.name) LIKE ? ESCAPE '\\'" for _ in likes)
+            store = " AND p.store_id = ?" if store_id else ""
+            more = self.db.query(
+                f"SELECT p.* FROM current_products p JOIN stores s ON s.store_id = p.store_id "
+                f"WHERE {where}{store} ORDER BY p.name, p.product_id LIMIT ?",
+                [*likes, *([store_id] if store_id else []), limit + len(found)])
+            rows = rows + [r for r in more if r["product_id"] not in found][:limit - len(rows)]
+        return [_product(r) for r in rows]
 
     def product(self, product_id: str) -> Row | None:
         rows = self.db.query("SELECT * FROM current_products WHERE product_id = ?", (product_id,))

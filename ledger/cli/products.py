@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ledger.cli.arguments import number
 from ledger.cli.context import open_ledger
 from ledger.cli.history import add_show_parser, print_history, stream_as_of
 from ledger.cli.output import print_json, print_table
@@ -18,13 +19,32 @@ def register(sub: Any) -> None:
     lst.add_argument("--out-of-stock", action="store_true")
     lst.add_argument("--json", action="store_true")
     lst.set_defaults(handler=list_products)
+    search = actions.add_parser(
+        "search", help="full-text search: every word in name, brand or category (the last "
+        "as a prefix), best first; then products of stores whose name holds every word")
+    search.add_argument("text")
+    search.add_argument("--store")
+    search.add_argument("--limit", type=number(1, 1000, integer=True), default=50)
+    search.add_argument("--json", action="store_true")
+    search.set_defaults(handler=search_products)
     add_show_parser(actions, "product_id", "a product's current state and history", show_product)
 
 
 def list_products(args: argparse.Namespace) -> int:
     with open_ledger() as ledger:
         rows = ledger.read.products(store_id=args.store, out_of_stock=args.out_of_stock)
-    if args.json:
+    return _print_products(rows, args.json)
+
+
+def search_products(args: argparse.Namespace) -> int:
+    with open_ledger() as ledger:
+        rows = ledger.read.search_products(args.text, store_id=args.store,
+                                           limit=int(args.limit))
+    return _print_products(rows, args.json)
+
+
+def _print_products(rows: list[dict[str, Any]], as_json: bool) -> int:
+    if as_json:
         print_json([dict(r, id=r["product_id"]) for r in rows])
         return 0
     print_table("products", ["id", "name", "brand", "price", "in stock", "misses", "last seen"],
