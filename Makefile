@@ -35,7 +35,12 @@ test: setup-test
 	$(BIN)/pytest
 
 bench: setup-test
+	$(BIN)/python bench/crawl_bench.py
+	$(BIN)/python bench/extraction_bench.py
 	$(BIN)/python bench/ledger_bench.py
+	$(BIN)/python bench/relay_bench.py
+	$(BIN)/python bench/distributed_bench.py
 	$(BIN)/python bench/analytics_bench.py
 	$(BIN)/python bench/api_bench.py
 	$(BIN)/python bench/dashboard_bench.py
+	$(BIN)/python bench/search_bench.py

@@ -45,7 +45,7 @@ class Table:
             statements.append(f"CREATE INDEX IF NOT EXISTS {name}_{'_'.join(index)} "
                               f"ON {name} ({', '.join(index)})")
         if self.search:
-            statements.extend(search_ddl(db.dialect, name, self.search))
+            statements.extend(search_ddl(db.dialect, name, self.key[0], self.search))
         return statements
 
 
@@ -142,8 +142,9 @@ class Projection(ABC):
             _create_positions(db, tx)
             for table in self.tables:
                 tx.execute(f"DROP TABLE IF EXISTS {self.prefix}{table.name}")
-                if table.search and db.dialect == "sqlite":
-                    tx.execute(f"DROP TABLE IF EXISTS {search_table(self.prefix + table.name)}")
+                if table.search:
+                    tx.execute("DROP TABLE IF EXISTS "
+                               f"{search_table(db.dialect, self.prefix + table.name)}")
             tx.execute(f"DELETE FROM {POSITIONS} WHERE name = ?", (self.tracking_name,))
 
     def position(self, tx: Tx) -> int:

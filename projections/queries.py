@@ -10,8 +10,7 @@ from domain.timeutil import iso
 from projections import images
 from projections.db import Database, Row
 from projections.framework import loads
-from projections.products import CURRENT_PRODUCTS
-from projections.search import SearchQuery, pg_document, search_table
+from projections.search import SearchQuery, search_table
 
 JOB_STATES = ("scheduled", "dispatched", "leased", "succeeded", "failed", "completed",
               "dead", "paused", "cancelled")
@@ -136,19 +135,18 @@ class ReadModel:
         every word (`projections.search`). Refuses a text without words."""
         query = SearchQuery.parse(text)
         store, scope = (" AND p.store_id = ?", [store_id]) if store_id else ("", [])
+        index = search_table(self.db.dialect, "current_products")
         if self.db.dialect == "sqlite":
-            fts = search_table("current_products")
             rows = self.db.query(
-                f"SELECT p.* FROM {fts} JOIN current_products p ON p.rowid = {fts}.rowid "
-                f"WHERE {fts} MATCH ?{store} ORDER BY bm25({fts}), p.product_id LIMIT ?",
+                f"SELECT p.* FROM {index} JOIN current_products p ON p.rowid = {index}.rowid "
+                f"WHERE {index} MATCH ?{store} ORDER BY bm25({index}), p.product_id LIMIT ?",
                 [query.fts5(), *scope, limit])
         else:
-            document = pg_document(tuple(f"p.{c}" for c in CURRENT_PRODUCTS.search))
             rows = self.db.query(
-                f"SELECT p.* FROM current_products p WHERE {document} @@ "
-                f"to_tsquery('simple', ?){store} ORDER BY ts_rank({document}, "
-                f"to_tsquery('simple', ?)) DESC, p.product_id LIMIT ?",
-                [query.tsquery(), *scope, query.tsquery(), limit])
+                f"SELECT p.* FROM (SELECT s.product_id, ts_rank(s.doc, q) AS rank FROM {index} s, "
+                f"to_tsquery('simple', ?) q WHERE s.doc @@ q) hit JOIN current_products p "
+                f"ON p.product_id = hit.product_id WHERE 1 = 1{store} "
+                f"ORDER BY hit.rank DESC, p.product_id LIMIT ?", [query.tsquery(), *scope, limit])
         return self._with_store_matches(rows, query, store_id, limit)
 
     def _with_store_matches(self, rows: list[Row], query: SearchQuery, store_id: str | None,

@@ -4,9 +4,12 @@
   `unicode61` tokens without diacritics, prefix indexes of 2 and 3 characters),
   kept in step by triggers on every insert, update and delete of the table, so each
   projection write, rebuild or migration keeps it exact; ranked by bm25.
-- PostgreSQL: a GIN index on `to_tsvector('simple', …)` of the columns (the `simple`
-  configuration: no language's stemming, the shops are in many languages); ranked
-  by `ts_rank`.
+- PostgreSQL: a table `<table>_search` (key, `doc tsvector`) with a GIN index, kept
+  by a trigger on the table (`to_tsvector('simple', …)` of the columns: no
+  language's stemming, the shops are in many languages); ranked by `ts_rank` on the
+  stored vectors, so a common word's thousands of matches are ranked without
+  re-reading their rows. Diacritics are kept ("creme" does not find "Crème"; SQLite
+  folds them): `unaccent` is an extension a read-model database may not have.
 
 A query is the words of the user's text (letters and digits; everything else
 separates words), all of which must match, the last one as a prefix ("blue dre"
@@ -23,29 +26,30 @@ from domain.errors import InvalidInput
 
 __all__ = ["SearchQuery", "search_ddl", "search_table"]
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)  # letters and digits
 #: words of a query at most (the rest are ignored)
 MAX_WORDS = 12
 #: characters of a query at most
 MAX_LENGTH = 200
 
 
-def search_table(table: str) -> str:
-    """The SQLite FTS5 table indexing `table`."""
-    return f"{table}_fts"
+def search_table(dialect: str, table: str) -> str:
+    """The table holding `table`'s full-text index."""
+    return f"{table}_fts" if dialect == "sqlite" else f"{table}_search"
 
 
 def _document(columns: tuple[str, ...]) -> str:
-    """The PostgreSQL text searched: the columns, each coalesced, space-separated."""
+    """The PostgreSQL text indexed: the columns, each coalesced, space-separated."""
     return " || ' ' || ".join(f"coalesce({c}, '')" for c in columns)
 
 
-def search_ddl(dialect: str, table: str, columns: tuple[str, ...]) -> list[str]:
+def search_ddl(dialect: str, table: str, key: str, columns: tuple[str, ...]) -> list[str]:
     """The statements creating the full-text index of `table` (idempotent)."""
-    if dialect != "sqlite":
-        return [f"CREATE INDEX IF NOT EXISTS {table}_search ON {table} "
-                f"USING GIN (to_tsvector('simple', {_document(columns)}))"]
-    fts = search_table(table)
+    return (_sqlite_ddl if dialect == "sqlite" else _postgres_ddl)(table, key, columns)
+
+
+def _sqlite_ddl(table: str, key: str, columns: tuple[str, ...]) -> list[str]:
+    fts = search_table("sqlite", table)
     names = ", ".join(columns)
     new = ", ".join(f"new.{c}" for c in columns)
     old = ", ".join(f"old.{c}" for c in columns)
@@ -59,9 +63,34 @@ def search_ddl(dialect: str, table: str, columns: tuple[str, ...]) -> list[str]:
         f"CREATE TRIGGER IF NOT EXISTS {fts}_update AFTER UPDATE OF {names} ON {table} "
         f"BEGIN {delete} {insert} END",
         # rows written before the index existed (a read model from an older version):
-        # index them once; an index already complete has as many rows as the table
-        f"INSERT INTO {fts} ({fts}) SELECT 'rebuild' WHERE (SELECT count(*) FROM {fts}) "
-        f"<> (SELECT count(*) FROM {table})",
+        # index them once; a complete index holds a document (`_docsize`) per row
+        f"INSERT INTO {fts} ({fts}) SELECT 'rebuild' WHERE (SELECT count(*) FROM "
+        f"{fts}_docsize) <> (SELECT count(*) FROM {table})",
+    ]
+
+
+def _postgres_ddl(table: str, key: str, columns: tuple[str, ...]) -> list[str]:
+    index = search_table("postgres", table)
+    document = _document(tuple(f"NEW.{c}" for c in columns))
+    return [
+        f"CREATE TABLE IF NOT EXISTS {index} ({key} text PRIMARY KEY, doc tsvector NOT NULL)",
+        f"CREATE INDEX IF NOT EXISTS {index}_doc ON {index} USING GIN (doc)",
+        f"""CREATE OR REPLACE FUNCTION {index}_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'DELETE' THEN
+                DELETE FROM {index} WHERE {key} = OLD.{key};
+                RETURN OLD;
+            END IF;
+            INSERT INTO {index} ({key}, doc) VALUES (NEW.{key}, to_tsvector('simple', {document}))
+            ON CONFLICT ({key}) DO UPDATE SET doc = excluded.doc;
+            RETURN NEW;
+        END $$""",
+        f"CREATE OR REPLACE TRIGGER {index}_sync AFTER INSERT OR DELETE OR UPDATE OF "
+        f"{', '.join(columns)} ON {table} FOR EACH ROW EXECUTE FUNCTION {index}_sync()",
+        # rows written before the index existed (a read model from an older version)
+        f"INSERT INTO {index} ({key}, doc) SELECT t.{key}, to_tsvector('simple', "
+        f"{_document(tuple(f't.{c}' for c in columns))}) FROM {table} t "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {index} i WHERE i.{key} = t.{key})",
     ]
 
 
@@ -94,8 +123,3 @@ class SearchQuery:
         """`LIKE` patterns, one per word (`%`, `_` and `\\` escaped), for short texts
         such as store names that carry no index."""
         return ["%" + re.sub(r"([%_\\])", r"\\\1", w) + "%" for w in self.words]
-
-
-def pg_document(columns: tuple[str, ...]) -> str:
-    """The PostgreSQL expression the GIN index is built on (queries must repeat it)."""
-    return f"to_tsvector('simple', {_document(columns)})"
