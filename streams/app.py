@@ -68,6 +68,10 @@ def projector_group(roles: Iterable[str], deployment: str = "") -> str:
     return app_id(roles, deployment)
 
 
+#: how often a crawl worker records its proxy pool's health changes and reloads the pool
+PROXY_EVERY = 5.0
+
+
 def create_app(components: Components, roles: Iterable[str],
                options: WorkerOptions | None = None) -> faust.App:
     """A Faust app running the agents of `roles`; resources connect when it runs."""
@@ -133,6 +137,10 @@ def _crawl(app: faust.App, res: Resources, work: Any) -> None:
     @app.timer(HEARTBEAT_INTERVAL, name="worker-heartbeat")
     async def heartbeat() -> None:
         await agents.heartbeat(res)
+
+    @app.timer(PROXY_EVERY, name="egress-proxies")
+    async def proxies() -> None:
+        await res.keep_proxies()
 
 
 def _alert(app: faust.App, res: Resources) -> None:

@@ -21,6 +21,7 @@ from runtime.clock import Clock, FileClock, SystemClock
 from runtime.components import Components
 from runtime.defaults import DEFAULTS
 from runtime.ledger import Ledger
+from runtime.proxy_pool import ProxyKeeper, ProxyStore
 from runtime.work import CrawlerPort, DbThread
 from streams.ddl import create_racing
 from streams.kafka_projection import create_tables
@@ -76,6 +77,8 @@ class Resources:
     #: jobs this process's crawl agents are running now (its heartbeats say so)
     in_flight: int = field(default=0, init=False)
     _alerts: AlertStep | None = field(default=None, init=False)
+    #: keeps the crawler's egress proxy pool in step with the ledger (None: no pool)
+    _proxies: ProxyKeeper | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.db = DbThread(self.options.db_threads)
@@ -108,9 +111,25 @@ class Resources:
             self._crawler_lock = asyncio.Lock()
         async with self._crawler_lock:
             if self._crawler is None:
-                self._crawler = await self._stack.enter_async_context(
-                    self.components.open_crawler())
+                crawler = await self._stack.enter_async_context(self.components.open_crawler())
+                egress = getattr(crawler, "egress", None)
+                if egress is not None:
+                    self._proxies = await self.call(
+                        lambda ledger: ProxyKeeper(ledger, ProxyStore(ledger.db), egress.pool,
+                                                   self.clock.now))
+                    await self.keep_proxies()  # the pool is known before the first crawl
+                self._crawler = crawler
         return self._crawler
+
+    async def keep_proxies(self) -> None:
+        """Record the proxy pool's health changes, save its counters and refresh it from
+        the ledger (what the embedded runner does each turn; `streams.app` times it)."""
+        keeper = self._proxies
+        if keeper is None:
+            return
+        changes, counters = keeper.take()  # in memory, on this loop
+        _, configs = await self.db.call(keeper.persist, changes, counters)
+        keeper.pool.update(configs)
 
     async def alert_step(self) -> AlertStep:
         """The alert handler, with its sender, built once (`streams.agents.alert`)."""

@@ -244,3 +244,46 @@ def test_credentials_are_used_but_never_recorded(ledger: Ledger, tmp_path: Path)
     everything = json.dumps([e.payload for e in ledger.source.read(0, 10_000)], default=str)
     assert "s3cr3t-pw" not in everything and "crawler:" not in everything
     assert "s3cr3t-pw" not in json.dumps(rows(ledger, keeper))
+
+
+def test_a_distributed_crawl_worker_keeps_its_pool_in_step_with_the_ledger(
+        store_url: str, tmp_path: Path) -> None:
+    """`worker --role crawl` (Faust): the crawler its resources open knows the ledger's
+    proxies before the first crawl, records its pool's health changes as events and
+    sees an operator's `proxies disable` on its next refresh."""
+    from backends import settings_for
+
+    from ledger.bootstrap import bootstrap, components
+    from streams.resources import Resources, WorkerOptions
+
+    settings = settings_for(store_url, tmp_path)
+    ledger = bootstrap(settings)
+    try:
+        store = ProxyStore(ledger.db)
+        proxy_id = str(asyncio.run(add_proxy(ledger, store, LOOPBACK,
+                                             f"http://127.0.0.1:{closed_port()}", None, T0)))
+        ledger.catch_up()  # the projectors' part
+
+        async def worker() -> list[bool]:
+            res = Resources(components(settings), WorkerOptions())
+            try:
+                crawler: Any = await res.crawler()
+                pool = crawler.egress.pool
+                seen = [[p.proxy_id for p in pool.proxies()] == [proxy_id]]
+                for _ in range(pool.max_failures):
+                    pool.failed(proxy_id, "connect refused")
+                await res.keep_proxies()
+                await asyncio.to_thread(ledger.app.disable_proxy, proxy_id, "retired",
+                                        datetime.now(UTC))
+                await asyncio.to_thread(ledger.catch_up)
+                await res.keep_proxies()
+                found = pool.get(proxy_id)
+                return [*seen, found is not None and not found.config.enabled]
+            finally:
+                await res.close()
+
+        assert asyncio.run(worker()) == [True, True]
+        kinds = [e.event_type for e in proxy_events(ledger)]
+        assert kinds == ["Proxy.Added", "Proxy.Deactivated", "Proxy.Disabled"]
+    finally:
+        ledger.close()
