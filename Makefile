@@ -36,6 +36,7 @@ test: setup-test
 
 bench: setup-test
 	$(BIN)/python bench/crawl_bench.py
+	$(BIN)/python bench/memory_bench.py
 	$(BIN)/python bench/extraction_bench.py
 	$(BIN)/python bench/ledger_bench.py
 	$(BIN)/python bench/relay_bench.py

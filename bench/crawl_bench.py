@@ -46,8 +46,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from crawl_server import PRIVATE_EVERY, Server  # noqa: E402
-
-from ledger.embedded import run_loop  # noqa: E402  (asyncio.run on uvloop)
+from uvloop import run as run_loop  # noqa: E402  (asyncio.run on uvloop, as the runner)
 
 SCRAPY_VENV = Path(os.environ.get("SCRAPY_VENV", "/tmp/scrapy-venv"))
 

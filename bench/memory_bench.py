@@ -1,0 +1,131 @@
+"""Worker memory at 100 concurrent fetches: crawl-ledger's crawler against Scrapy on the
+same local server, each in its own process, in the same run (issue budget: ours ≤
+Scrapy's peak RSS).
+
+(a) the crawler: `Crawler.crawl` over every page with 100 crawls in flight (4 hosts ×
+25), fetch + raw archive + extraction, as `bench/crawl_bench.py` (a) runs it;
+(b) the embedded runner (`crawl-ledger run`'s process: the crawler, the SQLite ledger
+recording every result and the read models) with concurrency 100, as the crawl bench's (b);
+(c) Scrapy: `bench/scrapy_peer.py` with CONCURRENT_REQUESTS=100, 25 per domain, JSON-LD
+parsed in the callback (its own virtualenv, as in the crawl bench).
+Peak RSS is the process's `ru_maxrss` (from `wait4`): the high-water mark, whatever
+it was doing then.
+
+    .venv/bin/python bench/memory_bench.py [--pages 3000] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from crawl_bench import (  # noqa: E402
+    _crawl_all,
+    bench_embedded,
+    ensure_scrapy,
+    remove_scratch,
+    run_loop,
+    scratch_dir,
+)
+from crawl_server import Server  # noqa: E402
+
+HOSTS, PER_HOST = 4, 25
+
+
+class _Served:
+    """The bench server's addresses, as `bench_embedded` reads them (in a child process)."""
+
+    def __init__(self, bases: list[str], pages: int) -> None:
+        self.bases, self.pages = bases, pages
+
+    urls_by_host = Server.urls_by_host
+
+
+def child(kind: str, spec_file: str) -> None:
+    """In the measured process: crawl every page with HOSTS × PER_HOST in flight."""
+    spec = json.loads(Path(spec_file).read_text())
+    served = _Served(spec["bases"], spec["pages"])
+    try:
+        if kind == "crawler":
+            urls = [u for group in served.urls_by_host() for u in group]
+            _, results = run_loop(_crawl_all(urls, scratch_dir("memory-bench-"), PER_HOST,
+                                             HOSTS * PER_HOST))
+            pages = results["ok"]
+        else:
+            pages = bench_embedded(served, PER_HOST)["pages"]  # type: ignore[arg-type]
+    finally:
+        remove_scratch()
+    print(json.dumps({"items": pages}))
+
+
+def measured(command: list[str]) -> dict[str, Any]:
+    """Run `command`; its last stdout line (JSON) and its peak RSS in MiB."""
+    with tempfile.TemporaryFile("w+") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode != 0:
+            raise RuntimeError(f"{command[1]} exited with {process.returncode}")
+        out.seek(0)
+        result = json.loads(out.read().strip().splitlines()[-1])
+    return {"pages": result["items"], "rss_mib": usage.ru_maxrss / 1024}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pages", type=int, default=3000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(*args.child)
+        return
+    scrapy = ensure_scrapy()
+    rows: dict[str, list[dict[str, Any]]] = {"crawler": [], "embedded": [], "scrapy": []}
+    with Server(HOSTS, args.pages) as server, \
+            tempfile.NamedTemporaryFile("w", suffix=".txt") as urls, \
+            tempfile.NamedTemporaryFile("w", suffix=".json") as spec:
+        urls.write("\n".join(server.urls()))
+        urls.flush()
+        spec.write(json.dumps({"bases": server.bases, "pages": server.pages}))
+        spec.flush()
+        commands = {kind: [sys.executable, __file__, "--child", kind, spec.name]
+                    for kind in ("crawler", "embedded")}
+        if scrapy:
+            commands["scrapy"] = [scrapy, str(ROOT / "bench" / "scrapy_peer.py"), urls.name,
+                                  "--concurrency", str(HOSTS * PER_HOST),
+                                  "--per-host", str(PER_HOST)]
+        print(f"{args.pages} pages on {HOSTS} hosts, {HOSTS * PER_HOST} fetches in flight")
+        for run in range(args.runs):
+            for name in list(commands)[run % len(commands):] + list(commands)[:run % len(commands)]:
+                rows[name].append(measured(commands[name]))
+                print(f"  run {run + 1} {name:8} {rows[name][-1]['pages']:6} pages, "
+                      f"peak RSS {rows[name][-1]['rss_mib']:6.1f} MiB", flush=True)
+    medians = {name: statistics.median(r["rss_mib"] for r in runs)
+               for name, runs in rows.items() if runs}
+    peer = medians.get("scrapy")
+    for name, label in (("crawler", "(a) the crawler"), ("embedded", "(b) the embedded runner"),
+                        ("scrapy", "(c) Scrapy")):
+        if name in medians:
+            ratio = f"{medians[name] / peer:.2f}x Scrapy" if peer else "no peer"
+            print(f"peak RSS (median) {label:24} {medians[name]:6.1f} MiB  {ratio}")
+    if peer is None:
+        print("Scrapy could NOT be installed: no peer, no ratio")
+        return
+    for name in ("crawler", "embedded"):
+        verdict = "met" if medians[name] <= peer else "NOT met"
+        print(f"budget {name} <= Scrapy: {verdict}")
+
+if __name__ == "__main__":
+    main()
