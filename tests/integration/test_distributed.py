@@ -130,7 +130,8 @@ def test_projector_reads_again_what_its_consumer_lost(dist: Ledger, dist_setting
         wait_caught_up(dist, group, 90)
     assert len(dist.read.stores()) == 60
     assert_equal_to_rebuild(dist, may_be_empty=frozenset({"job_status", "current_products", "stock_status",
-                                                         "workers", "product_images"}))  # no crawl role here
+                                                         "workers", "product_images",
+                                                         "product_search"}))  # no crawl role here
 
 
 def parquet_rows(dataset_dir: Path) -> dict[str, list[tuple[Any, ...]]]:

@@ -15,6 +15,7 @@ from search_fixtures import PRODUCTS, seeded
 
 from domain.errors import InvalidInput
 from ledger.bootstrap import Ledger
+from projections.framework import table_rows
 from projections.product_search import ProductSearchProjection
 from projections.rebuild import rebuild, verify
 from projections.search import search_table
@@ -73,6 +74,25 @@ def test_a_read_model_from_before_search_gets_it_on_catch_up(ledger: Ledger) -> 
         projection.create(ledger.db)
     ledger.catch_up()
     assert results(ledger) == found
+
+
+def test_a_product_seen_before_its_store_ends_as_in_log_order(ledger: Ledger) -> None:
+    """A Kafka projector reads stores and products from different topics: whichever
+    comes first, the documents end as a rebuild in log order makes them."""
+    seeded(ledger)
+    envelopes = ledger.source.read(0, 1000)
+    products = [e for e in envelopes if e.event_type.startswith("Product.")]
+    stores = [e for e in envelopes if e.event_type.startswith("Store.")]
+    for batches in ([products, stores], [products + stores]):
+        projection = ProductSearchProjection(prefix="kafka_")
+        projection.drop(ledger.db)
+        projection.create(ledger.db)
+        for batch in batches:
+            with ledger.db.transaction() as tx:
+                projection.apply(tx, batch)
+        for table in projection.tables:
+            assert table_rows(ledger.db, table, "kafka_") == table_rows(ledger.db, table, "")
+        projection.drop(ledger.db)
 
 
 def _tokens(*texts: str | None) -> set[str]:
