@@ -264,9 +264,9 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
         """Products in id order, a page at a time: follow `next_cursor` (null on the
         last page); a page filtered by price may hold fewer than `limit` items.
 
-        With `q`: full-text search over name, brand and category (every word, the last
-        as a prefix; then products of stores whose name holds every word), best match
-        first, at most `limit` items and no cursor (`store` still applies)."""
+        With `q`: full-text search over name, brand, category, store name and
+        description (every word, the last as a prefix), best match first: at most
+        `limit` items, no cursor (`next_cursor` null); `store` still applies."""
         for bound in (min_price, max_price):
             if bound is not None and (not bound.is_finite() or abs(bound) > 10**12):
                 raise ValueError(f"price bound {bound} must be a finite amount")

@@ -1,7 +1,8 @@
 """Full-text product search with 100,000 products (issue budget: < 50 ms a query), on
 SQLite (embedded) and PostgreSQL, beside its peer in the same run: the same words
-looked for with `LOWER(…) LIKE '%word%'` over name, brand and category (a scan; what
-search was before the index).
+looked for with `LOWER(…) LIKE '%word%'` over the same documents (name, brand,
+category, store name, description of `product_search`): a scan, what a search
+without the index does.
 
 Products are recorded through the application (100 catalog results of 1,000
 products), names drawn from a vocabulary so that words are common, rare or shared as
@@ -33,6 +34,7 @@ import psycopg  # noqa: E402
 from domain.values import CrawlSuccess, Observation, Offer  # noqa: E402
 from ledger.bootstrap import Ledger, bootstrap  # noqa: E402
 from ledger.settings import Settings  # noqa: E402
+from projections.product_search import PRODUCT_SEARCH  # noqa: E402
 from projections.search import SearchQuery  # noqa: E402
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -48,9 +50,13 @@ FORMS = ("Flower", "Pre-roll", "Vape Cartridge", "Gummies", "Chocolate", "Tinctu
          "Live Resin", "Shatter", "Capsules")
 BRANDS = ("Jeeter", "Kiva", "Stiiizy", "Raw Garden", "Wyld", "Cookies", "Alien Labs",
           "Connected", "Papa & Barkley", "Crème Farms")
+NOTES = ("Sweet berry aroma with a calm finish.", "Citrus and fuel, an energising daytime pick.",
+         "Earthy pine notes; slow cured for six weeks.", "Creamy vanilla with a hint of spice.",
+         "Grown indoors in living soil, hand trimmed.", None)
 QUERIES = ("blue dream", "blue dre", "kush", "gummies", "jeeter", "wedding cake rosin",
            "sour d", "zk", "cookies flower", "granddaddy", "live resin cart", "crème",
-           "muffin blueberry", "nothing like this", "og", "ice cream cake gummies")
+           "muffin blueberry", "nothing like this", "og", "ice cream cake gummies", "shop 042 kush",
+    "citrus daytime", "vanilla sp")
 
 
 def catalog(store: int, count: int, rng: random.Random) -> tuple[Observation, ...]:
@@ -58,7 +64,8 @@ def catalog(store: int, count: int, rng: random.Random) -> tuple[Observation, ..
     return tuple(
         Observation(f"p{i}", f"{rng.choice(strains)} {rng.choice(WORDS)} {rng.choice(FORMS)}",
                     (Offer("1g", Decimal(rng.randrange(500, 9000)) / 100, "USD"),),
-                    "in_stock", brand=rng.choice(BRANDS), category=rng.choice(FORMS))
+                    "in_stock", brand=rng.choice(BRANDS), category=rng.choice(FORMS),
+                    description=rng.choice(NOTES))
         for i in range(count))
 
 
@@ -79,13 +86,17 @@ def seed(ledger: Ledger, products: int) -> float:
 
 
 def like_scan(ledger: Ledger) -> Callable[[str], list[Any]]:
-    """The peer: every word somewhere in name, brand or category, by LIKE."""
+    """The peer: every word somewhere in the same five columns, by LIKE."""
+    columns = PRODUCT_SEARCH.search
+
     def search(text: str) -> list[Any]:
         patterns = SearchQuery.parse(text).like_patterns()
-        where = " AND ".join("(LOWER(name) LIKE ? ESCAPE '\\' OR LOWER(brand) LIKE ? ESCAPE "
-                             "'\\' OR LOWER(category) LIKE ? ESCAPE '\\')" for _ in patterns)
-        return ledger.db.query(f"SELECT * FROM current_products WHERE {where} ORDER BY name "
-                               "LIMIT 50", [p for p in patterns for _ in range(3)])
+        anywhere = " OR ".join(f"LOWER(s.{c}) LIKE ? ESCAPE '\\'" for c in columns)
+        where = " AND ".join(f"({anywhere})" for _ in patterns)
+        return ledger.db.query(
+            f"SELECT p.* FROM product_search s JOIN current_products p ON p.product_id = "
+            f"s.product_id WHERE {where} ORDER BY s.name LIMIT 50",
+            [p for p in patterns for _ in columns])
     return search
 
 

@@ -24,7 +24,7 @@ from domain.values import UNAVAILABLE, ImageFailure, ImageOutcome, Observation
 MISSES_FOR_OUT_OF_STOCK = 3
 #: failed crawls in a row of the job that sees a product before its stock is unknown
 FAILURES_FOR_UNKNOWN_STOCK = 3
-DETAIL_FIELDS = ("name", "brand", "category", "url", "image_url")
+DETAIL_FIELDS = ("name", "brand", "category", "url", "image_url", "description")
 
 
 def offer_key(offer: dict[str, Any]) -> str:
@@ -42,6 +42,8 @@ class Product(LedgerAggregate):
     #: what became of the image URL last tried: {"url", "status": "stored"|"failed", ...}
     #: (class default: products and snapshots from before images were fetched)
     image: dict[str, Any] | None = None
+    #: (class default: products and snapshots from before descriptions were read)
+    description: str | None = None
 
     @staticmethod
     def create_id(store_id: str, provider_product_id: str, **_: Any) -> UUID:
@@ -59,6 +61,7 @@ class Product(LedgerAggregate):
         image_url: str | None,
         job_id: str,
         at: datetime,
+        description: str | None = None,  # optional: Discovered events before it lack it
     ) -> None:
         self.store_id = store_id
         self.provider_product_id = provider_product_id
@@ -67,6 +70,7 @@ class Product(LedgerAggregate):
         self.category = category
         self.url = url
         self.image_url = image_url
+        self.description = description
         self.discovered_by = job_id
         self.first_seen_at = at
         self.last_seen_at: datetime | None = None
@@ -88,6 +92,7 @@ class Product(LedgerAggregate):
             category=obs.category,
             url=obs.url,
             image_url=obs.image_url,
+            description=obs.description,
             job_id=job_id,
             at=at,
         )

@@ -84,6 +84,8 @@ class Observation:
     quantity: int | None = None
     #: e.g. {"thc": "18.5-21%", "cbd": "<1%", "strain_type": "Hybrid"}
     attributes: Mapping[str, str] = field(default_factory=dict)
+    #: the shop's product text, as plain text (searched, not shown in lists)
+    description: str | None = None
 
     def to_payload(self) -> dict[str, Any]:
         return {
@@ -98,6 +100,8 @@ class Observation:
             "sku": self.sku,
             "quantity": self.quantity,
             "attributes": dict(self.attributes),
+            # only when there is one: payloads of observations without stay as they were
+            **({"description": self.description} if self.description is not None else {}),
         }
 
     @classmethod
@@ -114,6 +118,7 @@ class Observation:
             sku=data.get("sku"),
             quantity=data.get("quantity"),
             attributes=dict(data.get("attributes") or {}),
+            description=data.get("description"),
         )
 
 

@@ -6,6 +6,7 @@ from projections.alerts import AlertsProjection
 from projections.framework import Projection
 from projections.images import ProductImagesProjection
 from projections.job_status import JobStatusProjection
+from projections.product_search import ProductSearchProjection
 from projections.products import CurrentProductsProjection, StockStatusProjection
 from projections.proxies import ProxiesProjection
 from projections.stores import StoresProjection
@@ -19,6 +20,7 @@ def read_models(prefix: str = "") -> list[Projection]:
         JobStatusProjection(prefix=prefix),
         CurrentProductsProjection(prefix=prefix),
         StockStatusProjection(prefix=prefix),
+        ProductSearchProjection(prefix=prefix),
         WorkersProjection(prefix=prefix),
         ProductImagesProjection(prefix=prefix),
         AlertsProjection(prefix=prefix),

@@ -34,7 +34,7 @@ class Table:
     key: tuple[str, ...]
     columns: dict[str, str]
     indexes: tuple[tuple[str, ...], ...] = ()
-    #: text columns with a full-text index (`projections.search`)
+    #: text columns with a full-text index, most telling first (`projections.search`)
     search: tuple[str, ...] = ()
 
     def ddl(self, db: Database, prefix: str) -> list[str]:
@@ -45,7 +45,7 @@ class Table:
             statements.append(f"CREATE INDEX IF NOT EXISTS {name}_{'_'.join(index)} "
                               f"ON {name} ({', '.join(index)})")
         if self.search:
-            statements.extend(search_ddl(db.dialect, name, self.key[0], self.search))
+            statements.extend(search_ddl(db.dialect, name, self.search))
         return statements
 
 
@@ -142,9 +142,8 @@ class Projection(ABC):
             _create_positions(db, tx)
             for table in self.tables:
                 tx.execute(f"DROP TABLE IF EXISTS {self.prefix}{table.name}")
-                if table.search:
-                    tx.execute("DROP TABLE IF EXISTS "
-                               f"{search_table(db.dialect, self.prefix + table.name)}")
+                if table.search and db.dialect == "sqlite":  # PostgreSQL's is a column
+                    tx.execute(f"DROP TABLE IF EXISTS {search_table(self.prefix + table.name)}")
             tx.execute(f"DELETE FROM {POSITIONS} WHERE name = ?", (self.tracking_name,))
 
     def position(self, tx: Tx) -> int:

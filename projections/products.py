@@ -23,7 +23,6 @@ CURRENT_PRODUCTS = Table(
         "last_job": "text", "version": "int",
     },
     indexes=(("store_id", "product_id"), ("in_stock", "product_id")),
-    search=("name", "brand", "category"),
 )
 
 OUT_OF_STOCK = Table(

@@ -10,7 +10,8 @@ from domain.timeutil import iso
 from projections import images
 from projections.db import Database, Row
 from projections.framework import loads
-from projections.search import SearchQuery, search_table
+from projections.product_search import PRODUCT_SEARCH
+from projections.search import DOC, SearchQuery, bm25_weights, search_table
 
 JOB_STATES = ("scheduled", "dispatched", "leased", "succeeded", "failed", "completed",
               "dead", "paused", "cancelled")
@@ -130,37 +131,25 @@ class ReadModel:
 
     def search_products(self, text: str, store_id: str | None = None, limit: int = 50
                         ) -> list[Row]:
-        """Products whose name, brand or category hold every word of `text` (the last
-        one as a prefix), best first; then, when fewer, those of stores whose name holds
-        every word (`projections.search`). Refuses a text without words."""
+        """Products holding every word of `text` (the last one as a prefix) in their
+        name, brand, category, store name or description, best match first
+        (`projections.search`). Refuses a text without words."""
         query = SearchQuery.parse(text)
-        store, scope = (" AND p.store_id = ?", [store_id]) if store_id else ("", [])
-        index = search_table(self.db.dialect, "current_products")
+        store, scope = (" AND s.store_id = ?", [store_id]) if store_id else ("", [])
         if self.db.dialect == "sqlite":
-            rows = self.db.query(
-                f"SELECT p.* FROM {index} JOIN current_products p ON p.rowid = {index}.rowid "
-                f"WHERE {index} MATCH ?{store} ORDER BY bm25({index}), p.product_id LIMIT ?",
-                [query.fts5(), *scope, limit])
-        else:
-            rows = self.db.query(
-                f"SELECT p.* FROM (SELECT s.product_id, ts_rank(s.doc, q) AS rank FROM {index} s, "
-                f"to_tsquery('simple', ?) q WHERE s.doc @@ q) hit JOIN current_products p "
-                f"ON p.product_id = hit.product_id WHERE 1 = 1{store} "
-                f"ORDER BY hit.rank DESC, p.product_id LIMIT ?", [query.tsquery(), *scope, limit])
-        return self._with_store_matches(rows, query, store_id, limit)
-
-    def _with_store_matches(self, rows: list[Row], query: SearchQuery, store_id: str | None,
-                            limit: int) -> list[Row]:
-        found = {r["product_id"] for r in rows}
-        if len(rows) < limit:
-            likes = query.like_patterns()
-            where = " AND ".join("LOWER(s.name) LIKE ? ESCAPE '\\'" for _ in likes)
-            store = " AND p.store_id = ?" if store_id else ""
-            more = self.db.query(
-                f"SELECT p.* FROM current_products p JOIN stores s ON s.store_id = p.store_id "
-                f"WHERE {where}{store} ORDER BY p.name, p.product_id LIMIT ?",
-                [*likes, *([store_id] if store_id else []), limit + len(found)])
-            rows = rows + [r for r in more if r["product_id"] not in found][:limit - len(rows)]
+            fts = search_table("product_search")
+            hits = (f"SELECT s.product_id, bm25({fts}, {bm25_weights(PRODUCT_SEARCH.search)}) "
+                    f"AS score FROM {fts} JOIN product_search s ON s.rowid = {fts}.rowid "
+                    f"WHERE {fts} MATCH ?{store} ORDER BY score, s.product_id LIMIT ?")
+            terms = query.fts5()
+        else:  # ts_rank grows with relevance; negated, it orders like bm25
+            hits = (f"SELECT s.product_id, -ts_rank(s.{DOC}, q) AS score FROM product_search s, "
+                    f"to_tsquery('simple', ?) q WHERE s.{DOC} @@ q{store} "
+                    f"ORDER BY score, s.product_id LIMIT ?")
+            terms = query.tsquery()
+        rows = self.db.query(f"SELECT p.* FROM ({hits}) hit JOIN current_products p ON "
+                             f"p.product_id = hit.product_id ORDER BY hit.score, p.product_id",
+                             [terms, *scope, limit])
         return [_product(r) for r in rows]
 
     def product(self, product_id: str) -> Row | None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from projections.db import Database
 from projections.framework import Projection, Table, table_rows
 from projections.runner import ProjectionRunner
+from projections.search import index_faults
 from projections.source import EventSource
 
 SCRATCH = "scratch_"
@@ -51,10 +52,21 @@ def verify(source: EventSource, db: Database, factory: Factory,
         projection.drop(db)
     ProjectionRunner(source, db, scratch, REBUILD_BATCH).catch_up(progress)
     try:
-        return [_compare(db, table, SCRATCH) for p in scratch for table in p.tables]
+        tables = [t for p in scratch for t in p.tables]
+        return ([_compare(db, table, SCRATCH) for table in tables]
+                + [_check_index(db, table) for table in tables if table.search])
     finally:
         for projection in scratch:
             projection.drop(db)
+
+
+def _check_index(db: Database, table: Table) -> TableComparison:
+    """A full-text index is its table's rows, indexed: the table is compared with the
+    rebuild like any other; the live index must then agree with the live table."""
+    with db.transaction() as tx:
+        rows = int(tx.execute(f"SELECT count(*) AS n FROM {table.name}")[0]["n"])
+        fault = index_faults(tx, db.dialect, table.name)
+    return TableComparison(f"{table.name} search index", rows, rows, 0 if fault is None else 1)
 
 
 def _compare(db: Database, table: Table, prefix: str) -> TableComparison:

@@ -20,8 +20,8 @@ def register(sub: Any) -> None:
     lst.add_argument("--json", action="store_true")
     lst.set_defaults(handler=list_products)
     search = actions.add_parser(
-        "search", help="full-text search: every word in name, brand or category (the last "
-        "as a prefix), best first; then products of stores whose name holds every word")
+        "search", help="full-text search: products holding every word in their name, brand, "
+        "category, store name or description (the last word as a prefix), best match first")
     search.add_argument("text")
     search.add_argument("--store")
     search.add_argument("--limit", type=number(1, 1000, integer=True), default=50)

@@ -42,6 +42,17 @@ def test_search_from_the_command_line(store_url: str, tmp_path: Path, crawl_ledg
         assert "Traceback" not in refused.stderr
     assert search("kush", "--limit", "0").returncode == 2
 
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([crawl_ledger_bin, *args], env=env, capture_output=True,
+                              text=True, timeout=120)
+
+    verified = cli("projections", "rebuild", "--verify")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "product_search search index" in verified.stdout
+    assert cli("projections", "rebuild").returncode == 0
+    again = search("blue dre", "--json")
+    assert again.returncode == 0 and json.loads(again.stdout) == json.loads(found.stdout)
+
 
 def test_search_over_http(ledger: Ledger) -> None:
     seeded(ledger)

@@ -22,6 +22,7 @@ from ledger.settings import Settings
 from projections.datasets import DatasetWriter
 from projections.framework import table_rows
 from projections.runner import ProjectionRunner
+from projections.search import index_faults
 from runtime.clock import FileClock, SimulatedClock, SystemClock
 from simulator import SimulatorThread
 from streams.relay import Relay, kafka_producer
@@ -77,6 +78,9 @@ def assert_equal_to_rebuild(ledger: Ledger, may_be_empty: frozenset[str] = froze
             live, rebuilt = (table_rows(ledger.db, table, p) for p in ("", "scratch_"))
             assert live == rebuilt, f"{table.name}: live read model differs from a rebuild"
             assert live or table.name in may_be_empty | UNUSED, f"{table.name} is empty"
+            if table.search:  # an index is its table's rows, indexed: it must agree with them
+                with ledger.db.transaction() as tx:
+                    assert index_faults(tx, ledger.db.dialect, table.name) is None
 
 
 def rebuild_differences(ledger: Ledger) -> str | None:
@@ -126,7 +130,8 @@ def test_projector_reads_again_what_its_consumer_lost(dist: Ledger, dist_setting
         wait_caught_up(dist, group, 90)
     assert len(dist.read.stores()) == 60
     assert_equal_to_rebuild(dist, may_be_empty=frozenset({"job_status", "current_products", "stock_status",
-                                                         "workers", "product_images"}))  # no crawl role here
+                                                         "workers", "product_images",
+                                                         "product_search"}))  # no crawl role here
 
 
 def parquet_rows(dataset_dir: Path) -> dict[str, list[tuple[Any, ...]]]:

@@ -7,13 +7,15 @@ fields through these helpers instead of trusting the shape.
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from decimal import Decimal
 from typing import Any
 
 from workers.adapters.base import ExtractionError, Page
 
-__all__ = ["as_dicts", "as_list", "first_text", "load_json", "sniff_json", "text"]
+__all__ = ["as_dicts", "as_list", "first_text", "load_json", "plain_text", "sniff_json", "text"]
 
 
 def load_json(page: Page) -> Any:
@@ -53,6 +55,23 @@ def text(value: Any) -> str | None:
         cleaned = str(value).strip()
         return cleaned or None
     return None
+
+
+#: characters of a product description kept (the start says what it is; search
+#: needs no more, and every change of it is an event)
+DESCRIPTION_LIMIT = 2000
+_TAG = re.compile(r"<[^>]*>")
+_SPACE = re.compile(r"\s+")
+
+
+def plain_text(value: Any, limit: int = DESCRIPTION_LIMIT) -> str | None:
+    """A text field that may hold HTML (Shopify's `body_html`) as plain text: tags
+    dropped, entities decoded, whitespace collapsed, at most `limit` characters."""
+    raw = text(value) if not isinstance(value, list) else first_text(*value)
+    if raw is None:
+        return None
+    cleaned = _SPACE.sub(" ", html.unescape(_TAG.sub(" ", raw))).strip()
+    return cleaned[:limit] or None
 
 
 def first_text(*values: Any) -> str | None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from domain.values import Observation, Offer
 from workers.adapters.offers import make_offer, overall_availability
-from workers.adapters.payload import as_dicts, as_list, first_text, text
+from workers.adapters.payload import as_dicts, as_list, first_text, plain_text, text
 from workers.availability import to_availability
 from workers.currency import resolve
 from workers.prices import parse_price
@@ -54,6 +54,7 @@ def product_observation(
         url=url,
         image_url=_image(node.get("image"), page_url),
         sku=sku,
+        description=plain_text(node.get("description")),
     )
 
 

@@ -9,7 +9,14 @@ from urllib.parse import parse_qs, urlsplit
 from domain.values import CrawlTask, Observation, Offer
 from workers.adapters.base import Extraction, ExtractionError, Page, Request
 from workers.adapters.offers import make_offer, overall_availability
-from workers.adapters.payload import as_dicts, first_text, load_json, sniff_json, text
+from workers.adapters.payload import (
+    as_dicts,
+    first_text,
+    load_json,
+    plain_text,
+    sniff_json,
+    text,
+)
 from workers.availability import from_flag
 from workers.prices import parse_amount
 
@@ -92,6 +99,7 @@ def _observation(item: dict[str, Any], base: str, currency: str) -> Observation 
         url=f"{base}/products/{handle}" if handle else None,
         image_url=first_text(*(image.get("src") for image in images)),
         sku=text(variants[0].get("sku")) if len(variants) == 1 else None,
+        description=plain_text(item.get("body_html")),
     )
 
 
