@@ -5,6 +5,7 @@ every invariant (tests/faults/invariants.py)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sqlite3
 import subprocess
@@ -73,11 +74,24 @@ def freeze_between_writes(proc: subprocess.Popen[str], box: Fleet) -> None:
     the case under test), so thaw and try again until both files are free."""
     for _ in range(200):
         proc.send_signal(signal.SIGSTOP)
+        _wait_stopped(proc.pid)  # the signal is delivered asynchronously
         if all(_writable(box.data_dir / name) for name in ("ledger.sqlite", "readmodels.sqlite")):
             return
         proc.send_signal(signal.SIGCONT)
         time.sleep(0.01)
     raise AssertionError("the runner never paused between writes")
+
+
+def _wait_stopped(pid: int) -> None:
+    """Until every thread of `pid` is stopped (state T in /proc), at most 5 s."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        states = [Path(f"/proc/{pid}/task/{t}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                  for t in os.listdir(f"/proc/{pid}/task")]
+        if all(state in ("T", "t") for state in states):
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"process {pid} did not stop")
 
 
 def _writable(path: Path) -> bool:
