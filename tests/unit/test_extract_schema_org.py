@@ -135,3 +135,20 @@ def test_a_dollar_sign_reads_as_the_currency_the_page_declares_elsewhere() -> No
                     text=body.format(event.replace("%s", declared)))
         (ticket,) = extract_page(page)[1].observations
         assert (ticket.offers[0].price, ticket.offers[0].currency) == (Decimal(amount), code)
+
+
+def test_one_product_marked_up_per_size_is_in_stock_when_any_size_is() -> None:
+    """A shop writing one Product per variant (same name and page, its own sku and offer):
+    the page's product has every size's offer, and is in stock when one size is."""
+    def size(sku: str, stock: str) -> str:
+        return ('{"@context": "https://schema.org", "@type": "Product", "name": "Boots", '
+                f'"sku": "{sku}", "offers": {{"@type": "Offer", "price": "69.95", '
+                f'"priceCurrency": "EUR", "availability": "https://schema.org/{stock}"}}}}')
+    scripts = "".join(f'<script type="application/ld+json">{size(sku, stock)}</script>'
+                      for sku, stock in (("b-35", "OutOfStock"), ("b-36", "InStock"),
+                                         ("b-37", "OutOfStock")))
+    page = Page(url="https://shoes.example/boots", text=f"<html><head>{scripts}</head></html>")
+    (boots,) = extract_page(page)[1].observations
+    assert boots.availability == "in_stock"
+    assert sorted((o.option, o.availability) for o in boots.offers) == [
+        ("b-35", "out_of_stock"), ("b-36", "in_stock"), ("b-37", "out_of_stock")]

@@ -62,11 +62,35 @@ def _list_products(node: dict[str, Any]) -> list[dict[str, Any]]:
 def _main(tops: list[dict[str, Any]], page_urls: list[str]) -> dict[str, Any]:
     wanted = {_norm(url) for url in page_urls} - {None}
     base = page_urls[0] if page_urls else None
-    for product in tops:
-        ids = (text(product.get("url")), text(product.get("@id")))
-        if any(_norm(value, base) in wanted for value in ids if value):
-            return product
-    return tops[0]
+    chosen = next((product for product in tops
+                   if any(_norm(value, base) in wanted for value in _ids(product) if value)),
+                  tops[0])
+    return _with_variants(chosen, tops, base)
+
+
+def _ids(product: dict[str, Any]) -> tuple[str | None, str | None]:
+    return text(product.get("url")), text(product.get("@id"))
+
+
+def _with_variants(product: dict[str, Any], tops: list[dict[str, Any]], base: str | None
+                   ) -> dict[str, Any]:
+    """A shop that marks up one Product per variant (a size each: the same name and page,
+    its own sku and offer) shows one product: its offers are all of theirs, each named
+    by its variant's sku, so the product is in stock when any size is."""
+    name = text(product.get("name"))
+    if not name:
+        return product
+    page = {_norm(value, base) for value in _ids(product)}
+    variants = [p for p in tops if text(p.get("name")) == name
+                and {_norm(value, base) for value in _ids(p)} == page]
+    skus = [text(p.get("sku")) for p in variants]
+    if len(variants) < 2 or None in skus or len(set(skus)) < len(skus):
+        return product
+    offers = [{**offer, "name": text(offer.get("name")) or sku}
+              for variant, sku in zip(variants, skus)
+              for offer in as_dicts(variant.get("offers"))
+              if not is_type(offer, "AggregateOffer")]
+    return {**product, "offers": offers} if offers else product
 
 
 def _norm(url: str | None, base: str | None = None) -> str | None:
