@@ -32,14 +32,15 @@ from eventsourcing.domain import event
 from domain import ids
 from domain.aggregate import LedgerAggregate
 from domain.errors import InvalidInput, InvalidTransition, LeaseLost
+from domain.job_operations import JobOperations
+from domain.retry import MAX_INTERVAL_FACTOR as MAX_INTERVAL_FACTOR  # re-exported
 from domain.retry import RetryPolicy as RetryPolicy  # re-exported: it is part of a job
+from domain.retry import adapted_interval
 from domain.snapshot_event import LedgerSnapshot
 from domain.upcasting import dispatched_v1_v2, leased_v1_v2
 from domain.values import JOB_KINDS
 
 TERMINAL = frozenset({"completed", "cancelled"})
-CANCELLABLE = frozenset({"scheduled", "dispatched", "leased", "paused"})
-MAX_INTERVAL_FACTOR = 8  # adaptive intervals grow up to 8x the base interval
 
 
 def _check_ttl(ttl: float) -> None:
@@ -47,7 +48,7 @@ def _check_ttl(ttl: float) -> None:
         raise InvalidInput(f"lease ttl must be 1..86400 seconds, got {ttl}")
 
 
-class CrawlJob(LedgerAggregate):
+class CrawlJob(JobOperations, LedgerAggregate):
     """A crawl of one URL for one store; its id is derived from (kind, normalised URL)."""
 
     #: failed attempts since the last success (a class default for state
@@ -219,16 +220,9 @@ class CrawlJob(LedgerAggregate):
     def _adapt_interval(self, changed: bool) -> None:
         if not self.adaptive or self.base_interval is None or self.interval is None:
             return
-        if changed and self.interval != self.base_interval:
-            self._interval_adapted(self.base_interval,
-                                   f"content changed: reset to {self.base_interval}s")
-        elif not changed:
-            cap = self.base_interval * MAX_INTERVAL_FACTOR
-            doubled = min(self.interval * 2, cap)
-            if doubled != self.interval:
-                self._interval_adapted(
-                    doubled, f"content unchanged: {self.interval}s doubled to {doubled}s"
-                )
+        adapted = adapted_interval(self.base_interval, self.interval, changed)
+        if adapted is not None:
+            self._interval_adapted(*adapted)
 
     def fail(self, lease_id: str, error_kind: str, message: str, retryable: bool,
              retry_after: float | None, now: datetime) -> None:
@@ -236,7 +230,7 @@ class CrawlJob(LedgerAggregate):
         self.require_lease(lease_id, "record a failure for")
         if error_kind == "no_products" and self.products:
             retryable = True  # it had products: an empty page may be a bad moment, not the end
-        retry_at = self._retry_at(retryable, retry_after, now)
+        retry_at = self.policy.retry_at(self.attempt, retryable, retry_after, now)
         self._failed(lease_id, self.attempt, error_kind, message, retryable, retry_at, now)
         self._after_failure(retry_at, f"{error_kind}: {message}", now, transient=retryable)
 
@@ -245,7 +239,7 @@ class CrawlJob(LedgerAggregate):
         self._require("expire the lease of", "leased")
         if not orphaned and (self.lease_expires_at is None or self.lease_expires_at > now):
             raise InvalidTransition(f"lease of job {self.id} has not expired yet")
-        retry_at = self._retry_at(True, None, now)
+        retry_at = self.policy.retry_at(self.attempt, True, None, now)
         self._lease_expired(self.lease_id, self.attempt, retry_at, now)
         self._after_failure(retry_at, "lease expired", now, transient=True)
 
@@ -254,13 +248,6 @@ class CrawlJob(LedgerAggregate):
         once, and the attempt does not count."""
         self.require_lease(lease_id, "release")
         self._lease_released(lease_id, reason, now)
-
-    def _retry_at(self, retryable: bool, retry_after: float | None,
-                  now: datetime) -> datetime | None:
-        if not retryable or self.attempt >= self.policy.max_attempts:
-            return None
-        delay = max(self.policy.delay(self.attempt), retry_after or 0.0)
-        return now + timedelta(seconds=delay)
 
     def _after_failure(self, retry_at: datetime | None, reason: str, now: datetime,
                        transient: bool) -> None:
@@ -272,36 +259,6 @@ class CrawlJob(LedgerAggregate):
             self._dead_lettered(f"no attempts left after {reason}", now)
         else:
             self._rescheduled(retry_at, f"retry {self.attempt + 1} after {reason}", now)
-
-    # commands: the operator -------------------------------------------------
-    def pause(self, now: datetime) -> None:
-        self._require("pause", "scheduled")
-        self._paused(now)
-
-    def move(self, next_run_at: datetime, reason: str, now: datetime) -> None:
-        self._require("move", "scheduled")
-        self._rescheduled(next_run_at, reason, now)
-
-    def resume(self, now: datetime) -> None:
-        self._require("resume", "paused")
-        self._resumed(max(self.next_run_at, now), now)
-
-    def cancel(self, now: datetime) -> None:
-        self._require("cancel", *sorted(CANCELLABLE))
-        self._cancelled(now)
-
-    def retry(self, now: datetime) -> None:
-        """Operator retry: resets attempts and runs as soon as possible."""
-        self._require("retry", "dead", "scheduled")
-        self._retry_requested(now)
-
-    def force_run(self, now: datetime, boost: int = 100) -> None:
-        self._require("force-run", "scheduled")
-        self._force_run_requested(boost, now)
-
-    def add_child(self, child_job: str) -> None:
-        if child_job not in self.children:
-            self._child_scheduled(child_job)
 
     # events ---------------------------------------------------------------
     class Dispatched(LedgerAggregate.Event):

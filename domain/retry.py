@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from domain.errors import InvalidInput
 
-__all__ = ["RetryPolicy"]
+__all__ = ["MAX_INTERVAL_FACTOR", "RetryPolicy", "adapted_interval"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,14 @@ class RetryPolicy:
     def delay(self, attempt: int) -> float:
         return float(min(self.backoff_base * 2 ** max(attempt - 1, 0), self.backoff_cap))
 
+    def retry_at(self, attempt: int, retryable: bool, retry_after: float | None,
+                 now: datetime) -> datetime | None:
+        """When attempt `attempt + 1` runs (not before the site's Retry-After), or None
+        when the run has no attempt left or its cause is not retryable."""
+        if not retryable or attempt >= self.max_attempts:
+            return None
+        return now + timedelta(seconds=max(self.delay(attempt), retry_after or 0.0))
+
     def to_payload(self) -> dict[str, Any]:
         return {
             "max_attempts": self.max_attempts,
@@ -37,3 +46,18 @@ class RetryPolicy:
     @classmethod
     def from_payload(cls, data: dict[str, Any]) -> RetryPolicy:
         return cls(int(data["max_attempts"]), float(data["backoff_base"]), float(data["backoff_cap"]))
+
+
+#: adaptive intervals grow up to this many times the base interval
+MAX_INTERVAL_FACTOR = 8
+
+
+def adapted_interval(base: int, current: int, changed: bool) -> tuple[int, str] | None:
+    """An adaptive job's next interval and why, or None when it stays: back to `base`
+    when the content changed, doubled (up to `MAX_INTERVAL_FACTOR` × base) when not."""
+    if changed:
+        return None if current == base else (base, f"content changed: reset to {base}s")
+    doubled = min(current * 2, base * MAX_INTERVAL_FACTOR)
+    if doubled == current:
+        return None
+    return doubled, f"content unchanged: {current}s doubled to {doubled}s"

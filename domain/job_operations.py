@@ -1,0 +1,59 @@
+"""Operator commands on a crawl job: pause, move, resume, cancel, retry, force-run,
+and noting a job it chained.
+
+A mixin of `CrawlJob`: each command checks the job's state (`_require`) and records
+one event; the events and their `@event` methods live on the aggregate.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+__all__ = ["CANCELLABLE", "JobOperations"]
+
+CANCELLABLE = frozenset({"scheduled", "dispatched", "leased", "paused"})
+
+
+class JobOperations:
+    if TYPE_CHECKING:  # provided by `CrawlJob`
+        next_run_at: datetime
+        children: tuple[str, ...]
+
+        def _require(self, action: str, *states: str) -> None: ...
+        def _paused(self, at: datetime) -> None: ...
+        def _rescheduled(self, next_run_at: datetime, reason: str, at: datetime) -> None: ...
+        def _resumed(self, next_run_at: datetime, at: datetime) -> None: ...
+        def _cancelled(self, at: datetime) -> None: ...
+        def _retry_requested(self, at: datetime) -> None: ...
+        def _force_run_requested(self, boost: int, at: datetime) -> None: ...
+        def _child_scheduled(self, child_job: str) -> None: ...
+
+    def pause(self, now: datetime) -> None:
+        self._require("pause", "scheduled")
+        self._paused(now)
+
+    def move(self, next_run_at: datetime, reason: str, now: datetime) -> None:
+        self._require("move", "scheduled")
+        self._rescheduled(next_run_at, reason, now)
+
+    def resume(self, now: datetime) -> None:
+        self._require("resume", "paused")
+        self._resumed(max(self.next_run_at, now), now)
+
+    def cancel(self, now: datetime) -> None:
+        self._require("cancel", *sorted(CANCELLABLE))
+        self._cancelled(now)
+
+    def retry(self, now: datetime) -> None:
+        """Operator retry: resets attempts and runs as soon as possible."""
+        self._require("retry", "dead", "scheduled")
+        self._retry_requested(now)
+
+    def force_run(self, now: datetime, boost: int = 100) -> None:
+        self._require("force-run", "scheduled")
+        self._force_run_requested(boost, now)
+
+    def add_child(self, child_job: str) -> None:
+        if child_job not in self.children:
+            self._child_scheduled(child_job)
