@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 
 import lxml.html
 
-from workers.availability import from_text
+from workers.adapters.visible_stock import marks as _marks  # also what marks a price
+from workers.adapters.visible_stock import stock_line
 from workers.currency import Where, resolve
 from workers.prices import Money, parse_price
 
@@ -124,7 +125,7 @@ def read_visible(tree: lxml.html.HtmlElement, where: Where) -> Visible:
         name=walk.name,
         price=price.money if price else None,
         regular=regular.money if regular else None,
-        availability=_availability(walk),
+        availability=stock_line(walk.elements, walk.heading, walk.buy, walk.buy_enabled),
         prices=tuple(candidates[:12]),
         title=_title(tree) if walk.name is None and offered else None,
     )
@@ -161,11 +162,6 @@ def _walk(tree: lxml.html.HtmlElement) -> _Walk:
                 element.get("class") or "").lower()
         stack.extend(reversed(element))
     return walk
-
-
-def _marks(element: lxml.html.HtmlElement) -> str:
-    return " ".join(filter(None, (element.get("class"), element.get("id"),
-                                  element.get("itemprop"), element.get("data-testid"))))
 
 
 def _is_noise(element: lxml.html.HtmlElement) -> bool:
@@ -366,87 +362,3 @@ def _regular(candidates: list[Candidate], price: Candidate | None) -> Candidate 
             and c.money.amount > price.money.amount
             and c.money.currency in (None, price.money.currency)]
     return min(near, key=lambda c: abs(c.position - price.position)) if near else None
-
-
-def _availability(walk: _Walk) -> str:
-    """The stock line that is about this product: one in an element marked as the
-    availability beats one that is merely nearest to the buy button or heading."""
-    anchors = [a for a in (walk.heading, walk.buy) if a is not None]
-    if not anchors:
-        return "unknown"
-    start, end = max(min(anchors) - 300, 0), max(anchors) + 600
-    said: list[tuple[bool, int, str]] = []
-    for index, element in enumerate(walk.elements[start:end], start):
-        text = " ".join((element.text or "").split())
-        if not 2 < len(text) <= 120 or _NOT_ABOUT_STOCK.search(text):
-            continue
-        found = from_text(text)
-        if found != "unknown":
-            if _TEMPLATE.search(text) or _hidden(element):
-                continue  # an unrendered template's words ("${name} not available"), or
-                # a message the page keeps hidden until a script shows it
-            mark = _stock_mark(element)
-            if mark == "other":
-                continue
-            marked = mark == "stock"
-            if not marked and index < min(anchors) - 20:
-                continue  # above the product, unmarked: the header's or a menu's words
-            said.append((not marked, min(abs(index - a) for a in anchors), found))
-    if said:
-        return min(said)[2]
-    if walk.buy is not None and walk.buy_enabled:
-        return "in_stock"
-    return "unknown"
-
-
-def _stock_mark(element: lxml.html.HtmlElement, levels: int = 3) -> str | None:
-    """What the nearest marked element at or above `element` says the text is about:
-    "stock" (an availability box), "other" (an image, delivery options, a feature
-    list…) or None. The nearest marking decides: a stock line inside an
-    availability box inside a feature container is about stock."""
-    current: lxml.html.HtmlElement | None = element
-    for _ in range(levels + 1):
-        if current is None:
-            break
-        marks = _marks(current)
-        if _NOT_ABOUT_STOCK_MARKS.search(marks):
-            return "other"
-        if _STOCK_MARK.search(marks):
-            return "stock"
-        current = current.getparent()
-    return None
-
-
-def _hidden(element: lxml.html.HtmlElement) -> bool:
-    """Whether the markup hides the element or one of its ancestors: the `hidden`
-    attribute, an inline `display: none` / `visibility: hidden`, or a hiding class
-    ("hidden", "is-hidden", "d-none", "x-hidden"; not "overflow-hidden" or
-    "visually-hidden", not a responsive "hidden md:block")."""
-    current: lxml.html.HtmlElement | None = element
-    while current is not None:
-        if current.get("hidden") is not None or _HIDING_STYLE.search(current.get("style") or ""):
-            return True
-        tokens = (current.get("class") or "").split()
-        if any(_HIDING_CLASS.fullmatch(t) for t in tokens) and not any(":" in t for t in tokens):
-            return True
-        current = current.getparent()
-    return False
-
-
-_HIDING_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
-_HIDING_CLASS = re.compile(r"hidden|hide|d-none|invisible|is-hidden|(?!overflow-|visually-)[a-z]+-hidden",
-                           re.IGNORECASE)
-#: text of a client-side template, never shown as such ("${x}", "{{x}}", "<%= x %>")
-_TEMPLATE = re.compile(r"\$\{|\{\{|<%")
-#: stock words about something else than the product itself
-_NOT_ABOUT_STOCK = re.compile(
-    r"image|immagine|imagen|imagem|bild|photo|foto|video|in-?store|store availability|"
-    r"click ?& ?collect|collect|delivery|lieferung|livraison|let you know|notify|"
-    r"benachrichtig|alert me|email me|e-mail|size|taglia|talla|gr[öo]ße|farbe|colou?r",
-    re.IGNORECASE)
-_NOT_ABOUT_STOCK_MARKS = re.compile(r"image|photo|video|deliver|shipping|in-?store|collect|"
-                                    r"notify|swatch|store-?locator|pickup|spec|feature|"
-                                    r"attribute|param|(?<![\w-])(?:size|sizes|variant|option)(?![\w-])",
-                                    re.IGNORECASE)
-_STOCK_MARK = re.compile(r"avail|stock|lager|dispon|inventory|наличи|sklad|magazyn|zapas",
-                         re.IGNORECASE)
