@@ -72,7 +72,7 @@ class SchemaOrgAdapter:
             return observations, ()  # a category page: every product as listed
         main = observations[0] if observations else None
         seen = read_visible(tree, where) if explain or main is None or not complete(main) \
-            else None
+            or _may_show_a_sale(main, page.text) else None
         main, choices = merge(main, origin, seen, where, page.url, data.opengraph)
         return ((main,) if main else ()), choices
 
@@ -88,6 +88,23 @@ def _own_jsonld_product(
     """
     chosen = page_products([_PLACEHOLDER, *jsonld], page_urls)
     return None if chosen[0] is _PLACEHOLDER else chosen
+
+
+#: what marks a struck-through (regular) price in a page's source
+_STRUCK_MARKUP = re.compile(
+    r"<(?:del|s|strike)[\s>]|line-through|(?:old|was|original|compare|regular|strike|"
+    r"crossed|before)[-_]?price|price[-_]{0,2}(?:old|was|original|compare|regular|before)",
+    re.IGNORECASE)
+
+
+def _may_show_a_sale(main: Observation, text: str) -> bool:
+    """Whether complete structured data with one price and no sale price may be the
+    regular price the page shows struck through beside a lower one: then the visible
+    page is read too (`merge` takes the lower price as the price paid). Without any
+    struck-price markup the page cannot show a sale, and is not read twice."""
+    if len(main.offers) != 1 or main.offers[0].special_price is not None:
+        return False
+    return _STRUCK_MARKUP.search(text) is not None
 
 
 def _declared_currency(jsonld: tuple[dict[str, Any], ...]) -> str | None:

@@ -8,12 +8,15 @@ in the document, in any language:
 - the heading is the first `<h1>` outside navigation, cookie banners and footers (a
   page with none that offers one price beside its buy button is named by its `<title>`);
 - every short text that reads as a price (price-parser, with the page's locale and
-  currency context from `workers.currency`) is a candidate, scored by what marks it
-  (a `price` class or id in many languages, a currency, `itemprop=price`) and what
-  marks it down (struck through, "was"/"old"/"UVP", discount badges, instalments,
+  currency context from `workers.currency`; a bare number takes the currency set in
+  the element beside it, as in `<b>2320</b><span>元</span>`) is a candidate, scored by
+  what marks it (a `price` class or id in many languages, a currency,
+  `itemprop=price`) and what marks it down (struck through, "was"/"old"/"UVP", discount badges, instalments,
   shipping), and by how close it is to the heading and to the buy button;
 - the best candidate is the price paid; a struck-through candidate next to it and
-  above it is the regular price;
+  above it is the regular price (`workers.adapters.visible_marks` says what is struck
+  through, named old, or labelled as before tax; when a theme names every price
+  "old", the best one not labelled as before tax is the price);
 - the stock line near the product, or failing that an enabled buy button, gives
   the availability (`workers.availability.from_text`); the nearest marked element
   above a stock line says whether it is about stock, and neither template text
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field
 
 import lxml.html
 
+from workers.adapters.visible_marks import before_tax, marked_old_by_class, struck
 from workers.adapters.visible_stock import marks as _marks  # also what marks a price
 from workers.adapters.visible_stock import stock_line
 from workers.currency import Where, resolve
@@ -47,14 +51,6 @@ _NOISE = re.compile(r"cookie|consent|gdpr|footer|breadcrumb|newsletter|minicart|
 _PRICE_MARK = re.compile(r"price|preis|prix|precio|prezzo|prijs|pris|pre[cç]o|cena|cijena|"
                          r"hinta|fiyat|[цЦ]ена|[сС]тоимость|amount|buybox|buy-box|"
                          r"價|价|가격|値段|価格", re.IGNORECASE)
-_OLD_MARK = re.compile(r"\b(?:old|was|before|list|strike|crossed|compare|orig|"
-                       r"original|uvp|rrp|msrp|retail|reference|statt|avant|antes|prima|"
-                       r"alt|previous|former|marketprice|market-price|line-through|"
-                       r"vorher|oldprice|old-price|price-old|price--old|price-was|wasprice)",
-                       re.IGNORECASE)
-_OLD_WORDS = re.compile(r"\b(?:was|statt|uvp|rrp|list price|regular price|avant|antes|"
-                        r"prima|before|vorher|old price|alter preis|zuvor)\b|"
-                        r"старая цена|было", re.IGNORECASE)
 _JUNK_WORDS = re.compile(r"%|/\s*(?:mo|month|monat|mois|mes)\b|per month|x\s*\d|\d\s*x\b|"
                          r"shipping|versand|livraison|env[ií]o|spedizione|delivery|доставка|"
                          r"save|spare|économisez|ahorra|risparmi|rabatt|discount|скидка|"
@@ -88,6 +84,10 @@ class Candidate:
     position: int
     struck: bool
     reasons: tuple[str, ...] = ()
+    #: labelled as the price before tax (`workers.adapters.visible_tax`)
+    net: bool = False
+    #: marked old only by a class name ("price-old"), not struck through or worded so
+    marked_old: bool = False
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,10 @@ class _Walk:
 def read_visible(tree: lxml.html.HtmlElement, where: Where) -> Visible:
     walk = _walk(tree)
     candidates = sorted(_candidates(walk, where), key=lambda c: (-c.score, c.position))
-    price = next((c for c in candidates if not c.struck and c.score > 0), None)
+    # every price marked "old" by its class alone: the theme's names mean nothing, and
+    # the first one not labelled as before tax is the price
+    price = next((c for c in candidates if not c.struck and c.score > 0), None) or next(
+        (c for c in candidates if c.marked_old and not c.net and c.score > 0), None)
     regular = _regular(candidates, price)
     offered = price is not None and walk.buy is not None and walk.buy_enabled \
         and abs(price.position - walk.buy) <= 40
@@ -199,6 +202,8 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
             continue
         if len(_WORD.findall(text)) > 3 or _not_a_price(text, where):
             continue  # a phrase, a date, a measure, a count, a model name: not a price
+        if _BARE.fullmatch(text):
+            text = _with_currency_beside(element, text, where)
         money = parse_price(text, where.hint, where=where)
         if money is None or money.amount <= 0:
             continue
@@ -208,9 +213,9 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
             if shown is not None and shown.amount == money.amount and shown.currency:
                 money, text = shown, _joined(element)
         marked = _context(element)
-        struck = element.tag in ("del", "s", "strike") or bool(
-            _OLD_MARK.search(marked)) or bool(_OLD_WORDS.search(text)) or _struck_style(element)
-        reasons = []
+        struck_through, marked_old = struck(element, text), marked_old_by_class(marked)
+        net = before_tax(text, _own_words(element), marked)
+        reasons = ["labelled as before tax"] if net else []
         score = 0.0
         if _PRICE_MARK.search(marked) or element.get("itemprop") == "price":
             score += 4
@@ -229,7 +234,8 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
         score += _near(index, walk.buy, "the buy button", reasons, before_ok=True)
         if money.currency is None and where.default_currency:
             money = Money(money.amount, where.default_currency)
-        found.append(Candidate(money, text, score, index, struck, tuple(reasons)))
+        found.append(Candidate(money, text, score, index, struck_through or marked_old,
+                               tuple(reasons), net, marked_old and not struck_through))
     return found
 
 
@@ -274,6 +280,30 @@ def _price_text(element: lxml.html.HtmlElement) -> str | None:
         child = element[0]
         if isinstance(child.tag, str) and " ".join(" ".join(child.itertext()).split()) == text:
             return None  # the child is the price element
+    return text
+
+
+def _with_currency_beside(element: lxml.html.HtmlElement, text: str, where: Where) -> str:
+    """A bare number whose currency is set in the element beside it (`<b>2320</b><span>元
+    </span>`, `<i>€</i><b>19.99</b>`) reads with that currency."""
+    if element.tag in ("sup", "sub"):
+        return text  # the cents of the number before it
+    after = element.tail if (element.tail or "").strip() else None
+    if after is None:
+        following = element.getnext()
+        after = following.text_content() if following is not None and isinstance(
+            following.tag, str) else None
+    before = element.getprevious()
+    if before is not None:
+        ahead = (before.tail or "").strip() or (
+            before.text_content() if isinstance(before.tag, str) else "")
+    else:
+        parent = element.getparent()
+        ahead = (parent.text or "") if parent is not None else ""
+    for beside, ordered in ((after, "{0} {1}"), (ahead, "{1} {0}")):
+        token = (beside or "").strip()
+        if 0 < len(token) <= 4 and not _DIGIT.search(token) and resolve(token, where):
+            return ordered.format(text, token)
     return text
 
 
@@ -324,18 +354,6 @@ def _own_words(element: lxml.html.HtmlElement) -> str:
     return text if len(text) <= 80 else ""
 
 
-def _struck_style(element: lxml.html.HtmlElement) -> bool:
-    current: lxml.html.HtmlElement | None = element
-    for _ in range(3):
-        if current is None:
-            return False
-        if current.tag in ("del", "s", "strike") or "line-through" in (
-                current.get("style") or ""):
-            return True
-        current = current.getparent()
-    return False
-
-
 _CONVERTED = re.compile(r"conv|approx|install|financ|klarna|monthly|per-?month", re.IGNORECASE)
 _CENTS = re.compile(r"\d{2}")
 _CENT_MARK = re.compile(r"cent|fraction|decimal|sup|small", re.IGNORECASE)
@@ -345,6 +363,7 @@ _MEASURE = re.compile(r"\d\s*(?:cm|mm|m|km|kg|g|mg|ml|cl|l|oz|lb|lbs|in|inch|gb|
                       r"/\s*\d*\s*(?:kg|g|ml|l|m|100)\b", re.IGNORECASE)
 _BRACKETED = re.compile(r"\(\s*[\d\s.,]+\s*\)")
 _GLUED = re.compile(r"[^\W\d_]+\d[\w]*|\d+[^\W\d_]+")
+_BARE = re.compile(r"\d[\d\s.,']*")
 _NUMBER = re.compile(r"\d[\d\s.,']*")
 _TITLE = re.compile(r"title|name|product", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_]{2,}")

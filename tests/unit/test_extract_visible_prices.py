@@ -1,0 +1,89 @@
+"""Visible prices that structured data and simple markup leave unclear."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from workers.adapters.base import Page
+from workers.adapters.visible_marks import before_tax
+from workers.extraction import extract_page
+
+
+def observe(html: str, url: str):  # type: ignore[no-untyped-def]
+    _, extraction = extract_page(Page(url=url, text=html, body=html.encode()))
+    return extraction.observations[0]
+
+
+ON_SALE = """<html lang="lv"><body><h1>Soma</h1>
+<div itemscope itemtype="http://schema.org/Product"><meta itemprop="name" content="Soma">
+<div itemprop="offers" itemscope itemtype="http://schema.org/Offer">
+<meta itemprop="priceCurrency" content="EUR"><meta itemprop="price" content="219.99">
+<meta itemprop="availability" content="InStock"></div></div>
+<div class="price-block"><span class="original-price">EUR219.99</span>
+<span class="discount-label">-50%</span>
+<div class="product-price"><span class="price">EUR110.00</span></div></div>
+<button class="add-to-cart">Add to cart</button></body></html>"""
+
+
+def test_complete_structured_data_still_yields_to_a_sale_the_page_shows() -> None:
+    offer = observe(ON_SALE, "https://shop.example.lv/soma").offers[0]
+    assert (offer.price, offer.special_price, offer.currency) == (
+        Decimal("219.99"), Decimal("110.00"), "EUR")
+    # the same page showing no struck price: the structured price stands
+    plain = ON_SALE.replace('<span class="original-price">EUR219.99</span>', "")
+    offer = observe(plain, "https://shop.example.lv/soma").offers[0]
+    assert (offer.price, offer.special_price) == (Decimal("219.99"), None)
+
+
+SPLIT_CURRENCY = """<html lang="zh-TW"><body><h1>不鏽鋼碗籃組</h1>
+<table><tr><td class="t13"><strong>建議售價</strong> <font size="2"><del>$3200</del></font>
+<span class="t13">元</span></td></tr>
+<tr><td><strong>一次付清特價</strong> <span style="font:bold 27px Verdana">2320</span>
+<span class="t13"> 元 </span></td></tr></table><p>1234</p></body></html>"""
+
+SPLIT_CENTS = """<html lang="ro"><body><h1>Drum unit</h1>
+<p class="product-old-price"><s>83<sup>30</sup> <span>Lei</span></s></p>
+<p class="product-new-price">63<sup>07</sup> <span>Lei</span></p>
+<button>Adaugă în coș</button></body></html>"""
+
+
+def test_a_number_reads_with_the_currency_set_beside_it_but_cents_are_no_price() -> None:
+    offer = observe(SPLIT_CURRENCY, "https://www.example.com.tw/M1.htm").offers[0]
+    assert (offer.price, offer.special_price, offer.currency) == (3200, 2320, "TWD")
+    offer = observe(SPLIT_CENTS, "https://www.example.ro/drum").offers[0]
+    assert (offer.price, offer.special_price, offer.currency) == (
+        Decimal("83.30"), Decimal("63.07"), "RON")
+
+
+ALL_OLD = """<html lang="sl"><body><h1>Bralne leče</h1>
+<ul id="price-list"><li class="price"><span class="price-old-live">40.00€</span></li>
+<li class="price-tax small">Brez DDV: <span class="price-tax-live">36.53€</span></li></ul>
+<button>Dodaj v košarico</button></body></html>"""
+
+
+def test_prices_a_theme_names_old_are_read_and_the_one_before_tax_is_not_taken() -> None:
+    offer = observe(ALL_OLD, "https://www.example.si/lece").offers[0]
+    assert (offer.price, offer.special_price, offer.currency) == (Decimal("40.00"), None, "EUR")
+    # struck through for real, the only price is no price to pay
+    struck = ALL_OLD.replace('<span class="price-old-live">40.00€</span>', "<del>40.00€</del>")
+    struck = struck.replace('<li class="price-tax small">Brez DDV: <span class="price-tax-live">'
+                            '36.53€</span></li>', "")
+    _, extraction = extract_page(Page(url="https://www.example.si/lece", text=struck,
+                                      body=struck.encode()))
+    assert extraction.observations == ()
+
+
+@pytest.mark.parametrize(("text", "around", "marked", "net"), [
+    ("4,92 €", "zzgl. MwSt (21%): 4,92 €", "price", True),
+    ("5,95 €", "Inkl. MwSt (21%): 5,95 €", "price", False),
+    ("5,95 €", "5,95 € inkl. MwSt., zzgl. Versandkosten", "price", False),
+    ("36.53€", "Brez DDV: 36.53€", "price-tax-live", True),
+    ("4386,00 €", "bez DPH 4386,00 €", "price", True),
+    ("99,00 €", "99,00 € HT", "prix", True),
+    ("£10.00", "£10.00 ex VAT (£12.00 inc VAT)", "price", False),  # another amount beside it
+    ("£10.00", "£10.00", "price price-excluding-tax", True),
+])
+def test_before_tax_labels(text: str, around: str, marked: str, net: bool) -> None:
+    assert before_tax(text, around, marked) is net
