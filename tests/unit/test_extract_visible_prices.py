@@ -87,3 +87,21 @@ def test_prices_a_theme_names_old_are_read_and_the_one_before_tax_is_not_taken()
 ])
 def test_before_tax_labels(text: str, around: str, marked: str, net: bool) -> None:
     assert before_tax(text, around, marked) is net
+
+
+NESTED_OFFER = """<html lang="it"><body>
+<div itemscope itemtype="https://schema.org/Product"><h1 itemprop="name">Angel Teddy Bear</h1>
+<div itemprop="offers" itemscope itemtype="https://schema.org/Offer">
+<span itemprop="itemCondition">Nuovo</span>
+<div itemprop="offers" itemscope itemtype="https://schema.org/Offer">
+<span itemprop="price" content="12.99">GBP 12,99</span>
+<meta itemprop="priceCurrency" content="GBP">
+<link itemprop="availability" href="https://schema.org/InStock"></div></div></div>
+<div class="vi-price">Circa EUR 19,44</div></body></html>"""
+
+
+def test_an_offer_without_a_price_wrapping_the_priced_offer_is_read_through() -> None:
+    obs = observe(NESTED_OFFER, "https://www.ebay.example/itm/1")
+    assert (obs.offers[0].price, obs.offers[0].currency, obs.availability) == (
+        Decimal("12.99"), "GBP", "in_stock")
+    assert obs.attributes["source.price"] == "microdata"

@@ -113,7 +113,11 @@ def _flat_offers(value: Any, depth: int) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     for node in as_dicts(value):
         nested = as_dicts(node.get("offers")) if depth < 3 else []
-        if is_type(node, "AggregateOffer") and nested:
+        priced = any(node.get(k) not in (None, "") for k in ("price", "lowPrice",
+                                                             "priceSpecification"))
+        # an AggregateOffer's offers, or an offer without a price wrapping the priced one
+        # (eBay nests Offer > offers > Offer)
+        if nested and (is_type(node, "AggregateOffer") or not priced):
             found.extend(_flat_offers(nested, depth + 1))
         else:
             found.append(node)
