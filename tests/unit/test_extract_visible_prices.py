@@ -105,3 +105,30 @@ def test_an_offer_without_a_price_wrapping_the_priced_offer_is_read_through() ->
     assert (obs.offers[0].price, obs.offers[0].currency, obs.availability) == (
         Decimal("12.99"), "GBP", "in_stock")
     assert obs.attributes["source.price"] == "microdata"
+
+
+SOCIAL = """<html><head><title>좋은생각 : 정기구독 1년 - 티몬</title>
+<meta property="og:title" content="좋은생각 : 정기구독 1년">{price}</head><body>
+<section><h1>뽀로로 놀이책</h1><span class="price">28,800</span></section>
+<h2>좋은생각 : 정기구독 1년</h2><button>구매하기</button></body></html>"""
+
+
+@pytest.mark.parametrize(("meta", "url", "price", "currency"), [
+    ('<meta property="og:price" content="30,000원~">', "https://deal.example.co.kr/1",
+     Decimal("30000"), "KRW"),
+    ('<meta name="twitter:label1" content="Price"><meta name="twitter:data1" content="€344.00">',
+     "https://shop.example.ie/p", Decimal("344.00"), "EUR"),
+    ('<meta property="product:price" content="97,47">', "https://shop.example.de/p",
+     Decimal("97.47"), "EUR"),
+])
+def test_a_price_in_the_social_preview_tags_is_the_shops_own(
+        meta: str, url: str, price: Decimal, currency: str) -> None:
+    offer = observe(SOCIAL.format(price=meta), url).offers[0]
+    assert (offer.price, offer.currency) == (price, currency)
+
+
+def test_a_twitter_card_datum_labelled_otherwise_is_no_price() -> None:
+    meta = '<meta name="twitter:label1" content="Availability"><meta name="twitter:data1" ' \
+           'content="7 in stock">'
+    offer = observe(SOCIAL.format(price=meta), "https://deal.example.co.kr/1").offers[0]
+    assert offer.price == Decimal("28800")

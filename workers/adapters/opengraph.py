@@ -1,11 +1,16 @@
 """OpenGraph product tags (`og:title`, `product:price:amount`, …) -> Observation.
 
 Used when a page has no schema.org Product: many shops only emit these for
-social previews, and they are still the shop's own statement of the price.
+social previews, and they are still the shop's own statement of the price. The
+price is `product:price:amount` or `og:price:amount`, else the shorter `product:price`
+or `og:price` ("30,000원~"), else a Twitter card's `twitter:dataN` whose
+`twitter:labelN` says it is the price (WooCommerce and Shopify themes write
+"Price" / "€344.00").
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from domain.values import Observation, Offer
@@ -20,7 +25,8 @@ __all__ = ["opengraph_observation"]
 def opengraph_observation(
     og: Mapping[str, str], page_url: str, hint: str | None
 ) -> Observation | None:
-    amount = og.get("product:price:amount") or og.get("og:price:amount")
+    amount = og.get("product:price:amount") or og.get("og:price:amount") or og.get(
+        "product:price") or og.get("og:price") or _twitter_price(og)
     currency = og.get("product:price:currency") or og.get("og:price:currency") or hint
     name = og.get("og:title")
     if not name or not (amount or og.get("og:type", "").lower() == "product"):
@@ -50,6 +56,18 @@ def _offers(
     return (
         make_offer("default", money.amount, current, money.currency, availability=availability),
     )
+
+
+_PRICE_LABEL = re.compile(r"^(?:price|preis|prix|precio|prezzo|prijs|pris|pre[cç]o|cena|"
+                          r"hinta|fiyat|цена|ціна|kaina|cijena|価格|价格|價格|가격)\b",
+                          re.IGNORECASE)
+
+
+def _twitter_price(og: Mapping[str, str]) -> str | None:
+    for n in (1, 2, 3, 4):
+        if _PRICE_LABEL.match(og.get(f"twitter:label{n}", "").strip()):
+            return og.get(f"twitter:data{n}")
+    return None
 
 
 def _url(value: str | None, base: str) -> str | None:

@@ -141,7 +141,7 @@ def _opengraph(metas: list[lxml.html.HtmlElement]) -> dict[str, str]:
             continue
         key = (meta.get("property") or meta.get("name") or "").strip().lower()
         content = meta.get("content")
-        if key.startswith(("og:", "product:")) and content and key not in found:
+        if key.startswith(("og:", "product:", "twitter:")) and content and key not in found:
             found[key] = content.strip()
     return found
 
