@@ -63,7 +63,7 @@ ALL_OLD = """<html lang="sl"><body><h1>Bralne leče</h1>
 <button>Dodaj v košarico</button></body></html>"""
 
 
-def test_prices_a_theme_names_old_are_read_and_the_one_before_tax_is_not_taken() -> None:
+def test_a_price_named_old_with_no_lower_price_beside_it_is_the_price() -> None:
     offer = observe(ALL_OLD, "https://www.example.si/lece").offers[0]
     assert (offer.price, offer.special_price, offer.currency) == (Decimal("40.00"), None, "EUR")
     # struck through for real, the only price is no price to pay
@@ -132,3 +132,16 @@ def test_a_twitter_card_datum_labelled_otherwise_is_no_price() -> None:
            'content="7 in stock">'
     offer = observe(SOCIAL.format(price=meta), "https://deal.example.co.kr/1").offers[0]
     assert offer.price == Decimal("28800")
+
+
+OPTION_DELTA = """<html lang="sl"><body><h1>Potapljaška maska</h1>
+<ul id="price-list"><li class="price"><span class="price-old-live">100.00€</span></li>
+<li class="price-tax small">Brez DDV: <span class="price-tax-live">81.97€</span></li></ul>
+<label class="radio">Brez dioptrije <span class="price">(-40.00€)</span></label>
+<label class="radio">Z dioptrijo <span class="price">(+15,00 €)</span></label>
+<button>Dodaj v košarico</button></body></html>"""
+
+
+def test_an_options_signed_difference_is_no_price() -> None:
+    offer = observe(OPTION_DELTA, "https://www.example.si/maska").offers[0]
+    assert (offer.price, offer.special_price) == (Decimal("100.00"), None)

@@ -15,8 +15,8 @@ in the document, in any language:
   shipping), and by how close it is to the heading and to the buy button;
 - the best candidate is the price paid; a struck-through candidate next to it and
   above it is the regular price (`workers.adapters.visible_marks` says what is struck
-  through, named old, or labelled as before tax; when a theme names every price
-  "old", the best one not labelled as before tax is the price);
+  through, named old, or labelled as before tax; a price a theme's classes name
+  "old" is a regular price only beside a lower current one);
 - the stock line near the product, or failing that an enabled buy button, gives
   the availability (`workers.availability.from_text`); the nearest marked element
   above a stock line says whether it is about stock, and neither template text
@@ -29,7 +29,7 @@ can show what lost.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import lxml.html
 
@@ -116,11 +116,9 @@ class _Walk:
 
 def read_visible(tree: lxml.html.HtmlElement, where: Where) -> Visible:
     walk = _walk(tree)
-    candidates = sorted(_candidates(walk, where), key=lambda c: (-c.score, c.position))
-    # every price marked "old" by its class alone: the theme's names mean nothing, and
-    # the first one not labelled as before tax is the price
-    price = next((c for c in candidates if not c.struck and c.score > 0), None) or next(
-        (c for c in candidates if c.marked_old and not c.net and c.score > 0), None)
+    candidates = sorted(_old_beside_a_lower(_candidates(walk, where)),
+                        key=lambda c: (-c.score, c.position))
+    price = next((c for c in candidates if not c.struck and c.score > 0), None)
     regular = _regular(candidates, price)
     offered = price is not None and walk.buy is not None and walk.buy_enabled \
         and abs(price.position - walk.buy) <= 40
@@ -239,6 +237,17 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
     return found
 
 
+def _old_beside_a_lower(candidates: list[Candidate]) -> list[Candidate]:
+    """A price a theme's class names "old" is a regular price only beside a lower
+    current one; alone (or beside only prices before tax), its class means nothing."""
+    current = [c for c in candidates if not c.struck and not c.net]
+    return [replace(c, struck=False, reasons=(*c.reasons, "named old, no lower price beside"))
+            if c.marked_old and not any(
+                abs(d.position - c.position) <= 40 and d.money.amount < c.money.amount
+                and d.money.currency == c.money.currency for d in current) else c
+            for c in candidates]
+
+
 def _near(index: int, anchor: int | None, what: str, reasons: list[str],
           before_ok: bool = False) -> float:
     if anchor is None:
@@ -308,8 +317,10 @@ def _with_currency_beside(element: lxml.html.HtmlElement, text: str, where: Wher
 
 
 def _not_a_price(text: str, where: Where) -> bool:
-    """A date, a measure, a count in brackets or a model name ("3D", "MP3") is no price."""
-    if _DATE.search(text) or _MEASURE.search(text) or _BRACKETED.fullmatch(text):
+    """A date, a measure, a count in brackets, a model name ("3D", "MP3") or an option's
+    signed difference ("(+5,00 €)", "-40.00€") is no price."""
+    if _DATE.search(text) or _MEASURE.search(text) or _BRACKETED.fullmatch(text) or \
+            _SIGNED.search(text):
         return True
     for glued in _GLUED.findall(text):
         letters = "".join(ch for ch in glued if not ch.isdigit())
@@ -363,6 +374,7 @@ _MEASURE = re.compile(r"\d\s*(?:cm|mm|m|km|kg|g|mg|ml|cl|l|oz|lb|lbs|in|inch|gb|
                       r"/\s*\d*\s*(?:kg|g|ml|l|m|100)\b", re.IGNORECASE)
 _BRACKETED = re.compile(r"\(\s*[\d\s.,]+\s*\)")
 _GLUED = re.compile(r"[^\W\d_]+\d[\w]*|\d+[^\W\d_]+")
+_SIGNED = re.compile(r"(?:^|\()\s*[+\-−]\s*[^\w\s]{0,3}\s*\d")
 _BARE = re.compile(r"\d[\d\s.,']*")
 _NUMBER = re.compile(r"\d[\d\s.,']*")
 _TITLE = re.compile(r"title|name|product", re.IGNORECASE)

@@ -9,9 +9,9 @@ or id around it says so ("old-price", "price-was", "compare").
 Shops selling to businesses and consumers often show two prices side by side: one
 "zzgl. MwSt." / "excl. VAT" / "bez DPH" / "HT" and one including tax, in either
 order. Which one is the page's price is the one it puts first (as the candidates'
-scores and positions decide); the label matters when every price the page shows is
-marked "old" by a theme's class names alone: then the first price not labelled as
-before tax is taken. `extract --explain` shows the label among a candidate's reasons.
+scores and positions decide). The label matters for prices a theme's classes name
+old: such a price is a regular price only beside a lower current price, and a price
+before tax is not one. `extract --explain` shows the label among a candidate's reasons.
 A label counts when it is the price's own text, the short text around it holding no
 other amount, or the class of the element or of an element around it.
 """
