@@ -145,3 +145,19 @@ OPTION_DELTA = """<html lang="sl"><body><h1>Potapljaška maska</h1>
 def test_an_options_signed_difference_is_no_price() -> None:
     offer = observe(OPTION_DELTA, "https://www.example.si/maska").offers[0]
     assert (offer.price, offer.special_price) == (Decimal("100.00"), None)
+
+
+BUY_BOX = """<html lang="fr"><body>
+<div id="buybox"><span id="price_inside_buybox" class="a-color-price">12,44 €</span>
+<input type="submit" value="Ajouter au panier"></div>
+<h1 id="productTitle">Raccord en T, 20 pièces</h1>
+<ul class="swatches"><li><span class="a-color-secondary">Tuyau 3 mm</span>
+<span class="a-price twisterSwatchPrice">12,39 €</span></li></ul>
+<div class="bulk"><span id="bulkAcquire-total__price" class="a-price">Total : 37,32 €</span></div>
+<table><tr><td>Prix :</td><td><span id="priceblock_ourprice" class="a-price">12,44 €</span>
+</td></tr></table></body></html>"""
+
+
+def test_the_price_marked_as_the_products_own_beats_a_variant_swatch_beside_the_title() -> None:
+    offer = observe(BUY_BOX, "https://www.example.fr/dp/B08").offers[0]
+    assert (offer.price, offer.currency) == (Decimal("12.44"), "EUR")

@@ -10,7 +10,8 @@ in the document, in any language:
 - every short text that reads as a price (price-parser, with the page's locale and
   currency context from `workers.currency`; a bare number takes the currency set in
   the element beside it, as in `<b>2320</b><span>元</span>`) is a candidate, scored by
-  what marks it (a `price` class or id in many languages, a currency,
+  what marks it (a `price` class or id in many languages, the marks platforms give
+  the product's own price: buy box, our/deal/special/final/current price; a currency,
   `itemprop=price`) and what marks it down (struck through, "was"/"old"/"UVP", discount badges, instalments,
   shipping), and by how close it is to the heading and to the buy button;
 - the best candidate is the price paid; a struck-through candidate next to it and
@@ -218,6 +219,9 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
         if _PRICE_MARK.search(marked) or element.get("itemprop") == "price":
             score += 4
             reasons.append("marked as a price")
+        if _MAIN_PRICE.search(marked):
+            score += 2
+            reasons.append("marked as the product's own price")
         if money.currency and _has_currency_text(text):
             score += 2
             reasons.append("shows a currency")
@@ -365,7 +369,7 @@ def _own_words(element: lxml.html.HtmlElement) -> str:
     return text if len(text) <= 80 else ""
 
 
-_CONVERTED = re.compile(r"conv|approx|install|financ|klarna|monthly|per-?month", re.IGNORECASE)
+_CONVERTED = re.compile(r"conv|approx|install|financ|klarna|monthly|per-?month|bulk", re.IGNORECASE)
 _CENTS = re.compile(r"\d{2}")
 _CENT_MARK = re.compile(r"cent|fraction|decimal|sup|small", re.IGNORECASE)
 _DATE = re.compile(r"\d{1,4}[/.-]\d{1,2}[/.-]\d{2,4}|\d{1,2}:\d{2}")
@@ -374,6 +378,10 @@ _MEASURE = re.compile(r"\d\s*(?:cm|mm|m|km|kg|g|mg|ml|cl|l|oz|lb|lbs|in|inch|gb|
                       r"/\s*\d*\s*(?:kg|g|ml|l|m|100)\b", re.IGNORECASE)
 _BRACKETED = re.compile(r"\(\s*[\d\s.,]+\s*\)")
 _GLUED = re.compile(r"[^\W\d_]+\d[\w]*|\d+[^\W\d_]+")
+_MAIN_PRICE = re.compile(r"our-?price|deal-?price|sale-?price|special-?price|final-?price|"
+                         r"price-?final|current-?price|price-?current|buy-?box|main-?price|"
+                         r"price-?main|pdp-?price|product-?price|product__price|"
+                         r"price_inside_buybox", re.IGNORECASE)
 _SIGNED = re.compile(r"(?:^|\()\s*[+\-−]\s*[^\w\s]{0,3}\s*\d")
 _BARE = re.compile(r"\d[\d\s.,']*")
 _NUMBER = re.compile(r"\d[\d\s.,']*")
