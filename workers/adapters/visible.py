@@ -34,10 +34,17 @@ from dataclasses import dataclass, field, replace
 
 import lxml.html
 
-from workers.adapters.visible_marks import before_tax, marked_old_by_class, struck
+from workers.adapters.visible_amounts import not_a_price, with_currency_beside
+from workers.adapters.visible_marks import (
+    CONVERTED,
+    MAIN_PRICE,
+    before_tax,
+    marked_old_by_class,
+    struck,
+)
 from workers.adapters.visible_stock import marks as _marks  # also what marks a price
 from workers.adapters.visible_stock import stock_line
-from workers.currency import Where, resolve
+from workers.currency import Where
 from workers.prices import Money, parse_price
 
 __all__ = ["Candidate", "Visible", "read_visible"]
@@ -199,10 +206,9 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
         text = _price_text(element)
         if text is None:
             continue
-        if len(_WORD.findall(text)) > 3 or _not_a_price(text, where):
+        if len(_WORD.findall(text)) > 3 or not_a_price(text, where):
             continue  # a phrase, a date, a measure, a count, a model name: not a price
-        if _BARE.fullmatch(text):
-            text = _with_currency_beside(element, text, where)
+        text = with_currency_beside(element, text, where)
         money = parse_price(text, where.hint, where=where)
         if money is None or money.amount <= 0:
             continue
@@ -219,7 +225,7 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
         if _PRICE_MARK.search(marked) or element.get("itemprop") == "price":
             score += 4
             reasons.append("marked as a price")
-        if _MAIN_PRICE.search(marked):
+        if MAIN_PRICE.search(marked):
             score += 2
             reasons.append("marked as the product's own price")
         if money.currency and _has_currency_text(text):
@@ -227,7 +233,7 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
             reasons.append("shows a currency")
         elif not _PRICE_MARK.search(marked):
             continue  # a bare number with nothing saying it is a price
-        if _JUNK_WORDS.search(text) or _CONVERTED.search(marked):
+        if _JUNK_WORDS.search(text) or CONVERTED.search(marked):
             continue  # a discount, instalment, shipping cost, rating or converted amount
         if _JUNK_WORDS.search(_own_words(element)):
             score -= 4
@@ -296,43 +302,6 @@ def _price_text(element: lxml.html.HtmlElement) -> str | None:
     return text
 
 
-def _with_currency_beside(element: lxml.html.HtmlElement, text: str, where: Where) -> str:
-    """A bare number whose currency is set in the element beside it (`<b>2320</b><span>元
-    </span>`, `<i>€</i><b>19.99</b>`) reads with that currency."""
-    if element.tag in ("sup", "sub"):
-        return text  # the cents of the number before it
-    after = element.tail if (element.tail or "").strip() else None
-    if after is None:
-        following = element.getnext()
-        after = following.text_content() if following is not None and isinstance(
-            following.tag, str) else None
-    before = element.getprevious()
-    if before is not None:
-        ahead = (before.tail or "").strip() or (
-            before.text_content() if isinstance(before.tag, str) else "")
-    else:
-        parent = element.getparent()
-        ahead = (parent.text or "") if parent is not None else ""
-    for beside, ordered in ((after, "{0} {1}"), (ahead, "{1} {0}")):
-        token = (beside or "").strip()
-        if 0 < len(token) <= 4 and not _DIGIT.search(token) and resolve(token, where):
-            return ordered.format(text, token)
-    return text
-
-
-def _not_a_price(text: str, where: Where) -> bool:
-    """A date, a measure, a count in brackets, a model name ("3D", "MP3") or an option's
-    signed difference ("(+5,00 €)", "-40.00€") is no price."""
-    if _DATE.search(text) or _MEASURE.search(text) or _BRACKETED.fullmatch(text) or \
-            _SIGNED.search(text):
-        return True
-    for glued in _GLUED.findall(text):
-        letters = "".join(ch for ch in glued if not ch.isdigit())
-        if resolve(letters, where) is None:
-            return True
-    return False
-
-
 def _joined(element: lxml.html.HtmlElement) -> str:
     """The element's text; cents set as a superscript ("$229<sup>99</sup>") join as "229.99"."""
     parts = [element.text or ""]
@@ -369,21 +338,8 @@ def _own_words(element: lxml.html.HtmlElement) -> str:
     return text if len(text) <= 80 else ""
 
 
-_CONVERTED = re.compile(r"conv|approx|install|financ|klarna|monthly|per-?month|bulk", re.IGNORECASE)
 _CENTS = re.compile(r"\d{2}")
 _CENT_MARK = re.compile(r"cent|fraction|decimal|sup|small", re.IGNORECASE)
-_DATE = re.compile(r"\d{1,4}[/.-]\d{1,2}[/.-]\d{2,4}|\d{1,2}:\d{2}")
-_MEASURE = re.compile(r"\d\s*(?:cm|mm|m|km|kg|g|mg|ml|cl|l|oz|lb|lbs|in|inch|gb|tb|mb|mah|"
-                      r"w|kw|v|hz|mp|px|x|pcs|pc|stk|шт|см|мм|кг|г|мл|л)\b|per\s+\d|"
-                      r"/\s*\d*\s*(?:kg|g|ml|l|m|100)\b", re.IGNORECASE)
-_BRACKETED = re.compile(r"\(\s*[\d\s.,]+\s*\)")
-_GLUED = re.compile(r"[^\W\d_]+\d[\w]*|\d+[^\W\d_]+")
-_MAIN_PRICE = re.compile(r"our-?price|deal-?price|sale-?price|special-?price|final-?price|"
-                         r"price-?final|current-?price|price-?current|buy-?box|main-?price|"
-                         r"price-?main|pdp-?price|product-?price|product__price|"
-                         r"price_inside_buybox", re.IGNORECASE)
-_SIGNED = re.compile(r"(?:^|\()\s*[+\-−]\s*[^\w\s]{0,3}\s*\d")
-_BARE = re.compile(r"\d[\d\s.,']*")
 _NUMBER = re.compile(r"\d[\d\s.,']*")
 _TITLE = re.compile(r"title|name|product", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_]{2,}")

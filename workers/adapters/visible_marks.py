@@ -1,5 +1,5 @@
-"""What marks a visible price down (`workers.adapters.visible`): struck through, named
-old by a class, or labelled as before tax.
+"""What marks a visible price (`workers.adapters.visible`): the product's own price, or
+one marked down: struck through, named old by a class, labelled as before tax.
 
 A price is struck through when it is set in `<del>`/`<s>`/`<strike>` or a
 `line-through` style (on it, an element around it or inside it holding its digits),
@@ -22,8 +22,15 @@ import re
 
 import lxml.html
 
-__all__ = ["before_tax", "marked_old_by_class", "struck"]
+__all__ = ["CONVERTED", "MAIN_PRICE", "before_tax", "marked_old_by_class", "struck"]
 
+#: classes and ids platforms give the product's own price (a bonus over other prices)
+MAIN_PRICE = re.compile(r"our-?price|deal-?price|sale-?price|special-?price|final-?price|"
+                         r"price-?final|current-?price|price-?current|buy-?box|main-?price|"
+                         r"price-?main|pdp-?price|product-?price|product__price|"
+                         r"price_inside_buybox", re.IGNORECASE)
+#: classes and ids of an amount that is not the price: converted, instalment, bulk total
+CONVERTED = re.compile(r"conv|approx|install|financ|klarna|monthly|per-?month|bulk", re.IGNORECASE)
 _OLD_MARK = re.compile(r"\b(?:old|was|before|list|strike|crossed|compare|orig|"
                        r"original|uvp|rrp|msrp|retail|reference|statt|avant|antes|prima|"
                        r"alt|previous|former|marketprice|market-price|line-through|"
