@@ -48,6 +48,8 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 BATCH = 64
 #: downloads in flight at once
 CONCURRENCY = 4
+#: seconds a step leaves a URL that another step has claimed before it asks again
+BUSY_RETRY = 30.0
 #: (product id, store id or None when the event does not say, image URL)
 Request = tuple[str, str | None, str]
 
@@ -202,7 +204,7 @@ class ImageStep:
             return batch
         now = self.clock.now()
         won = await self.projector.call(self.claims.claim, [url for _, _, url in rows], now)
-        self._busy.update((url, now + timedelta(seconds=self.claims.ttl))
+        self._busy.update((url, now + timedelta(seconds=BUSY_RETRY))
                           for _, _, url in rows if url not in won)
         try:
             await self._fetch_claimed([row for row in rows if row[2] in won], batch)
