@@ -203,13 +203,13 @@ class ImageStep:
         if not rows:
             return batch
         now = self.clock.now()
-        won = await self.projector.call(self.claims.claim, [url for _, _, url in rows], now)
+        claim = await self.projector.call(self.claims.claim, [url for _, _, url in rows], now)
         self._busy.update((url, now + timedelta(seconds=BUSY_RETRY))
-                          for _, _, url in rows if url not in won)
+                          for _, _, url in rows if url not in claim.urls)
         try:
-            await self._fetch_claimed([row for row in rows if row[2] in won], batch)
+            await self._fetch_claimed([row for row in rows if row[2] in claim.urls], batch)
         finally:
-            await self.projector.call(self.claims.release, won)
+            await self.projector.call(self.claims.release, claim)
         return batch
 
     async def _fetch_claimed(self, rows: list[Request], batch: ImageBatch) -> None:

@@ -35,7 +35,7 @@ def test_a_url_claimed_by_another_step_is_left_to_it_until_the_claim_runs_out(
     clock = SimulatedClock(T0 + timedelta(hours=1))
     # a step in another process, downloading /a.png; claims last 60 s here (600 s live)
     other = ImageClaims(ledger.db, ttl=60)
-    assert other.claim([server.url("/a.png")], clock.now()) == {server.url("/a.png")}
+    assert other.claim([server.url("/a.png")], clock.now()).urls == {server.url("/a.png")}
 
     async def run() -> list[ImageBatch]:
         db = DbThread(1)
