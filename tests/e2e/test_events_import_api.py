@@ -17,13 +17,12 @@ from typing import Any
 import backends
 import httpx
 import pytest
+from export_damage import Lines, drop, edit_payload, swap
 from seeded_history import record_seeded_history
 from test_api import bearer, serving
 
 from ledger import cli
 from ledger.bootstrap import Ledger
-
-Lines = list[str]
 
 
 @pytest.fixture
@@ -92,22 +91,10 @@ def test_an_uploaded_export_gives_the_original_read_models(
     assert target.source.head() == last
 
 
-def _drop(lines: Lines) -> Lines:
-    return lines[:5] + lines[6:]
-
-
-def _swap(lines: Lines) -> Lines:
-    return lines[:5] + [lines[6], lines[5]] + lines[7:]
-
-
-def _edit(lines: Lines) -> Lines:
-    return [line.replace('"name":"Product 2"', '"name":"Product X"', 1) for line in lines]
-
-
 @pytest.mark.parametrize(("damage", "words"), [
-    (_drop, ("upload:6:", "a gap")),
-    (_swap, ("upload:6:",)),
-    (_edit, ("was edited",)),
+    (drop, ("upload:6:", "a gap")),
+    (swap, ("upload:6:",)),
+    (edit_payload, ("was edited",)),
 ])
 def test_a_damaged_upload_is_refused_and_writes_nothing(
         exported: tuple[Path, str], target: Ledger,

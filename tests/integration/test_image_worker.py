@@ -13,53 +13,22 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections import Counter
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
-from backends import LOOPBACK_ENV
 from kafka_fixtures import KAFKA_WARNINGS, pg_store_url, tansu_broker  # noqa: F401
+from test_distributed import dist, dist_settings, wait_until  # noqa: F401
 
-from ledger.bootstrap import Ledger, bootstrap
+from ledger.bootstrap import Ledger
 from ledger.distributed import Cluster, cli_command, settings_env
 from ledger.settings import Settings
 from runtime.image_claims import ImageClaims
 from runtime.images import ImageStore
 from simulator import SimulatorThread
-from streams.resources import create_read_models
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, KAFKA_WARNINGS, pytest.mark.timeout(240)]
-
-
-@pytest.fixture
-def settings(pg_store_url: str, tansu_broker: str, tmp_path: Path) -> Settings:  # noqa: F811
-    return Settings.from_env({**LOOPBACK_ENV, "LEDGER_STORE": pg_store_url,
-                              "LEDGER_BROKER": f"kafka://{tansu_broker}",
-                              "LEDGER_DATA_DIR": str(tmp_path / "data")})
-
-
-@pytest.fixture
-def dist(settings: Settings) -> Iterator[Ledger]:
-    ledger = bootstrap(settings)
-    create_read_models(ledger)
-    try:
-        yield ledger
-    finally:
-        ledger.close()
-
-
-def wait_until(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def events_of(ledger: Ledger, *types: str) -> list[Any]:
@@ -67,7 +36,8 @@ def events_of(ledger: Ledger, *types: str) -> list[Any]:
 
 
 def test_the_image_role_and_images_fetch_download_each_image_once(
-        dist: Ledger, settings: Settings) -> None:
+        dist: Ledger, dist_settings: Settings) -> None:  # noqa: F811
+    settings = dist_settings
     with SimulatorThread(stores=3, seed=2) as sim:
         served = next(s for s in sim.urls.stores if s.platform == "shopify")
         now = datetime.now(UTC)
