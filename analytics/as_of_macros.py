@@ -7,7 +7,7 @@ They are created with the views (`analytics.views.view_statements`), so they wor
 the `analytics sql` sandbox, on `connect()` and in the DuckDB CLI (`views.sql`), and
 agree with `products show --as-of` / `jobs show --as-of` (which replay the aggregate
 from the events recorded by then; every event's time is its command's time, which is
-the `observed_at`, `occurred_at` and `finished_at` the datasets carry).
+the `observed_at`, `occurred_at`, `finished_at` and `changed_at` the datasets carry).
 
 `product_as_of(ts)`: one row per offer (pricing type, option) of each product's last
 observation at or before `ts` (the aggregate's offers are its last observation's),
@@ -16,12 +16,13 @@ with the product's `in_stock` / `out_of_stock_since` (its last `went_out_of_stoc
 observation, else 0), `observations` (how many by then) and `last_seen_at`.
 Name, brand and category are as known at the observation.
 
-`job_as_of(ts)`: one row per job with a finished run by `ts` (`job_runs`): `runs`
-(succeeded, failed or expired attempts, as the aggregate counts them), `succeeded`,
-`failures`, `consecutive_failures` (since the last success), and the last run's
-`last_outcome`, `last_finished_at`, `last_error_kind`, `last_error` (the aggregate's
-`"kind: message"` for a failure), `last_http_status`, `last_items`. A job's state
-(scheduled, paused, leased…) is not in the datasets: `jobs show --as-of` has it.
+`job_as_of(ts)`: one row per job recorded by `ts`: its `state`, `state_since` and
+`next_run_at` (its last `job_states` row at or before `ts`), and from its finished runs
+by then (`job_runs`; 0 and nulls without any): `runs` (succeeded, failed or expired
+attempts, as the aggregate counts them), `succeeded`, `failures`,
+`consecutive_failures` (since the last success), and the last run's `last_outcome`,
+`last_finished_at`, `last_error_kind`, `last_error` (the aggregate's `"kind: message"`
+for a failure or an expired lease), `last_http_status`, `last_items`.
 """
 
 from __future__ import annotations
@@ -66,30 +67,42 @@ ORDER BY o.product_id, o.pricing_type, o.option
 
 JOB_AS_OF = """
 CREATE OR REPLACE MACRO job_as_of(ts) AS TABLE
-WITH finished AS (
+WITH known AS (
+    SELECT * FROM job_states
+    WHERE changed_at <= CAST(ts AS TIMESTAMPTZ)
+      AND date <= CAST(timezone('UTC', CAST(ts AS TIMESTAMPTZ)) AS DATE)
+    QUALIFY row_number() OVER (PARTITION BY job_id ORDER BY position DESC) = 1
+), finished AS (
     SELECT * FROM job_runs
     WHERE finished_at <= CAST(ts AS TIMESTAMPTZ) AND outcome <> 'cancelled'
 ), last_success AS (
     SELECT job_id, max(position) FILTER (WHERE outcome = 'succeeded') AS at_position
     FROM finished GROUP BY job_id
+), runs AS (
+    SELECT f.job_id, count(*) AS runs,
+           count(*) FILTER (WHERE f.outcome = 'succeeded') AS succeeded,
+           count(*) FILTER (WHERE f.outcome <> 'succeeded') AS failures,
+           count(*) FILTER (WHERE f.outcome <> 'succeeded'
+                            AND f.position > coalesce(s.at_position, 0)) AS consecutive_failures,
+           arg_max(f.outcome, f.position) AS last_outcome,
+           max(f.finished_at) AS last_finished_at,
+           arg_max_null(f.error_kind, f.position) AS last_error_kind,
+           arg_max_null(CASE WHEN f.outcome <> 'succeeded' THEN f.error_kind || ': ' || f.message END,
+                   f.position) AS last_error,
+           arg_max_null(f.http_status, f.position) AS last_http_status,
+           arg_max_null(f.items, f.position) AS last_items
+    FROM finished f LEFT JOIN last_success s ON f.job_id = s.job_id
+    GROUP BY f.job_id
 )
-SELECT any_value(CAST(ts AS TIMESTAMPTZ)) AS as_of, f.job_id, any_value(f.kind) AS kind,
-       any_value(f.store_id) AS store_id, any_value(f.store_name) AS store_name,
-       count(*) AS runs,
-       count(*) FILTER (WHERE f.outcome = 'succeeded') AS succeeded,
-       count(*) FILTER (WHERE f.outcome <> 'succeeded') AS failures,
-       count(*) FILTER (WHERE f.outcome <> 'succeeded'
-                        AND f.position > coalesce(s.at_position, 0)) AS consecutive_failures,
-       arg_max(f.outcome, f.position) AS last_outcome,
-       max(f.finished_at) AS last_finished_at,
-       arg_max_null(f.error_kind, f.position) AS last_error_kind,
-       arg_max_null(CASE WHEN f.outcome = 'failed' THEN f.error_kind || ': ' || f.message END,
-               f.position) AS last_error,
-       arg_max_null(f.http_status, f.position) AS last_http_status,
-       arg_max_null(f.items, f.position) AS last_items
-FROM finished f LEFT JOIN last_success s ON f.job_id = s.job_id
-GROUP BY f.job_id
-ORDER BY f.job_id
+SELECT CAST(ts AS TIMESTAMPTZ) AS as_of, k.job_id, k.kind, k.store_id, k.store_name,
+       k.state, k.state_since, k.next_run_at,
+       coalesce(r.runs, 0) AS runs, coalesce(r.succeeded, 0) AS succeeded,
+       coalesce(r.failures, 0) AS failures,
+       coalesce(r.consecutive_failures, 0) AS consecutive_failures,
+       r.last_outcome, r.last_finished_at, r.last_error_kind, r.last_error,
+       r.last_http_status, r.last_items
+FROM known k LEFT JOIN runs r ON r.job_id = k.job_id
+ORDER BY k.job_id
 """
 
 AS_OF_MACROS = (PRODUCT_AS_OF.strip(), JOB_AS_OF.strip())

@@ -42,9 +42,16 @@ PRICE_CHANGES: dict[str, str] = {
     "new_special_price": MONEY, "event_id": "VARCHAR", "position": "BIGINT",
     "job_id": "VARCHAR", "date": "DATE",
 }
+#: one row per job event that sets its state or next run, both as they are after it
+JOB_STATES: dict[str, str] = {
+    "changed_at": TS, "job_id": "VARCHAR", "kind": "VARCHAR", "store_id": "VARCHAR",
+    "store_name": "VARCHAR", "event_type": "VARCHAR", "state": "VARCHAR", "state_since": TS,
+    "next_run_at": TS, "event_id": "VARCHAR", "position": "BIGINT", "date": "DATE",
+}
 DATASETS: dict[str, dict[str, str]] = {
     "price_observations": PRICE_OBSERVATIONS,
     "stock_events": STOCK_EVENTS,
     "job_runs": JOB_RUNS,
     "price_changes": PRICE_CHANGES,
+    "job_states": JOB_STATES,
 }

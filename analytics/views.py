@@ -1,7 +1,7 @@
 """`connect(dataset_dir)`: an in-memory DuckDB with views over the Parquet datasets.
 
 Base views (one per dataset): `price_observations`, `stock_events`,
-`job_runs`. Derived views:
+`job_runs`, `job_states`. Derived views:
 
 - `products_latest`: the latest observation per product, pricing type and option;
   read from the writer's materialised `products_latest.parquet` plus any

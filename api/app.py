@@ -33,6 +33,7 @@ from prometheus_client import (
 from api.auth import TokenStore
 from api.dashboard import build_dashboard
 from api.docs import add_docs
+from api.events_import import build_import_router
 from api.images import build_images_router
 from api.routes import PROBLEMS, AlertSender, ApiProblem, build_router, requirement
 from api.sessions import Sessions
@@ -67,7 +68,8 @@ def problem(status: int, title: str, detail: str) -> JSONResponse:
 def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes = Probes(),
                lease_ttl: float = DEFAULTS.lease_ttl,
                alert_sender: AlertSender | None = None,
-               proxy_guard: AddressGuard | None = None) -> FastAPI:
+               proxy_guard: AddressGuard | None = None,
+               import_max_bytes: int = DEFAULTS.import_max_bytes) -> FastAPI:
     app = FastAPI(title="crawl-ledger", version="1", docs_url=None, redoc_url=None,
                   responses={503: PROBLEMS[422] | {"description": "not ready"}})
     lock = threading.RLock()  # one command or query at a time on the ledger's connections
@@ -177,6 +179,8 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
     sessions = Sessions(tokens)
     app.include_router(build_router(ledger, tokens, clock, lock, lease_ttl, sessions,
                                     alert_sender, proxy_guard), prefix="/api/v1")
+    app.include_router(build_import_router(ledger, lock, requirement(tokens, sessions)("admin"),
+                                           import_max_bytes), prefix="/api/v1")
     app.include_router(build_images_router(ImageStore(ledger.data_dir),
                                            requirement(tokens, sessions)))
     app.include_router(build_dashboard(ledger, sessions, clock, lock, probes.relay_position))

@@ -1,8 +1,8 @@
 """API tokens with scopes: only a hash is stored, the token is shown once.
 
 Scopes: `read` sees everything; `operate` also changes jobs and stores; `admin`
-also manages tokens; `bot` only uses the bot API. A token is 32 random bytes
-(URL-safe base64, prefixed `cl_`); the table `api_tokens` in the read-model
+also manages tokens and imports an event log (`api/events_import.py`); `bot` only
+uses the bot API. A token is 32 random bytes (URL-safe base64, prefixed `cl_`); the table `api_tokens` in the read-model
 database keeps its sha256, name, scope and creation/revocation times.
 """
 

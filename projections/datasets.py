@@ -9,7 +9,9 @@ Datasets (see `parquet_writer` for the schemas and the crash-safe layout):
   moved (both old and new set), with the previous observation's time — so
   DuckDB needs no window over every observation to list changes;
 - `job_runs`: one row per finished attempt (`CrawlJob.Leased` joined with its
-  `Succeeded` / `Failed` / `LeaseExpired` / `Cancelled`).
+  `Succeeded` / `Failed` / `LeaseExpired` / `Cancelled`);
+- `job_states`: one row per `CrawlJob` event that sets the job's state or next
+  run, with both as they are after it (`projections.dataset_jobs`).
 
 To denormalise, the projection keeps a small state (store names, product
 details, jobs, open leases) and persists it in the manifest with the
@@ -29,13 +31,14 @@ import logging
 import shutil
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Any
 
 from domain.envelope import Envelope
 from projections.checksums import verify as verify_checksums
+from projections.dataset_jobs import JOB_STATE_EVENTS, JobRows
 from projections.parquet_writer import (
     Manifest,
     compact,
@@ -43,10 +46,13 @@ from projections.parquet_writer import (
     discard_superseded,
     read_manifest,
     refresh_latest,
+    timestamp,
     write_batch,
     write_manifest,
 )
 from projections.source import EventSource
+
+__all__ = ["DatasetRows", "DatasetWriter", "money", "timestamp"]
 
 log = logging.getLogger(__name__)
 
@@ -58,20 +64,7 @@ _STOCK_TYPES = {
     "Product.WentOutOfStock": "went_out_of_stock",
     "Product.BackInStock": "back_in_stock",
 }
-_FINISHED = {
-    "CrawlJob.Succeeded": "succeeded",
-    "CrawlJob.Failed": "failed",
-    "CrawlJob.LeaseExpired": "expired",
-    "CrawlJob.Cancelled": "cancelled",
-}
-
-
-def timestamp(text: str) -> datetime:
-    moment = datetime.fromisoformat(text)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
-
+_JOB_EVENTS = frozenset({*JOB_STATE_EVENTS, "CrawlJob.Scheduled", "CrawlJob.Leased"})
 
 def money(value: Any) -> Decimal | None:
     if value is None or value == "":
@@ -80,18 +73,19 @@ def money(value: Any) -> Decimal | None:
 
 
 #: bumped when a dataset is added or a row changes meaning (older datasets are rebuilt)
-FORMAT = 2
+FORMAT = 3
 
 
 def empty_state() -> dict[str, Any]:
-    return {"format": FORMAT, "stores": {}, "products": {}, "jobs": {}, "leases": {}}
+    return {"format": FORMAT, "stores": {}, "products": {}, "jobs": {}, "leases": {},
+            "job_states": {}}
 
 
 def current_format(manifest: Manifest) -> bool:
     return manifest.position == 0 or (manifest.state or {}).get("format") == FORMAT
 
 
-class DatasetRows:
+class DatasetRows(JobRows):
     """Turns envelopes into dataset rows, keeping the state needed to denormalise."""
 
     def __init__(self, state: dict[str, Any] | None = None) -> None:
@@ -120,13 +114,8 @@ class DatasetRows:
             self._price_changed(env)
         elif kind in _STOCK_TYPES:
             self._stock(env)
-        elif kind == "CrawlJob.Scheduled":
-            p = env.payload
-            self.state["jobs"][env.stream_id] = [p.get("kind"), p.get("store_id")]
-        elif kind == "CrawlJob.Leased":
-            self._leased(env)
-        elif kind in _FINISHED:
-            self._finished(env)
+        elif kind in _JOB_EVENTS:
+            self._job_event(env)
 
     # products -----------------------------------------------------------
     def _discovered(self, env: Envelope) -> None:
@@ -198,39 +187,6 @@ class DatasetRows:
             reason=p.get("reason"), consecutive_misses=p.get("consecutive_misses"),
             job_id=p.get("job_id"), event_id=env.event_id, position=env.position,
         ))
-
-    # jobs -------------------------------------------------------------------
-    def _leased(self, env: Envelope) -> None:
-        p = env.payload
-        self.state["leases"][env.stream_id] = {
-            "attempt": p.get("attempt"), "worker": p.get("worker"), "leased_at": p.get("at"),
-            "event_id": env.event_id,
-        }
-
-    def _finished(self, env: Envelope) -> None:
-        lease = self.state["leases"].pop(env.stream_id, None)
-        if lease is None:
-            return  # e.g. a job cancelled while scheduled: no attempt to report
-        p = env.payload
-        at = timestamp(p["at"])
-        kind, store_id = self.state["jobs"].get(env.stream_id, [None, None])
-        outcome = p.get("outcome") or {}
-        leased_at = timestamp(lease["leased_at"]) if lease.get("leased_at") else None
-        duration = outcome.get("duration")
-        if duration is None and leased_at is not None:
-            duration = (at - leased_at).total_seconds()
-        status = _FINISHED[env.event_type]
-        self._add("job_runs", at, {
-            "job_id": env.stream_id, "kind": kind, "store_id": store_id,
-            "store_name": self.state["stores"].get(store_id), "attempt": lease.get("attempt"),
-            "worker": lease.get("worker"), "leased_at": leased_at, "finished_at": at,
-            "outcome": status,
-            "error_kind": p.get("error_kind") or ("lease_expired" if status == "expired" else None),
-            "message": p.get("message"), "duration": duration,
-            "http_status": outcome.get("http_status"), "items": outcome.get("items"),
-            "lease_event_id": lease.get("event_id"), "event_id": env.event_id,
-            "position": env.position,
-        })
 
 
 def _first_set(*values: Any) -> Any:

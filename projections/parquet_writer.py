@@ -8,6 +8,7 @@ Layout under the dataset dir (one dataset per directory, hive partitions)::
       stock_events/date=…/part-<first>-<last>.parquet
       job_runs/date=…/part-<first>-<last>.parquet
       price_changes/date=…/part-<first>-<last>.parquet
+      job_states/date=…/part-<first>-<last>.parquet
       products_latest.parquet                    materialised latest row per product/option
 
 A batch of envelopes (positions first..last) becomes at most one file per
@@ -38,6 +39,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -85,12 +87,19 @@ PRICE_CHANGES = pa.schema([
     ("old_special_price", MONEY), ("new_special_price", MONEY), ("event_id", pa.string()),
     ("position", pa.int64()), ("job_id", pa.string()),
 ])
+JOB_STATES = pa.schema([
+    ("changed_at", UTC_TS), ("job_id", pa.string()), ("kind", pa.string()),
+    ("store_id", pa.string()), ("store_name", pa.string()), ("event_type", pa.string()),
+    ("state", pa.string()), ("state_since", UTC_TS), ("next_run_at", UTC_TS),
+    ("event_id", pa.string()), ("position", pa.int64()),
+])
 #: dataset name -> (schema, the timestamp column its date partition comes from)
 DATASETS: dict[str, tuple[pa.Schema, str]] = {
     "price_observations": (PRICE_OBSERVATIONS, "observed_at"),
     "stock_events": (STOCK_EVENTS, "occurred_at"),
     "job_runs": (JOB_RUNS, "finished_at"),
     "price_changes": (PRICE_CHANGES, "changed_at"),
+    "job_states": (JOB_STATES, "changed_at"),
 }
 #: compacted files are sorted by these columns (lookups filter on the first)
 SORT_KEYS: dict[str, tuple[str, ...]] = {
@@ -98,6 +107,7 @@ SORT_KEYS: dict[str, tuple[str, ...]] = {
     "stock_events": ("product_id", "occurred_at", "position"),
     "job_runs": ("store_id", "finished_at", "position"),
     "price_changes": ("product_id", "changed_at", "position"),
+    "job_states": ("job_id", "changed_at", "position"),
 }
 #: rows per row group of a compacted file: small enough that a product lookup
 #: decompresses little, large enough to keep footers and scans cheap (measured)
@@ -123,6 +133,14 @@ class Manifest:
 
     position: int = 0
     state: dict[str, Any] | None = None
+
+
+def timestamp(text: str) -> datetime:
+    """An event's ISO-8601 time as a UTC datetime (a time without zone is UTC)."""
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
 
 
 def part_name(first: int, last: int) -> str:

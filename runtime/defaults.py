@@ -21,6 +21,8 @@ class Defaults:
     project_every: float = 0.05
     #: seconds in-flight crawls get to finish after a stop signal before they are released
     stop_deadline: float = 30.0
+    #: bytes an events import uploaded over the API may have (`serve --max-import-mb`)
+    import_max_bytes: int = 1 << 30
 
 
 DEFAULTS = Defaults()

@@ -63,9 +63,12 @@ def export_line(row: StoredRow, envelope: Envelope, previous: int, chain: str) -
     return json.dumps(fields, separators=(",", ":")) + "\n"
 
 
-def read_rows(path: Path, decode: Decoder, summary: FileSummary) -> Iterator[ImportRow]:
+def read_rows(path: Path, decode: Decoder, summary: FileSummary,
+              label: str | None = None) -> Iterator[ImportRow]:
     """Check the export at `path` line by line, yielding each event's stored row; fills
-    `summary` as it goes. Raises `InvalidInput` (naming the line) at the first problem."""
+    `summary` as it goes. Raises `InvalidInput` (naming the file as `label`, default its
+    path, and the line) at the first problem."""
+    name = label or str(path)
     checker = _Checker(decode)
     digest = hashlib.sha256()
     with path.open("rb") as lines:
@@ -74,9 +77,9 @@ def read_rows(path: Path, decode: Decoder, summary: FileSummary) -> Iterator[Imp
             try:
                 yield checker.check(raw)
             except InvalidInput as error:
-                raise InvalidInput(f"{path}:{number}: {error}") from None
+                raise InvalidInput(f"{name}:{number}: {error}") from None
     if checker.events == 0:
-        raise InvalidInput(f"{path}: holds no events")
+        raise InvalidInput(f"{name}: holds no events")
     summary.events, summary.position = checker.events, checker.position
     summary.chain_hash, summary.sha256 = checker.chain, digest.hexdigest()
 

@@ -7,12 +7,14 @@ renamed: a reader never sees half a file), and the API's resized variants under
 products, are one file.
 
 `ImageStep` downloads the images the read model lists as pending
-(`projections.images`), at most `concurrency` at a time, each URL once per batch
-however many products show it, through the crawler's guard and politeness
-(`ImagePort`, the `workers.crawler.Crawler`), and records the outcome on every
-product that shows the URL (`CrawlLedger.record_image`: once per product and URL
-change). The products are asked first, so a read model that lags behind does not
-make a URL be tried twice.
+(`projections.images`) — or, for the distributed image worker, the image URLs that
+product events name (`image_requests`) — at most `concurrency` at a time, each URL
+once per batch however many products show it, through the crawler's guard and
+politeness (`ImagePort`, the `workers.crawler.Crawler`), and records the outcome on
+every product that shows the URL (`CrawlLedger.record_image`: once per product and
+URL change). Each URL is claimed first (`runtime.image_claims`: another step holding
+it is left to finish), then the products are asked, so neither a read model that lags
+behind nor two drivers at once make a URL be downloaded twice.
 """
 
 from __future__ import annotations
@@ -23,18 +25,22 @@ import os
 import re
 import tempfile
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
+from domain.envelope import Envelope
 from domain.errors import LedgerError
 from domain.values import ImageFailure, ImageOutcome, Policy
 from runtime.clock import Clock
+from runtime.image_claims import ImageClaims
 from runtime.ledger import Ledger
 from runtime.work import DbThread
 from workers.images import DownloadedImage
 
-__all__ = ["ImageBatch", "ImagePort", "ImageStep", "ImageStore", "is_sha256"]
+__all__ = ["ImageBatch", "ImagePort", "ImageStep", "ImageStore", "image_requests", "is_sha256"]
 
 log = logging.getLogger(__name__)
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -42,6 +48,10 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 BATCH = 64
 #: downloads in flight at once
 CONCURRENCY = 4
+#: seconds a step leaves a URL that another step has claimed before it asks again
+BUSY_RETRY = 30.0
+#: (product id, store id or None when the event does not say, image URL)
+Request = tuple[str, str | None, str]
 
 
 def is_sha256(text: str) -> bool:
@@ -129,12 +139,14 @@ class ImageBatch:
 class ImageStep:
     """Downloads pending product images and records them; see the module docstring.
 
-    Ledger commands run on `db`, read-model queries on `projector` (the embedded
-    runner's threads; a CLI passes its own)."""
+    Ledger commands run on `db`, read-model queries and claims on `projector` (the
+    embedded runner's threads; a CLI passes its own). `catch_up=False` leaves the read
+    models to their projectors (the distributed workers)."""
 
     def __init__(self, ledger: Ledger, images: ImagePort, clock: Clock, db: DbThread,
                  projector: DbThread | None = None, store: ImageStore | None = None,
-                 concurrency: int = CONCURRENCY, batch: int = BATCH) -> None:
+                 concurrency: int = CONCURRENCY, batch: int = BATCH,
+                 claims: ImageClaims | None = None, catch_up: bool = True) -> None:
         self.ledger = ledger
         self.images = images
         self.clock = clock
@@ -143,6 +155,10 @@ class ImageStep:
         self.store = store or ImageStore(ledger.data_dir)
         self.concurrency = max(1, concurrency)
         self.batch = max(1, batch)
+        self.claims = claims or ImageClaims(ledger.db)
+        self.catching_up = catch_up
+        #: URLs another step holds, and until when this step leaves them alone
+        self._busy: dict[str, datetime] = {}
         #: (product, url) pairs the read model lists but the product no longer wants
         #: (the read model lags): not asked again by this step
         self._settled: set[tuple[str, str]] = set()
@@ -152,7 +168,9 @@ class ImageStep:
         rows = await self.projector.call(self.ledger.read.pending_images,
                                          limit + len(self._settled))
         found = [(r["product_id"], r["store_id"], r["image_url"]) for r in rows]
-        return [row for row in found if (row[0], row[2]) not in self._settled][:limit]
+        now = self.clock.now()
+        return [row for row in found if (row[0], row[2]) not in self._settled
+                and self._busy.get(row[2], now) <= now][:limit]
 
     async def has_pending(self) -> bool:
         return bool(await self.pending(1))
@@ -161,42 +179,67 @@ class ImageStep:
         """Batches until nothing is pending (or `limit` products are recorded)."""
         total = ImageBatch()
         while limit is None or total.recorded < limit:
-            await self.projector.call(self.ledger.catch_up)
+            await self._catch_up()
             room = self.batch if limit is None else min(self.batch, limit - total.recorded)
             done = await self.run_batch(room)
             total.add(done)
             if done.recorded == 0 and not await self.has_pending():
                 break
-        await self.projector.call(self.ledger.catch_up)
+        await self._catch_up()
         return total
+
+    async def _catch_up(self) -> None:
+        if self.catching_up:
+            await self.projector.call(self.ledger.catch_up)
 
     async def run_batch(self, limit: int = BATCH) -> ImageBatch:
         """One batch: up to `limit` pending products, their URLs downloaded once each."""
+        return await self.fetch(await self.pending(limit))
+
+    async def fetch(self, rows: Sequence[Request]) -> ImageBatch:
+        """Download and record the image URLs of `rows` the products still want, each
+        URL once, unless another step holds its claim."""
         batch = ImageBatch()
-        rows = await self.pending(limit)
         if not rows:
             return batch
+        now = self.clock.now()
+        claim = await self.projector.call(self.claims.claim, [url for _, _, url in rows], now)
+        self._busy.update((url, now + timedelta(seconds=BUSY_RETRY))
+                          for _, _, url in rows if url not in claim.urls)
+        try:
+            await self._fetch_claimed([row for row in rows if row[2] in claim.urls], batch)
+        finally:
+            await self.projector.call(self.claims.release, claim)
+        return batch
+
+    async def _fetch_claimed(self, rows: list[Request], batch: ImageBatch) -> None:
         wanted = set(await self.db.call(self.ledger.app.images_pending,
                                         [(p, url) for p, _, url in rows]))
         self._settled.update((p, url) for p, _, url in rows if (p, url) not in wanted)
-        by_url: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        by_url: dict[str, list[tuple[str, str | None]]] = defaultdict(list)
         for product_id, store_id, url in rows:
-            if (product_id, url) in wanted:
+            if (product_id, url) in wanted and (product_id, store_id) not in by_url[url]:
                 by_url[url].append((product_id, store_id))
         gate = asyncio.Semaphore(self.concurrency)
         policies: dict[str, Policy] = {}
 
-        async def one(url: str, products: list[tuple[str, str]]) -> None:
+        async def one(url: str, products: list[tuple[str, str | None]]) -> None:
             async with gate:
-                policy = await self._policy(products[0][1], policies)
+                policy = await self._policy(*products[0], policies)
                 outcome = await self._download(url, policy, batch)
             for product_id, _ in products:
                 await self._record(product_id, outcome, batch)
 
         await asyncio.gather(*(one(url, products) for url, products in by_url.items()))
-        return batch
 
-    async def _policy(self, store_id: str, cache: dict[str, Policy]) -> Policy:
+    async def _policy(self, product_id: str, store_id: str | None,
+                      cache: dict[str, Policy]) -> Policy:
+        if store_id is None:  # a DetailsChanged event does not name the store
+            try:
+                store_id = await self.db.call(
+                    lambda: str(self.ledger.app.get_product(product_id).store_id))
+            except LedgerError:
+                return Policy()
         if store_id not in cache:
             try:
                 cache[store_id] = (await self.db.call(self.ledger.app.get_store, store_id)).policy
@@ -225,3 +268,17 @@ class ImageStep:
             batch.failures[outcome.kind] = batch.failures.get(outcome.kind, 0) + 1
         else:
             batch.stored += 1
+
+
+def image_requests(envelopes: Iterable[Envelope]) -> list[Request]:
+    """The image URLs product events give products: a `Product.Discovered` with an image,
+    a `Product.DetailsChanged` to a new one (what the distributed image worker reads)."""
+    found: list[Request] = []
+    for env in envelopes:
+        if env.event_type == "Product.Discovered" and env.payload.get("image_url"):
+            found.append((env.stream_id, env.payload.get("store_id"), env.payload["image_url"]))
+        elif env.event_type == "Product.DetailsChanged":
+            url = (env.payload.get("fields") or {}).get("image_url")
+            if url:
+                found.append((env.stream_id, None, url))
+    return found

@@ -19,29 +19,33 @@ from eventstore.base import ImportRow, not_empty
 from runtime.export_file import FileSummary, read_rows
 from runtime.ledger import Ledger
 
-__all__ = ["import_log"]
+__all__ = ["import_log", "refuse_unless_empty"]
 
 BATCH = 2000
 
 
-def import_log(ledger: Ledger, path: Path, expect: str | None = None) -> FileSummary:
+def import_log(ledger: Ledger, path: Path, expect: str | None = None,
+               label: str | None = None) -> FileSummary:
     """Check `path` (an `events export` of a whole log), then insert it into the empty
-    event store of `ledger`. Raises `InvalidInput` or `EventStoreNotEmpty`, writing nothing."""
-    _refuse_unless_empty(ledger)
+    event store of `ledger`. Raises `InvalidInput` or `EventStoreNotEmpty`, writing nothing.
+    Errors name the file as `label` (default: its path) and the line."""
+    refuse_unless_empty(ledger)
+    name = label or str(path)
     checked = FileSummary()
     decode = ledger.app.mapper.to_domain_event
-    for _ in read_rows(path, decode, checked):
+    for _ in read_rows(path, decode, checked, name):
         pass
     if expect is not None and expect != checked.chain_hash:
-        raise InvalidInput(f"{path}: its audit chain ends in {checked.chain_hash}, "
+        raise InvalidInput(f"{name}: its audit chain ends in {checked.chain_hash}, "
                            f"not the expected {expect}")
     again = FileSummary()
-    rows = read_rows(path, decode, again)
+    rows = read_rows(path, decode, again, name)
     ledger.backend.import_rows(ledger.app.recorder, _batches(rows, checked, again))
     return checked
 
 
-def _refuse_unless_empty(ledger: Ledger) -> None:
+def refuse_unless_empty(ledger: Ledger) -> None:
+    """Raise `EventStoreNotEmpty` (or `InvalidInput`) unless `ledger` can take an import."""
     head = ledger.source.head()
     if head:
         raise not_empty(head, ledger.backend.describe())

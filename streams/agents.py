@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from domain.envelope import Envelope
 from domain.timeutil import iso
+from runtime.images import ImageBatch, image_requests
 from runtime.ledger import Ledger
 from runtime.registry import Heartbeats, register
 from runtime.scheduler import Scheduler
@@ -143,6 +144,31 @@ async def alert_retries(res: Resources) -> None:
         await (await res.alert_step()).deliver_due()
     except Exception:  # the next turn tries again; a timer that raises stops the worker
         log.exception("alert retries failed")
+
+
+async def image_batch(res: Resources, envelopes: Sequence[Envelope]) -> ImageBatch:
+    """Download the images a batch of product envelopes names (the same step as the
+    embedded runner's and `images fetch`: claimed, asked, downloaded once)."""
+    step = await res.image_step()
+    own = await res.identity()
+    mine = [e for e in envelopes if not foreign(own, e.ledger_id, f"event {e.event_id}")]
+    return await step.fetch(image_requests(mine))
+
+
+async def images(res: Resources, stream: Any) -> None:
+    """`ledger.products.v1` -> each new image URL downloaded and recorded once."""
+    options = res.options
+    async for events in stream.take_events(options.batch_size, within=options.batch_within):
+        await image_batch(res, [Envelope.from_json(e.value) for e in events])
+
+
+async def image_sweep(res: Resources) -> None:
+    """The leader's turn: what the read model still lists as pending (a claim whose
+    holder died ran out, a role started after its messages were consumed)."""
+    try:
+        await (await res.image_step()).run()
+    except Exception:  # the next turn tries again; a timer that raises stops the worker
+        log.exception("image sweep failed")
 
 
 class StallWatchdog:

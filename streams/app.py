@@ -7,6 +7,9 @@ Roles (a worker process runs one or more):
 - `crawl`: `ledger.work.v1` -> lease, crawl, record (`JobWorker`);
 - `alert`: `ledger.products.v1` -> alert deliveries (`runtime.alerts.AlertStep`, the
   embedded runner's handler), and on the leader a timer sending the retries due;
+- `image`: `ledger.products.v1` -> product images downloaded and recorded
+  (`runtime.images.ImageStep`, the embedded runner's and `images fetch`'s step), and on
+  the leader a timer sweeping what the read model still lists as pending;
 - `project`: the public topics -> read models in PostgreSQL, with offsets; the
   leader of the projecting workers also keeps the Parquet datasets for
   analysts caught up with the event store (they need the log's total order,
@@ -34,7 +37,7 @@ from streams.records import WorkItem
 from streams.resources import Resources, WorkerOptions
 from streams.transport import PromptApp
 
-ROLES = ("dispatch", "crawl", "project", "alert")
+ROLES = ("dispatch", "crawl", "project", "alert", "image")
 
 
 class UnknownRole(ValueError):
@@ -98,6 +101,12 @@ def create_app(components: Components, roles: Iterable[str],
         _project(app, res, name)
     if "alert" in chosen:
         _alert(app, res)
+    if "image" in chosen:
+        _image(app, res)
+    if "crawl" in chosen or "image" in chosen:
+        @app.timer(PROXY_EVERY, name="egress-proxies")
+        async def proxies() -> None:
+            await res.keep_proxies()
     return app
 
 
@@ -138,10 +147,6 @@ def _crawl(app: faust.App, res: Resources, work: Any) -> None:
     async def heartbeat() -> None:
         await agents.heartbeat(res)
 
-    @app.timer(PROXY_EVERY, name="egress-proxies")
-    async def proxies() -> None:
-        await res.keep_proxies()
-
 
 def _alert(app: faust.App, res: Resources) -> None:
     products = _raw(app, res.topics.products, partitions=res.options.partitions)
@@ -153,6 +158,19 @@ def _alert(app: faust.App, res: Resources) -> None:
     @app.timer(res.options.alert_retry_every, on_leader=True, name="alert-retries")
     async def alert_retries() -> None:
         await agents.alert_retries(res)
+
+
+def _image(app: faust.App, res: Resources) -> None:
+    products = _raw(app, res.topics.products, partitions=res.options.partitions)
+
+    @app.agent(products, name="image")
+    async def image(stream: Any) -> None:
+        await agents.images(res, stream)
+
+    if res.options.images_every > 0:
+        @app.timer(res.options.images_every, on_leader=True, name="image-sweep")
+        async def image_sweep() -> None:
+            await agents.image_sweep(res)
 
 
 def _project(app: faust.App, res: Resources, consumer: str) -> None:

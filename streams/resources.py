@@ -14,12 +14,13 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from runtime.alerts import AlertStep
 from runtime.clock import Clock, FileClock, SystemClock
 from runtime.components import Components
 from runtime.defaults import DEFAULTS
+from runtime.images import ImagePort, ImageStep
 from runtime.ledger import Ledger
 from runtime.proxy_pool import ProxyKeeper, ProxyStore
 from runtime.work import CrawlerPort, DbThread
@@ -50,6 +51,8 @@ class WorkerOptions:
     datasets_every: float = 30.0   # seconds between Parquet dataset catch-ups (leader; 0: off)
     db_threads: int = 4
     alert_retry_every: float = 15.0  # seconds between sends of the alert retries due (leader)
+    images_every: float = 30.0     # seconds between the image leader's sweeps of pending images
+    image_concurrency: int = 4     # image downloads in flight at once per worker
     clock_file: str | None = None  # a FileClock instead of the system clock (demo only)
 
 
@@ -77,6 +80,7 @@ class Resources:
     #: jobs this process's crawl agents are running now (its heartbeats say so)
     in_flight: int = field(default=0, init=False)
     _alerts: AlertStep | None = field(default=None, init=False)
+    _images: ImageStep | None = field(default=None, init=False)
     #: keeps the crawler's egress proxy pool in step with the ledger (None: no pool)
     _proxies: ProxyKeeper | None = field(default=None, init=False)
 
@@ -141,6 +145,16 @@ class Resources:
             ledger = await self.db.call(self.ledger)
             self._alerts = AlertStep(ledger, sender, self.clock, self.db)
         return self._alerts
+
+    async def image_step(self) -> ImageStep:
+        """The image handler on this process's crawler (its guard, politeness and proxies),
+        built once; the projectors keep the read model it sweeps (`streams.agents.images`)."""
+        if self._images is None:
+            images = cast(ImagePort, await self.crawler())  # the crawler fetches images too
+            self._images = await self.call(lambda ledger: ImageStep(
+                ledger, images, self.clock, self.db, concurrency=self.options.image_concurrency,
+                catch_up=False))
+        return self._images
 
     @property
     def closed(self) -> bool:

@@ -148,7 +148,8 @@ def run_shell(args: argparse.Namespace) -> int:
     script = root / "views.sql"
     script.write_text(";\n".join(view_statements(root)) + ";\n", encoding="utf-8")
     print(f"""Datasets: {root}
-Views: price_observations, stock_events, job_runs, products_latest, price_changes
+Views: price_observations, stock_events, job_runs, job_states, products_latest, price_changes
+Macros: product_as_of(ts), job_as_of(ts)
 
 DuckDB CLI (views as of now; run `crawl-ledger analytics shell` again after new data):
   duckdb -cmd ".read {script}"

@@ -23,6 +23,9 @@ def register(sub: Any) -> None:
     serve.add_argument("--lease-ttl", type=number(1, 86400), default=None,
                        help="seconds a bot's lease lasts without a heartbeat (default: the "
                             "runner's)")
+    serve.add_argument("--max-import-mb", type=number(1, 1 << 20), default=None,
+                       help="largest export POST /api/v1/events/import takes, in MiB "
+                            "(default 1024)")
     serve.set_defaults(handler=run_serve)
     tokens = sub.add_parser("tokens", help="API tokens: create (shown once), list, revoke")
     actions = tokens.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -69,6 +72,8 @@ def run_serve(args: argparse.Namespace) -> int:
                                "first (crawl-ledger tokens create --scope admin)")
         app = create_app(ledger, tokens, SystemClock(), _probes(ledger),
                          **({"lease_ttl": args.lease_ttl} if args.lease_ttl else {}),
+                         **({"import_max_bytes": int(args.max_import_mb * (1 << 20))}
+                            if args.max_import_mb else {}),
                          alert_sender=partial(notifier_for, settings),
                          proxy_guard=AddressGuard(settings.allow_networks))
         print(f"crawl-ledger API on http://{args.host}:{args.port} (OpenAPI: /openapi.json)",

@@ -1,4 +1,4 @@
-"""`crawl-ledger worker [--role dispatch|crawl|project|alert|all]`: a Faust worker process.
+"""`crawl-ledger worker [--role dispatch|crawl|project|alert|image|all]`: a Faust worker process.
 
 Needs LEDGER_STORE=postgresql://… and LEDGER_BROKER=kafka://…. Creates the
 topics if missing (fixed partition count), then runs the agents of its roles
@@ -21,12 +21,13 @@ from runtime.defaults import DEFAULTS
 def register(sub: Any) -> None:
     worker = sub.add_parser("worker", help="run Faust agents (distributed deployment)")
     worker.add_argument("--role", action="append", default=None,
-                        help="dispatch, crawl, project, alert or all (repeatable, comma-separated;"
-                             " default all)")
+                        help="dispatch, crawl, project, alert, image or all (repeatable, "
+                             "comma-separated; default all)")
     worker.add_argument("--partitions", type=number(1, 1024, integer=True), default=4,
                         help="topic partitions (default 4)")
     worker.add_argument("--concurrency", type=number(1, 1024, integer=True), default=4,
-                        help="parallel crawls (default 4)")
+                        help="parallel crawls, and image downloads of the image role "
+                             "(default 4)")
     worker.add_argument("--lease-ttl", type=number(1, 86400), default=DEFAULTS.lease_ttl,
                         help=f"seconds (default {DEFAULTS.lease_ttl:g})")
     worker.add_argument("--tick", type=number(0.01, 3600), default=DEFAULTS.tick_seconds,
@@ -40,6 +41,10 @@ def register(sub: Any) -> None:
     worker.add_argument("--datasets-every", type=number(0, 86400), default=30.0,
                         help="seconds between Parquet dataset catch-ups by the projecting "
                              "leader (0: off; analysts' commands catch up anyway)")
+    worker.add_argument("--images-every", type=number(0, 86400), default=30.0,
+                        help="seconds between the image leader's sweeps of images the read "
+                             "model lists as pending (0: off; new image URLs are fetched as "
+                             "their events arrive)")
     worker.add_argument("--clock-file", default=None,
                         help="read 'now' from this file (the demo's simulated clock)")
     worker.add_argument("--loglevel", default=None, choices=("debug", "info", "warning", "error"),
@@ -70,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
                             lease_ttl=args.lease_ttl, tick_interval=args.tick,
                             timers=not args.no_timers, redrive_after=args.redrive_after,
                             stall_check=args.stall_check, datasets_every=args.datasets_every,
+                            images_every=args.images_every, image_concurrency=args.concurrency,
                             clock_file=args.clock_file)
     env = dict(os.environ, **({"LEDGER_LOG_LEVEL": args.loglevel} if args.loglevel else {}))
     config = logging_config(env, "worker")

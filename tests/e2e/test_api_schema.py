@@ -20,6 +20,9 @@ from test_api import bearer, serving
 
 from runtime.ledger import Ledger
 
+# the events import takes the export file's bytes as they are (binary, like octet-stream)
+schemathesis.serializer.alias("application/x-ndjson", "application/octet-stream")
+
 
 @pytest.fixture
 def api(tmp_path: Path) -> Iterator[tuple[schemathesis.BaseSchema, dict[str, str]]]:

@@ -37,9 +37,9 @@ def test_compose_runs_every_role_with_the_same_configuration() -> None:
     assert result.returncode == 0, result.stderr
     services = set(compose("config", "--services").stdout.split())
     assert {"postgres", "kafka", "topics", "relay", "scheduler", "crawler",
-            "projector", "alerter", "api"} <= services
+            "projector", "alerter", "imager", "api"} <= services
     text = result.stdout
-    for role in ("dispatch", "crawl", "project", "alert"):
+    for role in ("dispatch", "crawl", "project", "alert", "image"):
         assert f"- {role}" in text or f"--role {role}" in text
     assert text.count("LEDGER_BROKER: kafka://kafka:9092") >= 5
     assert "image: apache/kafka" in text and "image: postgres:16" in text

@@ -15,6 +15,9 @@ from typing import Any
 
 import backends
 import pytest
+from export_damage import drop as _drop
+from export_damage import edit_payload as _edit_payload
+from export_damage import swap as _swap
 from seeded_history import record_seeded_history
 
 from ledger import cli
@@ -77,18 +80,6 @@ def test_import_gives_equal_read_models_and_the_same_audit_chain(
         envelopes = ledger.source.read(0, 100_000)
     last = json.loads(log.read_text().splitlines()[-1])["position"]
     assert envelopes[-1].position == last + 1 and envelopes[-1].event_type == "Store.Registered"
-
-
-def _drop(lines: Lines) -> Lines:
-    return lines[:5] + lines[6:]
-
-
-def _swap(lines: Lines) -> Lines:
-    return lines[:5] + [lines[6], lines[5]] + lines[7:]
-
-
-def _edit_payload(lines: Lines) -> Lines:
-    return [line.replace('"name":"Product 2"', '"name":"Product X"', 1) for line in lines]
 
 
 def _edit_consistently(lines: Lines) -> Lines:

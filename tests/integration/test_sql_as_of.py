@@ -1,7 +1,9 @@
 """`product_as_of(ts)` / `job_as_of(ts)` in analyst SQL agree with `show --as-of`.
 
 A seeded history (price changes, out of stock and back, missed crawls, failed runs)
-is written to the Parquet datasets; at seeded random times, inside the `analytics
+plus jobs driven through every state (dispatched, leased, an expired lease, paused,
+resumed, force-run, dead, retried, cancelled, completed) is written to the Parquet
+datasets; at seeded random times, inside the `analytics
 sql` sandbox, the macros' rows are compared with the aggregates the CLI's
 `products show --as-of` / `jobs show --as-of` replay (`ledger.cli.history.stream_as_of`).
 """
@@ -16,6 +18,8 @@ import pytest
 from seeded_history import T0, record_seeded_history
 
 from analytics.sandbox import run_query, sandboxed
+from domain.crawl_job import RetryPolicy
+from domain.values import CrawlFailure, CrawlSuccess
 from ledger.bootstrap import Ledger
 from ledger.cli.errors import CommandError
 from ledger.cli.history import stream_as_of
@@ -48,12 +52,48 @@ def expected_product(p: Any) -> dict[str, Any]:
 
 
 def expected_job(job: Any) -> dict[str, Any]:
-    return {"runs": job.runs, "consecutive_failures": job.consecutive_failures,
-            "last_error": job.last_error}
+    return {"state": job.state, "next_run_at": job.next_run_at, "runs": job.runs,
+            "consecutive_failures": job.consecutive_failures, "last_error": job.last_error}
+
+
+def drive_jobs_through_every_state(ledger: Ledger, start: datetime) -> list[datetime]:
+    """Jobs of other kinds over the seeded history's hours: each state and move once.
+    Returns the command times."""
+    app, times = ledger.app, [start]
+
+    def step(minutes: int = 11) -> datetime:
+        times.append(times[-1] + timedelta(minutes=minutes))
+        return times[-1]
+
+    def job(name: str, every: int | None = 3600, attempts: int = 3) -> Any:
+        return app.schedule_job(kind="product_page", url=f"https://gamma.example/{name}",
+                                now=step(), every=every, adaptive=False,
+                                retry_policy=RetryPolicy(max_attempts=attempts))
+
+    ok = CrawlSuccess(200, "https://gamma.example/", "test", "1", "h")
+    expiring, paused, dying, one_shot, cancelled = (
+        job("expiring"), job("paused"), job("dying", attempts=1), job("once", every=None),
+        job("cancelled"))
+    app.dispatch_due([expiring, cancelled], step())
+    app.lease(expiring, "w2", 60, step())
+    app.reap_expired_leases([expiring], step(5))  # expired: failed, retry scheduled
+    app.pause(paused, step())
+    app.resume(paused, step(90))
+    app.force_run(paused, step())
+    app.record_failure(dying, app.lease(dying, "w2", 300, step()).lease_id,
+                       CrawlFailure("http_4xx", "410 Gone", False), step())  # dead
+    app.retry(dying, step(30))
+    app.record_success(one_shot, app.lease(one_shot, "w2", 300, step()).lease_id, ok, step())
+    app.lease(cancelled, "w2", 300, step())
+    app.cancel(cancelled, step())
+    app.lease(paused, "w2", 300, step())  # leased when the history ends
+    return times[1:]
 
 
 def test_the_macros_agree_with_show_as_of_at_random_times(ledger: Ledger, tmp_path: Any) -> None:
     end = record_seeded_history(ledger, cycles=14, seed=5)
+    moves = drive_jobs_through_every_state(ledger, T0 + timedelta(minutes=3))
+    end = max(end, moves[-1])
     DatasetWriter(ledger.data_dir, ledger.source).catch_up()
     streams = {e.stream_id: e.stream_type for e in ledger.source.read(0, 100_000)}
     products = [s for s, kind in streams.items() if kind == "Product"]
@@ -63,7 +103,9 @@ def test_the_macros_agree_with_show_as_of_at_random_times(ledger: Ledger, tmp_pa
     span = int((end - T0).total_seconds()) + 7200
     times = [T0 + timedelta(seconds=rng.randrange(-3600, span)) for _ in range(12)]
     times += [end, T0]  # the whole history, and only the first commands
-    checked = {"products": 0, "out_of_stock": 0, "misses": 0, "failing": 0}
+    times += moves  # exactly at each state change of those jobs, as its command recorded
+    checked = {"products": 0, "out_of_stock": 0, "misses": 0, "failing": 0, "never_ran": 0}
+    states: set[str] = set()
     for at in times:
         stamp = at.isoformat()
         got = product_rows(run_query(con, f"SELECT * FROM product_as_of('{stamp}')").to_pylist())
@@ -83,15 +125,18 @@ def test_the_macros_agree_with_show_as_of_at_random_times(ledger: Ledger, tmp_pa
             con, f"SELECT * FROM job_as_of(TIMESTAMPTZ '{stamp}')").to_pylist()}
         for job_id in jobs:
             job = aggregate_as_of(ledger, ledger.app.get_job, job_id, at)
-            if job is None or job.runs == 0:
+            if job is None:
                 assert job_id not in runs, (stamp, job_id)
                 continue
             row = runs.pop(job_id)
             assert {k: row[k] for k in expected_job(job)} == expected_job(job), (stamp, job_id)
             checked["failing"] += job.consecutive_failures > 0
+            checked["never_ran"] += job.runs == 0
+            states.add(job.state)
         assert runs == {}
     # the samples met every kind of state the macros must get right
     assert all(checked.values()), checked
+    assert states >= {"scheduled", "leased", "paused", "dead", "cancelled", "completed"}, states
 
 
 @pytest.mark.parametrize("query", [
