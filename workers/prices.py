@@ -20,6 +20,9 @@ __all__ = ["Money", "currency_code", "parse_amount", "parse_price"]
 _ISO = re.compile(r"^[A-Z]{3}$")
 _PLAIN_NUMBER = re.compile(r"^\s*-?\d+(\.\d+)?\s*$")
 _DIGIT = re.compile(r"\d")
+#: "$400 5 bids", "12,00 € 3 Stück": a count of something after the amount (a space
+#: groups thousands only before exactly three digits)
+_COUNT_AFTER = re.compile(r"(?<=\d)\s+\d{1,2}\s+[^\W\d_]{2,}.*$", re.DOTALL)
 #: one kind of separator, each followed by exactly three digits: "24.990", "1,234"
 _TOKEN = re.compile(r"[^\d\s,\-–—()/:;+*%]*[^\d\s.,\-–—()/:;+*%][^\d\s,\-–—()/:;+*%]*")
 _GROUPED = re.compile(r"\d{1,3}(?:([.,])\d{3})+(?!\d)")
@@ -66,6 +69,7 @@ def parse_price(
         return None  # "Free", "Call for price": no number, so no price
     if structured and _PLAIN_NUMBER.match(text):
         return _from_number(Decimal(text), currency_hint, where)
+    text = _COUNT_AFTER.sub("", text)
     parsed = Price.fromstring(text, currency_hint=currency_hint)
     shown = parsed.currency
     if shown and shown.isalpha() and not re.search(

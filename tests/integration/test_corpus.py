@@ -21,7 +21,7 @@ HOLDOUT = next((p / "shared" / "holdout-sha256.txt" for p in Path(__file__).reso
                 if (p / "shared" / "holdout-sha256.txt").exists()), None)
 AVAILABILITY = {None, "in_stock", "out_of_stock", "preorder", "backorder", "discontinued"}
 #: accuracy reached so far on the corpus (all pages); a change that loses ground fails
-FLOOR = {"price_currency": 0.95, "availability": 0.96}
+FLOOR = {"price_currency": 0.97, "availability": 0.96}
 
 
 def holdout() -> set[str]:

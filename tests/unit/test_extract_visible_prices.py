@@ -161,3 +161,32 @@ BUY_BOX = """<html lang="fr"><body>
 def test_the_price_marked_as_the_products_own_beats_a_variant_swatch_beside_the_title() -> None:
     offer = observe(BUY_BOX, "https://www.example.fr/dp/B08").offers[0]
     assert (offer.price, offer.currency) == (Decimal("12.44"), "EUR")
+
+
+AUCTION = """<html lang="en"><head><script type="application/ld+json">
+{"@type": "Product", "name": "Vintage bag", "offers": {"@type": "Offer", "price": 90,
+ "priceCurrency": "USD", "availability": "http://schema.org/InStock",
+ "availabilityEnds": "2020-12-12T23:30:00.000Z"}}</script></head><body>
+<h1>Vintage bag</h1><div class="status"><span class="price">$400</span>
+<span class="count">5 bids</span></div><p>Estimate $500 - $700</p>
+<button data-e2e="itemPagePlaceBidButton">{button}</button></body></html>"""
+
+
+def test_an_auctions_current_bid_beside_the_bid_button_is_the_price() -> None:
+    obs = observe(AUCTION.replace("{button}", "Place Bid"), "https://auctions.example.com/item/1")
+    assert (obs.offers[0].price, obs.offers[0].currency) == (Decimal("400"), "USD")
+    assert obs.attributes["source.price"] == "visible current bid beside the bid button"
+    # a shop's buy button: the structured price stands
+    obs = observe(AUCTION.replace("{button}", "Add to cart"), "https://auctions.example.com/item/1")
+    assert obs.offers[0].price == Decimal("90")
+
+
+@pytest.mark.parametrize(("text", "amount"), [
+    ("$400 5 bids", Decimal("400")), ("12,00 € 3 Stück", Decimal("12.00")),
+    ("1 299 Kč", Decimal("1299")), ("1 299 000 ₽", Decimal("1299000")),
+])
+def test_a_count_after_an_amount_is_not_a_thousands_group(text: str, amount: Decimal) -> None:
+    from workers.prices import parse_price
+
+    money = parse_price(text)
+    assert money is not None and money.amount == amount

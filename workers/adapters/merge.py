@@ -9,7 +9,8 @@ and where the page is (`workers.currency.Where`):
 | name         | structured, visible heading, og:title, document title             |
 | price        | structured offer, visible price (struck-through = regular price); a |
 |              | structured price shown struck through beside a lower one is the   |
-|              | regular price and the lower one the price paid                    |
+|              | regular price and the lower one the price paid; on an auction, a  |
+|              | higher bid shown beside the bid button is the price               |
 | currency     | structured, the symbol shown beside that amount, the visible      |
 |              | price's, the store's configured currency, the territory's         |
 | availability | structured, visible stock line or buy button; a product offered   |
@@ -96,7 +97,8 @@ def _completed(obs: Observation, seen: Visible, where: Where,
         sources.update(price="visible", regular_price="visible",
                        currency="visible" if seen.price.currency else sources["currency"])
     elif len(offers) == 1:
-        offers = (_with_visible_sale(offers[0], seen, sources),)
+        offers = (_with_visible_bid(_with_visible_sale(offers[0], seen, sources), seen,
+                                    sources),)
     elif seen.price is not None:
         # several offers: the one whose price the page shows as the price comes first
         shown = [o for o in offers if _paid(o) == seen.price.amount]
@@ -137,6 +139,17 @@ def _with_visible_sale(offer: Offer, seen: Visible, sources: dict[str, str]) -> 
         return offer
     sources["price"] = "visible sale price beside the structured one"
     return replace(offer, special_price=seen.price.amount)
+
+
+def _with_visible_bid(offer: Offer, seen: Visible, sources: dict[str, str]) -> Offer:
+    """An auction's structured price is its starting bid; the higher bid the page shows
+    beside its bid button is what a buyer pays now."""
+    if not seen.bidding or seen.price is None or offer.price is None \
+            or offer.special_price is not None or seen.price.amount <= offer.price \
+            or seen.price.currency not in (None, offer.currency):
+        return offer
+    sources["price"] = "visible current bid beside the bid button"
+    return replace(offer, price=seen.price.amount)
 
 
 def _shows(amount: Decimal, text: str) -> bool:

@@ -90,18 +90,18 @@ def _own_jsonld_product(
     return None if chosen[0] is _PLACEHOLDER else chosen
 
 
-#: what marks a struck-through (regular) price in a page's source
+#: what marks a struck-through (regular) price or a current bid in a page's source
 _STRUCK_MARKUP = re.compile(
     r"<(?:del|s|strike)[\s>]|line-through|(?:old|was|original|compare|regular|strike|"
-    r"crossed|before)[-_]?price|price[-_]{0,2}(?:old|was|original|compare|regular|before)",
-    re.IGNORECASE)
+    r"crossed|before)[-_]?price|price[-_]{0,2}(?:old|was|original|compare|regular|before)|"
+    r"place[-_ ]?bid|bid[-_ ]?now|current[-_ ]?bid", re.IGNORECASE)
 
 
 def _may_show_a_sale(main: Observation, text: str) -> bool:
     """Whether complete structured data with one price and no sale price may be the
-    regular price the page shows struck through beside a lower one: then the visible
-    page is read too (`merge` takes the lower price as the price paid). Without any
-    struck-price markup the page cannot show a sale, and is not read twice."""
+    regular price the page shows struck through beside a lower one, or an auction's
+    starting bid below the current one: then the visible page is read too (`merge`
+    decides). A page whose source has no such markup is not read twice."""
     if len(main.offers) != 1 or main.offers[0].special_price is not None:
         return False
     return _STRUCK_MARKUP.search(text) is not None

@@ -73,6 +73,7 @@ _BUY = re.compile(r"add[ -]?to[ -]?(?:cart|basket|bag|trolley)|addtocart|add-to-
                   r"カートに入れる|加入購物車|加入购物车|장바구니|comprar|kaufen|"
                   r"adicionar ao carrinho|bid now|place bid", re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
+_BID = re.compile(r"\bbid\b|gebot|ench[eè]re|puja|offerta|licytuj|ставк", re.IGNORECASE)
 _CART = re.compile(r"cart|basket|trolley|korb|panier|carrito|carrello|winkelwagen|koszyk|"
                    r"košík|kosár|varukorg|kurv|ostoskori|sepet|корзин|кошик|carrinho",
                    re.IGNORECASE)
@@ -105,6 +106,8 @@ class Visible:
     regular: Money | None = None
     availability: str = "unknown"
     prices: tuple[Candidate, ...] = field(default_factory=tuple)
+    #: the price is a current bid: the buy button places a bid and the price is beside it
+    bidding: bool = False
     #: the document's `<title>`, when the page has no heading but offers one price right
     #: beside an enabled buy button (a product whose name is set in an image or a logo)
     title: str | None = None
@@ -137,6 +140,8 @@ def read_visible(tree: lxml.html.HtmlElement, where: Where) -> Visible:
         availability=stock_line(walk.elements, walk.heading, walk.buy, walk.buy_enabled),
         prices=tuple(candidates[:12]),
         title=_title(tree) if walk.name is None and offered else None,
+        bidding=offered and walk.buy is not None and bool(
+            _BID.search(_label(walk.elements[walk.buy]))),
     )
 
 
@@ -186,16 +191,20 @@ def _is_buy(element: lxml.html.HtmlElement) -> bool:
     if element.tag == "input" and element.get("type", "").lower() not in ("submit", "button",
                                                                          "image"):
         return False
-    text = element.text_content() if element.tag not in ("input", "img") else ""
-    label = " ".join(filter(None, (text, element.get("value"), element.get("title"),
-                                   element.get("alt"), element.get("aria-label"),
-                                   _marks(element), element.get("name"),
-                                   element.get("data-test"))))[:300]
+    label = _label(element)
     if _BUY.search(label):
         return True
     # "Do košíka", "In den Korb": a cart word on a real button (not a header cart link)
     return element.tag in ("button", "input") and bool(_CART.search(label)) \
-        and not _DIGIT.search(text)
+        and not _DIGIT.search(element.text_content() if element.tag != "input" else "")
+
+
+def _label(element: lxml.html.HtmlElement) -> str:
+    text = element.text_content() if element.tag not in ("input", "img") else ""
+    return " ".join(filter(None, (text, element.get("value"), element.get("title"),
+                                  element.get("alt"), element.get("aria-label"),
+                                  _marks(element), element.get("name"),
+                                  element.get("data-test"))))[:300]
 
 
 def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
