@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from domain.envelope import StoredRow
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 
+from domain.envelope import StoredRow
 from eventstore.base import Backend, ImportRow, not_empty
 from eventstore.locks import Holder, sqlite_lock
 
