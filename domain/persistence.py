@@ -20,7 +20,7 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import EventStore, IntegrityError, JSONTranscoder
+from eventsourcing.persistence import EventStore, IntegrityError, JSONTranscoder, Transcoder
 
 from domain.crawl_job import CrawlJob
 from domain.errors import Conflict, NotFound
@@ -28,6 +28,7 @@ from domain.ports import Storage
 from domain.product import Product
 from domain.snapshots import register as register_snapshot_transcodings
 from domain.store import Store
+from domain.transcoder import FastJSONTranscoder
 
 log = logging.getLogger(__name__)
 A = TypeVar("A", bound=Aggregate)
@@ -36,6 +37,12 @@ A = TypeVar("A", bound=Aggregate)
 class LedgerApplication(Application[UUID]):
     """The library's application with the ledger's storage: binary inserts, snapshots,
     batch loading, and library errors turned into the domain's."""
+
+    def construct_transcoder(self) -> Transcoder:
+        """The library's JSON transcoder, writing the same bytes faster (domain.transcoder)."""
+        transcoder = FastJSONTranscoder()
+        self.register_transcodings(transcoder)
+        return transcoder
 
     def register_transcodings(self, transcoder: JSONTranscoder) -> None:
         super().register_transcodings(transcoder)

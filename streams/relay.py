@@ -14,6 +14,11 @@ producer hit a fatal error such as an unknown producer id), `run` closes the
 producer, builds a new one (`reconnect`), backs off and publishes again from
 the last acknowledged position: nothing is skipped, the batch may repeat.
 
+Pipelining: while a full batch is being flushed to the broker, a helper thread
+reads and encodes the next one (`_ReadAhead`); the publishable prefix and the
+gaps are still decided at the acknowledged position, after the flush, so the
+read-ahead never moves the stored position (it only saves the read's time).
+
 Gaps: notification ids come from a sequence, so a rolled-back insert leaves
 a hole. The relay never publishes past a hole at once: it waits up to
 `gap_timeout` seconds for the id to appear, then records it as a permanent
@@ -32,6 +37,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from domain.envelope import Envelope
+from domain.transcoder import plain_json
 from projections.source import EventSource
 from streams.relay_position import Offsets, RelayPositionStore
 from streams.topics import Topics
@@ -49,10 +55,17 @@ class Producer(Protocol):
 
 
 def wire_value(env: Envelope, ledger_id: str | None = None) -> bytes:
-    """The message value: the public envelope's JSON, stamped with the event store's identity."""
-    if ledger_id is None:
-        return env.to_json().encode()
-    return json.dumps({**env.__dict__, "ledger_id": ledger_id}, separators=(",", ":")).encode()
+    """The message value: the public envelope's JSON, stamped with the event store's identity.
+
+    The bytes `json.dumps` writes (`Envelope.to_json`), by orjson where that is
+    provably the same (`plain_json`: ~0.3 instead of ~7 µs an event)."""
+    data = env.__dict__ if ledger_id is None else {**env.__dict__, "ledger_id": ledger_id}
+    fast = plain_json(data)
+    return fast if fast is not None else json.dumps(data, separators=(",", ":")).encode()
+
+
+#: one message ready to send: (topic, value, key)
+Message = tuple[str, bytes, bytes]
 
 
 class PublishFailed(Exception):
@@ -123,6 +136,7 @@ class Relay:
         self.published = 0
         self._gap: _Gap | None = None
         self._head = 0
+        self._ahead: _ReadAhead | None = None
 
     def metrics(self) -> RelayMetrics:
         head = max(self._head, self.position)
@@ -131,19 +145,34 @@ class Relay:
 
     def step(self) -> int:
         """Publish the next batch; returns how many envelopes were published."""
-        envelopes = self.source.read(self.position, self.batch_size)
+        envelopes, messages = self._next_batch()
         self._head = max(self._head, envelopes[-1].position if envelopes else 0)
         ready, skipped = self._contiguous(envelopes)
         if not ready and not skipped:
             return 0
-        offsets = self._publish(ready)
         new_position = ready[-1].position if ready else self.position
         new_position = max([new_position, *skipped])
+        if len(envelopes) == self.batch_size and len(ready) == len(envelopes):
+            self._ahead = _ReadAhead(self, new_position)  # more is waiting: read it meanwhile
+        offsets = self._publish(messages[:len(ready)])
         self.positions.save(new_position, skipped, _now_iso(), offsets)
         self.position = new_position
         self.gaps_seen += len(skipped)
         self.published += len(ready)
         return len(ready)
+
+    def _next_batch(self) -> tuple[list[Envelope], list[Message]]:
+        """The batch after the acknowledged position with its messages: the one read ahead
+        while the last batch was flushed when it starts there, else read now."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead.after == self.position:
+            return ahead.result()
+        return self.encoded(self.source.read(self.position, self.batch_size))
+
+    def encoded(self, envelopes: list[Envelope]) -> tuple[list[Envelope], list[Message]]:
+        topic_for, ledger_id = self.topics.for_stream, self.ledger_id
+        return envelopes, [(topic_for(env.stream_type), wire_value(env, ledger_id),
+                            env.stream_id.encode()) for env in envelopes]
 
     def _contiguous(self, envelopes: Sequence[Envelope]) -> tuple[list[Envelope], list[int]]:
         """The publishable prefix, and the ids given up as permanent gaps before it."""
@@ -172,13 +201,12 @@ class Relay:
         self._gap = None
         return True
 
-    def _publish(self, envelopes: Sequence[Envelope]) -> Offsets:
+    def _publish(self, messages: Sequence[Message]) -> Offsets:
         """Send and wait for every acknowledgement; the next offset per topic-partition."""
-        if not envelopes:
+        if not messages:
             return {}
-        send, topic_for, ledger_id = self.producer.send, self.topics.for_stream, self.ledger_id
-        futures = [send(topic_for(env.stream_type), value=wire_value(env, ledger_id),
-                        key=env.stream_id.encode()) for env in envelopes]
+        send = self.producer.send
+        futures = [send(topic, value=value, key=key) for topic, value, key in messages]
         self.producer.flush()
         failed = [f.exception for f in futures if not f.succeeded()]
         if failed:
@@ -245,6 +273,33 @@ class Relay:
             self.producer = self.reconnect()
         except Exception as again:  # noqa: BLE001 - the broker is still away: next turn
             log.warning("relay: cannot reach the broker yet (%s)", _one_line(again))
+
+
+class _ReadAhead:
+    """The batch after `after`, read and encoded in a helper thread while the current
+    batch is flushed (the wait for the broker's acknowledgements leaves the relay's
+    own thread idle). A read that failed is read again by the relay's thread."""
+
+    def __init__(self, relay: Relay, after: int) -> None:
+        self.after = after
+        self._relay = relay
+        self._batch: tuple[list[Envelope], list[Message]] | None = None
+        self._thread = threading.Thread(target=self._read, name="relay-read-ahead", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        try:
+            relay = self._relay
+            self._batch = relay.encoded(relay.source.read(self.after, relay.batch_size))
+        except Exception:  # noqa: BLE001 - the relay's own read reports it
+            log.debug("relay: reading ahead failed; reading again", exc_info=True)
+
+    def result(self) -> tuple[list[Envelope], list[Message]]:
+        self._thread.join()
+        if self._batch is None:
+            relay = self._relay
+            return relay.encoded(relay.source.read(self.after, relay.batch_size))
+        return self._batch
 
 
 def _one_line(error: BaseException) -> str:

@@ -80,3 +80,21 @@ def test_loading_many_aggregates_equals_loading_each(ledger: Ledger) -> None:
     for store_id in stores:
         one = ledger.app.get_store(store_id)
         assert (many[store_id].version, many[store_id].policy) == (one.version, one.policy)
+
+
+def test_an_insert_returns_the_notification_ids_it_took(ledger: Ledger) -> None:
+    """One save's events get consecutive ids in save order; the recorder returns exactly
+    the ids the log shows for them (SQLite's one-`executemany` insert included)."""
+    from eventsourcing.persistence import StoredEvent
+
+    recorder = ledger.app.recorder
+    seed(ledger, stores=2)
+    before = recorder.max_notification_id() or 0
+    events = [StoredEvent(uuid4(), version, "domain.store:Store.Enabled", b'{"n":%d}' % version)
+              for version in (1, 2, 3) for _ in range(40)]
+    ids = recorder.insert_events(events)
+    rows = ledger.backend.notification_rows(recorder, before, 1000)
+    assert list(ids or []) == [r[0] for r in rows] == list(range(before + 1, before + 121))
+    assert [(UUID(str(r[1])), r[2], bytes(r[4])) for r in rows] == \
+        [(e.originator_id, e.originator_version, e.state) for e in events]
+    assert recorder.insert_events([]) in ([], None)

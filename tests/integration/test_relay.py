@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import defaultdict
@@ -138,6 +139,89 @@ def test_gap_waits_then_is_recorded_and_skipped(ledger: Ledger, tansu_broker: st
     assert RelayPositionStore(ledger.db).gaps() == [metrics.pending_gap or _gap(ledger, head)]
 
 
+def _hole_after(ledger: Ledger, stores: int, start: int) -> int:
+    """Record `stores` stores, then a rolled-back save (its notification id becomes a
+    hole), then one more store; returns the hole's position."""
+    from domain.errors import Conflict
+
+    seed_stores(ledger.app, stores, changes=1, start=start)
+    store_id = ledger.source.read(ledger.source.head() - 1, 1)[0].stream_id
+    stale = ledger.app.get_store(store_id)
+    ledger.app.change_store_policy(store_id, now=datetime.now(UTC), crawl_delay=9.0)
+    stale.change_policy(crawl_delay=7.0)
+    with pytest.raises(Conflict):
+        ledger.app._save(stale)
+    seed_stores(ledger.app, 1, changes=1, start=start + 1000)
+    return _gap(ledger, ledger.source.head())
+
+
+def test_read_ahead_never_moves_the_position_past_a_gap(ledger: Ledger,
+                                                         tansu_broker: str) -> None:  # noqa: F811
+    """The batch read ahead (during the flush of a full batch) holds a hole: the relay
+    publishes up to the hole, waits, and records it only after its timeout."""
+    servers = [tansu_broker]
+    ensure_topics(servers, 2)
+    hole = _hole_after(ledger, 30, start=0)
+    size = (hole - 2) // 2  # batch 3 starts before the hole and holds it
+    relay = make_relay(ledger, servers, batch_size=size, gap_timeout=0.5)
+    assert relay.step() == size and relay.step() == size  # full: batch 3 is read ahead
+    published = relay.step()  # the batch read ahead: up to the hole
+    assert relay.position == hole - 1 and published == hole - 1 - 2 * size > 0
+    assert relay.metrics().pending_gap == hole
+    assert RelayPositionStore(ledger.db).load().position == hole - 1
+    assert relay.step() == 0 and relay.position == hole - 1  # still waiting for it
+    relay.catch_up(timeout=10)
+    relay.producer.close()
+    assert relay.position == ledger.source.head() and RelayPositionStore(ledger.db).gaps() == [hole]
+    head = ledger.source.head()
+    ids = {env.position for _, _, env in read_topics(servers, PUBLIC_TOPICS, head - 1)}
+    assert ids == set(range(1, head + 1)) - {hole}
+
+
+class FailingFlush:
+    """The relay's producer, whose `flush` fails once on the `fail_on`-th call."""
+
+    def __init__(self, inner: object, fail_on: int) -> None:
+        self.inner, self.fail_on, self.flushes = inner, fail_on, 0
+
+    def send(self, topic: str, value: bytes, key: bytes) -> object:
+        return self.inner.send(topic, value=value, key=key)  # type: ignore[attr-defined]
+
+    def flush(self, timeout: float | None = None) -> None:
+        self.flushes += 1
+        if self.flushes == self.fail_on:
+            raise ConnectionError("simulated broker failure during the flush")
+        self.inner.flush(timeout)  # type: ignore[attr-defined]
+
+    def close(self, timeout: float | None = None) -> None:
+        self.inner.close(timeout)  # type: ignore[attr-defined]
+
+
+def test_a_failed_flush_discards_the_batch_read_ahead(ledger: Ledger,
+                                                      tansu_broker: str) -> None:  # noqa: F811
+    """Batch 2's flush fails after batch 3 was read ahead: the position stays at batch 1,
+    the next step publishes batch 2 again (not 3), and nothing is lost."""
+    servers = [tansu_broker]
+    ensure_topics(servers, 2)
+    total = seed_stores(ledger.app, 100, changes=1)  # 200 events
+    producer = FailingFlush(kafka_producer(servers), fail_on=2)
+    relay = Relay(ledger.source, RelayPositionStore(ledger.db), producer,  # type: ignore[arg-type]
+                  batch_size=50)
+    assert relay.step() == 50
+    with pytest.raises(ConnectionError):
+        relay.step()  # batch 2 (51..100) sent, not acknowledged; 101..150 read ahead
+    assert relay.position == 50 and RelayPositionStore(ledger.db).load().position == 50
+    assert relay.step() == 50 and relay.position == 100  # batch 2 again, from the store
+    relay.catch_up()
+    producer.close()
+    assert relay.position == total
+    counts: dict[int, int] = defaultdict(int)
+    for _, _, env in read_topics(servers, PUBLIC_TOPICS, total + 50):
+        counts[env.position] += 1
+    assert set(counts) == set(range(1, total + 1))  # nothing lost
+    assert {p for p, n in counts.items() if n == 2} == set(range(51, 101))  # only batch 2 twice
+
+
 def _first_store(ledger: Ledger) -> str:
     return ledger.source.read(0, 1)[0].stream_id
 
@@ -154,6 +238,8 @@ def test_wire_value_is_exactly_the_envelope_json(ledger: Ledger) -> None:
 
     for env in ledger.source.read(0, 100):
         assert wire_value(env) == env.to_json().encode()
+        stamped = {**env.__dict__, "ledger_id": "ab-c"}
+        assert wire_value(env, "ab-c") == json.dumps(stamped, separators=(",", ":")).encode()
 
 
 def test_listen_wakeup_returns_when_an_event_commits(ledger: Ledger, pg_store_url: str) -> None:  # noqa: F811

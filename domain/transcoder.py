@@ -1,0 +1,87 @@
+"""The library's JSON transcoder, encoding with orjson where the bytes come out the same.
+
+`JSONTranscoder.encode` (the `json` module with a `default` hook per typed
+value) is about a quarter of appending an event. `FastJSONTranscoder` writes
+the same state with orjson, whose `default` hook is the library's own
+(`{"_type_": name, "_data_": …}`), but only for a state whose every value
+orjson is known to write exactly as `json` does; any other state is encoded
+by the library as before, so the stored bytes never differ
+(tests/unit/test_transcoder.py compares the two on generated states).
+
+Where the two differ, and why those states go to the library's encoder:
+- orjson writes UUIDs, dataclasses, enums, `date` and `time` by itself, not
+  through the transcodings: only exact `str`, `int`, `float`, `bool`, `None`,
+  `dict` with `str` keys, `list`, `tuple` and the transcodings' own types pass;
+- NaN and infinities (`json`: `NaN`, orjson: `null`) and floats below 1e-4 or
+  from 1e16 (exponent spelling: `1e-05` / `1e-5`) do not pass;
+- ints outside 64 bits make orjson raise: the library encodes them.
+Non-ASCII text is written as raw UTF-8 by both (`ensure_ascii=False`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from eventsourcing.persistence import JSONTranscoder, Transcoding
+
+__all__ = ["FastJSONTranscoder", "plain_json"]
+
+_SCALARS = frozenset({str, int, bool, type(None)})
+
+
+class _Unfit(Exception):
+    """A value orjson would write differently from `json`: the library encodes the state."""
+
+
+class FastJSONTranscoder(JSONTranscoder):
+    """`JSONTranscoder` with the same bytes, written by orjson when that is provably equal."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: registered type -> (name, encode): the typed values the walk writes itself
+        self.hooks: dict[type, tuple[str, Any]] = {}
+
+    def register(self, transcoding: Transcoding) -> None:
+        super().register(transcoding)
+        self.hooks[transcoding.type] = (transcoding.name, transcoding.encode)
+
+    def encode(self, obj: Any) -> bytes:
+        try:
+            return orjson.dumps(_typed(obj, self.hooks))
+        except (_Unfit, TypeError, RecursionError):  # see the module's docstring; a cycle
+            return super().encode(obj)
+
+
+def _typed(value: Any, hooks: dict[type, tuple[str, Any]]) -> Any:
+    """`value` with each registered type's value replaced by the library's typed object
+    (`{"_type_": name, "_data_": data}`); `_Unfit` where orjson would write it differently.
+    (A key that is not a `str` makes orjson raise: the library encodes that state.)"""
+    kind = type(value)
+    if kind is dict:
+        return {key: item if type(item) in _SCALARS else _typed(item, hooks)
+                for key, item in value.items()}
+    if kind is list or kind is tuple:
+        return [item if type(item) in _SCALARS else _typed(item, hooks) for item in value]
+    if kind in _SCALARS:
+        return value
+    if kind is float:
+        if value == 0.0 or 1e-4 <= abs(value) < 1e16:  # False for NaN and infinities
+            return value
+        raise _Unfit
+    hook = hooks.get(kind)
+    if hook is None:
+        raise _Unfit
+    data = hook[1](value)
+    return {"_type_": hook[0], "_data_": data if type(data) in _SCALARS else _typed(data, hooks)}
+
+
+def plain_json(value: Any) -> bytes | None:
+    """Compact JSON of a value of plain JSON types, exactly as
+    `json.dumps(value, separators=(",", ":")).encode()` writes it (ASCII, non-ASCII
+    escaped), or None where orjson would write it differently."""
+    try:
+        data = orjson.dumps(_typed(value, {}))
+    except (_Unfit, TypeError, RecursionError):  # an int past 64 bits, a lone surrogate
+        return None
+    return data if data.isascii() and b"\x7f" not in data else None
