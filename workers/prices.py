@@ -124,3 +124,12 @@ def _from_number(value: float | Decimal, hint: str | None,
 
 def _finite(amount: Decimal) -> bool:
     return amount.is_finite() and abs(amount) < Decimal("1e12")
+
+
+def written_forms(amount: Decimal) -> frozenset[str]:
+    """How pages write `amount`: "18.00", "18,00", "1,299.00", "1.299,00"."""
+    plain = f"{amount:.2f}"
+    whole, cents = plain.split(".")
+    grouped = f"{int(whole):,}"
+    return frozenset({plain, f"{whole},{cents}", f"{grouped}.{cents}",
+                      f"{grouped.replace(',', '.')},{cents}"})

@@ -32,6 +32,7 @@ from domain.values import Observation, Offer
 from workers.adapters.offers import make_offer
 from workers.adapters.visible import Visible
 from workers.currency import Where
+from workers.prices import written_forms
 from workers.urls import normalize_url
 
 __all__ = ["Choice", "complete", "merge"]
@@ -154,12 +155,8 @@ def _with_visible_bid(offer: Offer, seen: Visible, sources: dict[str, str]) -> O
 
 def _shows(amount: Decimal, text: str) -> bool:
     """Whether `text` writes `amount` ("18,00", "18.00", "1.299,00", "1,299.00")."""
-    plain = f"{amount:.2f}"
-    whole, cents = plain.split(".")
-    grouped = f"{int(whole):,}"
-    forms = {plain, f"{whole},{cents}", f"{grouped}.{cents}",
-             f"{grouped.replace(',', '.')},{cents}"}
-    return any(re.search(rf"(?<![\d.,]){re.escape(form)}(?![\d])", text) for form in forms)
+    return any(re.search(rf"(?<![\d.,]){re.escape(form)}(?![\d])", text)
+               for form in written_forms(amount))
 
 
 def _visible_offer(seen: Visible) -> Offer:

@@ -18,6 +18,7 @@ from workers.adapters.schema_product import product_observation
 from workers.adapters.structured_data import parse_html, read_head_data, with_embedded_markup
 from workers.adapters.visible import read_visible
 from workers.currency import where_from
+from workers.prices import written_forms
 
 __all__ = ["SchemaOrgAdapter"]
 
@@ -90,21 +91,33 @@ def _own_jsonld_product(
     return None if chosen[0] is _PLACEHOLDER else chosen
 
 
-#: what marks a struck-through (regular) price or a current bid in a page's source
+#: what marks a struck-through (regular) price in a page's source
 _STRUCK_MARKUP = re.compile(
     r"<(?:del|s|strike)[\s>]|line-through|(?:old|was|original|compare|regular|strike|"
-    r"crossed|before)[-_]?price|price[-_]{0,2}(?:old|was|original|compare|regular|before)|"
-    r"place[-_ ]?bid|bid[-_ ]?now|current[-_ ]?bid", re.IGNORECASE)
+    r"crossed|before)[-_]?price|price[-_]{0,2}(?:old|was|original|compare|regular|before)",
+    re.IGNORECASE)
+#: what marks an auction's bid button in a page's source
+_BID_MARKUP = re.compile(r"place[-_ ]?bid|bid[-_ ]?now|current[-_ ]?bid", re.IGNORECASE)
+#: how far before a price its struck-through markup may open, in characters
+_STRUCK_REACH = 300
 
 
 def _may_show_a_sale(main: Observation, text: str) -> bool:
     """Whether complete structured data with one price and no sale price may be the
     regular price the page shows struck through beside a lower one, or an auction's
     starting bid below the current one: then the visible page is read too (`merge`
-    decides). A page whose source has no such markup is not read twice."""
-    if len(main.offers) != 1 or main.offers[0].special_price is not None:
+    decides). Only the page's source is searched: struck-price markup shortly before
+    the structured price written out, or a bid button anywhere."""
+    if len(main.offers) != 1 or main.offers[0].special_price is not None \
+            or main.offers[0].price is None:
         return False
-    return _STRUCK_MARKUP.search(text) is not None
+    for form in written_forms(main.offers[0].price):
+        start = text.find(form)
+        while start != -1:
+            if _STRUCK_MARKUP.search(text, max(0, start - _STRUCK_REACH), start):
+                return True
+            start = text.find(form, start + len(form))
+    return _BID_MARKUP.search(text) is not None
 
 
 def _declared_currency(jsonld: tuple[dict[str, Any], ...]) -> str | None:
