@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable
 from typing import Any
 
 from ledger.bootstrap import bootstrap, crawler_for
@@ -25,6 +29,10 @@ def register(sub: Any) -> None:
                        help="record at most N products (default: all pending)")
     fetch.add_argument("--concurrency", type=number(1, 64, integer=True), default=4,
                        help="downloads at once (default 4)")
+    fetch.add_argument("--every", type=number(0.1, 86400), default=None, metavar="SECONDS",
+                       help="keep running: look for new pending images every SECONDS until "
+                            "SIGTERM/SIGINT (beside `serve` when bots crawl: they download "
+                            "no images)")
     fetch.add_argument("--json", action="store_true")
     fetch.set_defaults(handler=fetch_images)
     show = actions.add_parser("show", help="a stored image: file, facts, products showing it")
@@ -38,26 +46,49 @@ def register(sub: Any) -> None:
 
 def fetch_images(args: argparse.Namespace) -> int:
     limit = None if args.limit is None else int(args.limit)
-    done = run_loop(_fetch(Settings.from_env(), limit, int(args.concurrency)))
-    summary = {"downloads": done.downloads, "stored": done.stored, "failed": done.failed,
-               "new_files": done.new_files, "failures": done.failures}
-    if args.json:
-        print_json(summary)
-    else:
-        reasons = ", ".join(f"{k} {v}" for k, v in sorted(done.failures.items()))
-        print(f"{done.downloads} download(s): {done.stored} product(s) stored "
-              f"({done.new_files} new file(s)), {done.failed} failed"
-              + (f" ({reasons})" if reasons else ""))
+
+    def report(done: ImageBatch) -> None:
+        summary = {"downloads": done.downloads, "stored": done.stored, "failed": done.failed,
+                   "new_files": done.new_files, "failures": done.failures}
+        if args.json:
+            print_json(summary)
+        else:
+            reasons = ", ".join(f"{k} {v}" for k, v in sorted(done.failures.items()))
+            print(f"{done.downloads} download(s): {done.stored} product(s) stored "
+                  f"({done.new_files} new file(s)), {done.failed} failed"
+                  + (f" ({reasons})" if reasons else ""), flush=True)
+
+    every = None if args.every is None else float(args.every)
+    done = run_loop(_fetch(Settings.from_env(), limit, int(args.concurrency), every, report))
+    if every is None:
+        report(done)
     return 0
 
 
-async def _fetch(settings: Settings, limit: int | None, concurrency: int) -> ImageBatch:
+async def _fetch(settings: Settings, limit: int | None, concurrency: int,
+                 every: float | None, report: Callable[[ImageBatch], None]) -> ImageBatch:
+    """One pass (`every` None), or a pass every `every` seconds until a signal, each
+    pass that recorded something reported as it ends."""
     db = DbThread(1)
     ledger = await db.call(bootstrap, settings)
+    stop = asyncio.Event()
+    if every is not None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
     try:
         async with crawler_for(settings) as crawler:
             step = ImageStep(ledger, crawler, SystemClock(), db, concurrency=concurrency)
-            return await step.run(limit)
+            if every is None:
+                return await step.run(limit)
+            total = ImageBatch()
+            while not stop.is_set():
+                done = await step.run(limit)
+                if done.downloads or done.recorded:
+                    report(done)
+                total.add(done)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), every)
+            return total
     finally:
         await db.call(ledger.close)
         db.close()
