@@ -190,3 +190,19 @@ def test_a_count_after_an_amount_is_not_a_thousands_group(text: str, amount: Dec
 
     money = parse_price(text)
     assert money is not None and money.amount == amount
+
+
+CARDS_FIRST = """<html lang="ko"><head><title>좋은생각 정기구독 1년 - 티몬</title></head><body>
+<section><h1>뽀로로 놀이책 모음</h1><span class="price">28,800원</span></section>
+<section><h1>카레이싱 최후의 비밀</h1><span class="price">19,000원</span></section>
+<div>{filler}</div>
+<h2 class="deal_title_main">좋은생각 정기구독 1년</h2>
+<p class="deal_price_sell"><strong class="number_unit">30,000<sub>원</sub></strong></p>
+<button>구매하기</button></body></html>"""
+
+
+def test_the_heading_the_title_names_is_the_products_not_the_first_card() -> None:
+    html = CARDS_FIRST.replace("{filler}", "<p>상품 정보</p>" * 60)
+    obs = observe(html, "https://deal.example.co.kr/1")
+    assert obs.name == "좋은생각 정기구독 1년"
+    assert (obs.offers[0].price, obs.offers[0].currency) == (Decimal("30000"), "KRW")

@@ -5,8 +5,9 @@ show the product: a heading, a price near it and near the buy button, sometimes 
 struck-through regular price, a stock line. `read_visible(tree, where)` finds them
 in the document, in any language:
 
-- the heading is the first `<h1>` outside navigation, cookie banners and footers (a
-  page with none that offers one price beside its buy button is named by its `<title>`);
+- the heading is the first `<h1>` outside navigation, cookie banners and footers, or
+  a later `<h1>`/`<h2>` when only that one is what the page's title names (a page with
+  none that offers one price beside its buy button is named by its `<title>`);
 - every short text that reads as a price (price-parser, with the page's locale and
   currency context from `workers.currency`; a bare number takes the currency set in
   the element beside it, as in `<b>2320</b><span>元</span>`) is a candidate, scored by
@@ -123,6 +124,7 @@ class _Walk:
     buy: int | None = None
     buy_enabled: bool = False
     titled: bool = False
+    headings: list[int] = field(default_factory=list)
 
 
 def read_visible(tree: lxml.html.HtmlElement, where: Where) -> Visible:
@@ -170,12 +172,30 @@ def _walk(tree: lxml.html.HtmlElement) -> _Walk:
                 # the first heading, or a later one marked as the product's title
                 walk.heading, walk.name = index, text
                 walk.titled = bool(_TITLE.search(_marks(element)))
+        if element.tag in ("h1", "h2") and len(walk.headings) < 50:
+            walk.headings.append(index)
         if walk.buy is None and _is_buy(element):
             walk.buy = index
             walk.buy_enabled = element.get("disabled") is None and "disabled" not in (
                 element.get("class") or "").lower()
         stack.extend(reversed(element))
+    _titled_heading(walk, tree)
     return walk
+
+
+def _titled_heading(walk: _Walk, tree: lxml.html.HtmlElement) -> None:
+    """A page whose first `<h1>` is not what its title names (a logo, a listing's card)
+    but whose `<h1>`/`<h2>` further on is: that one is the product's heading."""
+    titles = tree.xpath("//meta[@property='og:title']/@content") + [
+        t.text_content() for t in tree.xpath("//title")[:1]]
+    said = [" ".join(str(t).split()).lower() for t in titles if t and str(t).strip()]
+    if not said or (walk.name and any(walk.name.lower() in t for t in said)):
+        return
+    for index in walk.headings:
+        text = " ".join(walk.elements[index].text_content().split())
+        if len(text) >= 8 and any(text.lower() in t for t in said):
+            walk.heading, walk.name = index, text
+            return
 
 
 def _is_noise(element: lxml.html.HtmlElement) -> bool:
