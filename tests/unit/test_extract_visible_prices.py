@@ -206,3 +206,13 @@ def test_the_heading_the_title_names_is_the_products_not_the_first_card() -> Non
     obs = observe(html, "https://deal.example.co.kr/1")
     assert obs.name == "좋은생각 정기구독 1년"
     assert (obs.offers[0].price, obs.offers[0].currency) == (Decimal("30000"), "KRW")
+
+
+LABELLED = """<html><body><h1>Teak sideboard</h1><p>Ref. 2231, 180 cm wide</p>
+<p><font size="2"><b>Price:</b>&nbsp;60</font></p><p>Postage: £7 to mainland UK</p>
+<form><input type="submit" value="Add to basket"></form></body></html>"""
+
+
+def test_a_number_labelled_as_the_price_is_the_price() -> None:
+    offer = observe(LABELLED, "https://www.example.co.uk/sideboard").offers[0]
+    assert (offer.price, offer.currency) == (Decimal("60"), "GBP")

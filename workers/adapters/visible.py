@@ -74,6 +74,10 @@ _BUY = re.compile(r"add[ -]?to[ -]?(?:cart|basket|bag|trolley)|addtocart|add-to-
                   r"カートに入れる|加入購物車|加入购物车|장바구니|comprar|kaufen|"
                   r"adicionar ao carrinho|bid now|place bid", re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
+#: "Price: £60", "Preis: 12,00 €", "Цена: 500 ₽": a label saying the amount is the price
+_PRICE_LABEL = re.compile(r"\s*(?:our |sale |your )?(?:price|preis|prix|precio|prezzo|prijs|"
+                          r"pris|pre[cç]o|cena|cijena|hinta|fiyat|цена|ціна|kaina|價格|价格|"
+                          r"価格|가격)\s*:", re.IGNORECASE)
 _BID = re.compile(r"\bbid\b|gebot|ench[eè]re|puja|offerta|licytuj|ставк", re.IGNORECASE)
 _CART = re.compile(r"cart|basket|trolley|korb|panier|carrito|carrello|winkelwagen|koszyk|"
                    r"košík|kosár|varukorg|kurv|ostoskori|sepet|корзин|кошик|carrinho",
@@ -251,16 +255,21 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
         net = before_tax(text, _own_words(element), marked)
         reasons = ["labelled as before tax"] if net else []
         score = 0.0
-        if _PRICE_MARK.search(marked) or element.get("itemprop") == "price":
+        said = bool(_PRICE_MARK.search(marked)) or element.get("itemprop") == "price"
+        if said:
             score += 4
             reasons.append("marked as a price")
+        elif _PRICE_LABEL.match(text) or _PRICE_LABEL.match(_own_words(element)):
+            said = True
+            score += 4
+            reasons.append("labelled as the price")
         if MAIN_PRICE.search(marked):
             score += 2
             reasons.append("marked as the product's own price")
         if money.currency and _has_currency_text(text):
             score += 2
             reasons.append("shows a currency")
-        elif not _PRICE_MARK.search(marked):
+        elif not said:
             continue  # a bare number with nothing saying it is a price
         if _JUNK_WORDS.search(text) or CONVERTED.search(marked):
             continue  # a discount, instalment, shipping cost, rating or converted amount
