@@ -11,10 +11,11 @@ in the document, in any language:
 - every short text that reads as a price (price-parser, with the page's locale and
   currency context from `workers.currency`; a bare number takes the currency set in
   the element beside it, as in `<b>2320</b><span>元</span>`) is a candidate, scored by
-  what marks it (a `price` class or id in many languages, the marks platforms give
-  the product's own price: buy box, our/deal/special/final/current price; a currency,
-  `itemprop=price`) and what marks it down (struck through, "was"/"old"/"UVP", discount badges, instalments,
-  shipping), and by how close it is to the heading and to the buy button;
+  what marks it (a `price` class or id or a "Price:" label in many languages, the
+  marks platforms give the product's own price: buy box, our/deal/special/final/current
+  price; a currency, `itemprop=price`) and what marks it down (struck through,
+  "was"/"old"/"UVP", discount badges, instalments, shipping, a bulk total), and by how
+  close it is to the heading and to the buy button;
 - the best candidate is the price paid; a struck-through candidate next to it and
   above it is the regular price (`workers.adapters.visible_marks` says what is struck
   through, named old, or labelled as before tax; a price a theme's classes name
