@@ -24,7 +24,7 @@ from runtime.ledger import Ledger
 from workers.notify import Channel, SendOutcome, display_url, is_apprise_url
 
 __all__ = ["ChannelStore", "NewSubscription", "SenderPort", "add_subscription",
-           "check_channel", "remove_subscription", "sample_message"]
+           "check_channel", "remove_subscription", "restore_channel", "sample_message"]
 
 TABLE = "alert_channels"
 POSITIONS = "alert_positions"
@@ -117,6 +117,23 @@ def add_subscription(ledger: Ledger, channels: ChannelStore, new: NewSubscriptio
         ledger.app.remove_subscription(subscription_id, now)
         raise
     return subscription_id
+
+
+def restore_channel(ledger: Ledger, channels: ChannelStore, subscription_id: str,
+                    channel: Channel) -> UUID:
+    """Give a subscription its channel on this ledger (after `events import`, or a lost
+    read-model database): only the channel its events name (kind and URL without
+    credentials), so where alerts go never changes without an event."""
+    subscription = ledger.app.get_subscription(subscription_id)
+    if subscription.removed:
+        raise InvalidInput(f"subscription {subscription.id} is removed")
+    shown = check_channel(channel)
+    if (channel.kind, shown) != (subscription.channel_kind, subscription.channel):
+        raise InvalidInput(f"subscription {subscription.id} sends to {subscription.channel_kind} "
+                           f"{subscription.channel}, not {channel.kind} {shown}: add a new "
+                           "subscription for another channel")
+    channels.put(str(subscription.id), channel)
+    return subscription.id
 
 
 def remove_subscription(ledger: Ledger, channels: ChannelStore, subscription_id: str,

@@ -13,7 +13,14 @@ from ledger.cli.errors import CommandError
 from ledger.cli.output import print_json, print_table, short
 from ledger.embedded import run_loop
 from ledger.settings import Settings
-from runtime.alert_channels import ChannelStore, NewSubscription, add_subscription, remove_subscription, sample_message
+from runtime.alert_channels import (
+    ChannelStore,
+    NewSubscription,
+    add_subscription,
+    remove_subscription,
+    restore_channel,
+    sample_message,
+)
 from workers.notify import Channel, SendOutcome
 
 
@@ -30,15 +37,16 @@ def register(sub: Any) -> None:
     add.add_argument("--below", metavar="PRICE", help="the price falls below PRICE")
     add.add_argument("--back-in-stock", action="store_true")
     add.add_argument("--out-of-stock", action="store_true")
-    channel = add.add_mutually_exclusive_group(required=True)
-    channel.add_argument("--webhook", metavar="URL", help="POST signed JSON to URL")
-    channel.add_argument("--apprise", metavar="URL",
-                         help="an Apprise URL (mailto://, slack://, tgram://, ntfy://, …)")
-    add.add_argument("--secret", help="the webhook's HMAC-SHA256 key (prefer --secret-file)")
-    add.add_argument("--secret-file", type=Path, help="read the webhook's key from a file")
+    _channel_arguments(add)
     add.add_argument("--name", default="")
     add.add_argument("--json", action="store_true")
     add.set_defaults(handler=add_alert)
+    restore = actions.add_parser(
+        "set-channel", help="give a subscription its channel on this ledger (after an import): "
+                            "the same channel its events name, with its credentials")
+    restore.add_argument("subscription_id")
+    _channel_arguments(restore)
+    restore.set_defaults(handler=set_channel)
     lst = actions.add_parser("list", help="subscriptions (channels shown without credentials)")
     lst.add_argument("--all", action="store_true", help="removed ones too")
     lst.add_argument("--json", action="store_true")
@@ -54,6 +62,15 @@ def register(sub: Any) -> None:
     dels.add_argument("--state", choices=("pending", "attempting", "failed", "delivered", "dead"))
     dels.add_argument("--json", action="store_true")
     dels.set_defaults(handler=list_deliveries)
+
+
+def _channel_arguments(parser: argparse.ArgumentParser) -> None:
+    channel = parser.add_mutually_exclusive_group(required=True)
+    channel.add_argument("--webhook", metavar="URL", help="POST signed JSON to URL")
+    channel.add_argument("--apprise", metavar="URL",
+                         help="an Apprise URL (mailto://, slack://, tgram://, ntfy://, …)")
+    parser.add_argument("--secret", help="the webhook's HMAC-SHA256 key (prefer --secret-file)")
+    parser.add_argument("--secret-file", type=Path, help="read the webhook's key from a file")
 
 
 def _triggers(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -117,6 +134,14 @@ def list_alerts(args: argparse.Namespace) -> int:
                 ([r["subscription_id"], r["name"], f"{r['target_kind']} {short(r['target'], 24)}",
                   _shown_triggers(r["triggers"]), r["channel"], r["removed_at"] or ""]
                  for r in rows))
+    return 0
+
+
+def set_channel(args: argparse.Namespace) -> int:
+    channel = _channel(args)
+    with open_ledger(fresh=False) as ledger:
+        restored = restore_channel(ledger, ChannelStore(ledger.db), args.subscription_id, channel)
+    print(f"subscription {restored}: channel set on this ledger")
     return 0
 
 
