@@ -126,7 +126,7 @@ def test_corpus_payloads_are_claimed_by_one_adapter(corpus: str) -> None:
     assert len([adapter for adapter in ADAPTERS if adapter.detects(corpus_page)]) == 1
 
 
-def test_dutchie_plus_special_price_is_what_you_pay_and_medical_prices_are_a_fallback() -> None:
+def test_dutchie_plus_special_price_is_what_you_pay_and_each_menu_keeps_its_price() -> None:
     adapter, found = extract_page(page(PLUS_GRAPHQL), task())
     dream, tincture = found.observations
     eighth, quarter = dream.offers
@@ -136,15 +136,21 @@ def test_dutchie_plus_special_price_is_what_you_pay_and_medical_prices_are_a_fal
     assert (dream.brand, dream.quantity, dream.availability, dream.attributes["thc"]) == ("Acme", 4, "in_stock", "21%")
     (only,) = tincture.offers
     assert (only.price, only.special_price, only.pricing_type) == (Decimal("30"), Decimal("27"), "medical")
+    (gummies,) = extract_page(page(PLUS_LIST), task())[1].observations
+    assert [(o.option, o.pricing_type, o.price) for o in gummies.offers] == [
+        ("100mg", "rec", Decimal("20")), ("100mg", "medical", Decimal("18"))]
+    assert gummies.quantity == 9  # one stock, sold on two menus
 
 
-def test_dutchie_listing_keeps_recreational_variants_and_string_quantities() -> None:
+def test_dutchie_listing_keeps_both_menus_and_counts_string_quantities_once() -> None:
     _, found = extract_page(page(LISTING), task())
     (lotion,) = found.observations
-    (offer,) = lotion.offers
-    assert (lotion.provider_product_id, lotion.brand) == ("j1", "Avexia")
-    assert (offer.option, offer.price, offer.special_price, offer.quantity) == (
-        ".1g", Decimal("55.00"), Decimal("35.75"), 8)
+    rec, medical = lotion.offers
+    assert (lotion.provider_product_id, lotion.brand, lotion.quantity) == ("j1", "Avexia", 8)
+    assert (rec.option, rec.pricing_type, rec.price, rec.special_price, rec.quantity) == (
+        ".1g", "rec", Decimal("55.00"), Decimal("35.75"), 8)
+    assert (medical.option, medical.pricing_type, medical.price, medical.special_price) == (
+        ".1g", "medical", Decimal("50.00"), None)
 
 
 def test_sweed_promo_price_counts_only_below_the_price_and_next_page_reposts() -> None:
@@ -159,6 +165,16 @@ def test_sweed_promo_price_counts_only_below_the_price_and_next_page_reposts() -
     assert (each.special_price, each.availability, pack.special_price) == (None, "out_of_stock", None)
     assert found.next_request == Request(request.url, method="POST",
                                          json={"page": 2, "pageSize": 2, "filters": {"category": [7]}})
+
+
+def test_a_saved_response_wrapped_in_an_envelope_is_still_read() -> None:
+    # a menu downloader's record: its own metadata, the Sweed response under "products"
+    saved = {"timestamp": "20251126_170555", "dispensary": "muv", "store_id": "298", "product_count": 0,
+             "products": {"filters": [], "page": 1, "pageSize": 100, "total": 2, "list": SWEED["list"]}}
+    adapter, found = extract_page(page(saved), task())
+    assert adapter.name == "sweed"
+    assert [obs.name for obs in found.observations] == ["Bites", "Screen"]
+    assert found.observations[0].offers[0].special_price == Decimal("14.0")
 
 
 def test_dispense_offers_each_size_once_at_the_discounted_price_and_pages_by_skip() -> None:

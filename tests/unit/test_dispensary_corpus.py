@@ -29,7 +29,13 @@ HOLDOUT = next((path for path in _CANDIDATES if path.exists()), None)
 THRESHOLD = Decimal("0.95")
 
 #: The adapter each corpus platform must be detected as.
-ADAPTER_FOR = {"weedmaps": "weedmaps", "dutchie_plus": "dutchie-plus", "sweed": "sweed", "dispense": "dispense"}
+ADAPTER_FOR = {
+    "weedmaps": "weedmaps",
+    "dutchie_plus": "dutchie-plus",
+    "dutchie": "dispensary",
+    "sweed": "sweed",
+    "dispense": "dispense",
+}
 
 
 def _text(entry: dict[str, Any]) -> str:

@@ -11,8 +11,10 @@ shapes are read:
   option and menu, `price` and `specialPrice` as decimal strings, `menuType`
   RECREATIONAL or MEDICAL, `quantity` as a string.
 
-Recreational prices are preferred; medical ones are used when a product has
-no recreational price.
+Recreational and medical prices are both kept, as offers of pricing type
+`rec` and `medical` (a dispensary serving both menus charges each its own
+price, and a special may apply to one menu only). A variant's stock is
+counted once, however many menus sell it.
 """
 
 from __future__ import annotations
@@ -67,11 +69,12 @@ def _read(product: dict[str, Any], currency: str) -> Observation | None:
     name = first_text(product.get("name"), product.get("nameText"))
     if not product_id or not name:
         return None
-    offers = _offers(as_dicts(product.get("variants")), currency)
+    variants = as_dicts(product.get("variants"))
     return menu.menu_observation(
         product_id,
         name,
-        offers,
+        _offers(variants, currency),
+        stock=_stock(variants),
         brand=first_text(menu.dig(product, "brand", "name"), product.get("brandName")),
         category=text(product.get("category")),
         image_url=first_text(product.get("image"), product.get("primaryImage")),
@@ -81,37 +84,42 @@ def _read(product: dict[str, Any], currency: str) -> Observation | None:
 
 
 def _offers(variants: list[dict[str, Any]], currency: str) -> tuple[Offer, ...]:
-    menus = {str(v.get("menuType") or "").upper() for v in variants}
-    if "RECREATIONAL" in menus and len(menus) > 1:
-        variants = [v for v in variants if str(v.get("menuType")).upper() == "RECREATIONAL"]
+    """One offer per variant and menu it is priced on (recreational first)."""
     offers = []
     for variant in variants:
-        regular, special, kind = _prices(variant)
-        if regular is None and special is None:
-            continue
-        offers.append(
-            menu.menu_offer(
-                text(variant.get("option")),
-                regular,
-                special,
-                currency,
-                count=menu.quantity(variant.get("quantity")),
-                pricing_type=kind,
+        count = menu.quantity(variant.get("quantity"))
+        for regular, special, kind in _prices(variant):
+            offers.append(
+                menu.menu_offer(
+                    text(variant.get("option")), regular, special, currency, count=count, pricing_type=kind
+                )
             )
-        )
     return tuple(offers)
 
 
-def _prices(variant: dict[str, Any]) -> tuple[Decimal | None, Decimal | None, str]:
-    """(regular, special, pricing type) of one variant, recreational first."""
-    rec = menu.money(variant.get("priceRec"))
-    if rec is not None:
-        return rec, menu.money(variant.get("specialPriceRec")), "rec"
-    plain = menu.money(variant.get("price"))
-    if plain is not None:
+def _prices(variant: dict[str, Any]) -> list[tuple[Decimal | None, Decimal | None, str]]:
+    """(regular, special, pricing type) for each menu the variant is priced on."""
+    if "menuType" in variant and "price" in variant:
         medical = str(variant.get("menuType") or "").upper() == "MEDICAL"
-        return plain, menu.money(variant.get("specialPrice")), "medical" if medical else "rec"
-    return menu.money(variant.get("priceMed")), menu.money(variant.get("specialPriceMed")), "medical"
+        menus = [(variant.get("price"), variant.get("specialPrice"), "medical" if medical else "rec")]
+    else:
+        menus = [
+            (variant.get("priceRec"), variant.get("specialPriceRec"), "rec"),
+            (variant.get("priceMed"), variant.get("specialPriceMed"), "medical"),
+        ]
+    priced = [(menu.money(regular), menu.money(special), kind) for regular, special, kind in menus]
+    return [(regular, special, kind) for regular, special, kind in priced if regular or special]
+
+
+def _stock(variants: list[dict[str, Any]]) -> int | None:
+    """Units in stock, each option counted once (a listing repeats an option per menu)."""
+    by_option: dict[str, int] = {}
+    for variant in variants:
+        count = menu.quantity(variant.get("quantity"))
+        if count is not None:
+            option = text(variant.get("option")) or "default"
+            by_option[option] = max(by_option.get(option, 0), max(count, 0))
+    return sum(by_option.values()) if by_option else None
 
 
 def _attributes(product: dict[str, Any]) -> dict[str, str]:

@@ -52,9 +52,19 @@ def dig(data: Any, *path: str) -> Any:
 
 def first_list(data: Any, paths: Sequence[tuple[str, ...]]) -> list[dict[str, Any]] | None:
     """The product dicts of a payload: the payload itself when it is a list, else the
-    first of `paths` that leads to a list; None when none does."""
+    first of `paths` that leads to a list, else the same paths inside one envelope
+    (a saved response is often wrapped: `{"timestamp", "store_id", "products": {...}}`);
+    None when none does."""
     if isinstance(data, list):
         return as_dicts(data)
+    found = _at_paths(data, paths)
+    if found is None and isinstance(data, dict):
+        inner = (_at_paths(value, paths) for value in data.values() if isinstance(value, dict))
+        found = next((products for products in inner if products is not None), None)
+    return found
+
+
+def _at_paths(data: Any, paths: Sequence[tuple[str, ...]]) -> list[dict[str, Any]] | None:
     for path in paths:
         found = dig(data, *path)
         if isinstance(found, list):
