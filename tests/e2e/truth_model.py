@@ -55,7 +55,8 @@ class Run:
 class Tracked:
     """What the model knows of one product."""
 
-    offers: dict[str, Prices] = field(default_factory=dict)
+    #: (option, pricing type) -> prices
+    offers: dict[tuple[str, str], Prices] = field(default_factory=dict)
     in_stock: bool = True
     misses: int = 0
 
@@ -98,8 +99,9 @@ class TruthModel:
                 self._gone(run)
                 continue
             listed = stores[run.store]["products"]
+            medical = stores[run.store]["platform"] == "dispensary"
             for pid in self._seen_by(run, listed):
-                self._observe(run.store, pid, run.epoch, listed[pid])
+                self._observe(run.store, pid, run.epoch, listed[pid], medical)
                 self.page_product.setdefault(run.job_id, pid)
             if run.kind == "catalog":
                 for pid in sorted(self.catalog_known[run.job_id] - set(listed)):
@@ -127,15 +129,20 @@ class TruthModel:
     def _emit(self, store: str, pid: str, epoch: int, kind: str, detail: Any = None) -> None:
         self.events[(store, pid, epoch, kind, detail)] += 1
 
-    def _observe(self, store: str, pid: str, epoch: int, truth: Mapping[str, Any]) -> None:
+    def _observe(self, store: str, pid: str, epoch: int, truth: Mapping[str, Any],
+                 medical: bool) -> None:
         tracked = self.products.get((store, pid))
         if tracked is None:
             tracked = self.products[(store, pid)] = Tracked()
             self._emit(store, pid, epoch, "Discovered")
-        offers: dict[str, Prices] = {
-            o["option"]: (Decimal(o["price"]), dec(o["special_price"])) for o in truth["offers"]}
-        for option, new in offers.items():
-            old = tracked.offers.get(option)
+        offers: dict[tuple[str, str], Prices] = {
+            (o["option"], "rec"): (Decimal(o["price"]), dec(o["special_price"]))
+            for o in truth["offers"]}
+        if medical:  # the dispensary menu prices the medical menu at the regular price
+            offers |= {(o["option"], "medical"): (Decimal(o["price"]), None)
+                       for o in truth["offers"]}
+        for (option, kind), new in offers.items():
+            old = tracked.offers.get((option, kind))
             if old is not None and old != new:
                 self._emit(store, pid, epoch, "PriceChanged", (option, old, new))
         self._emit(store, pid, epoch, "Observed")

@@ -133,17 +133,21 @@ def test_price_history_equals_truth_at_every_crawled_epoch(world: World) -> None
 
 
 def _truth_changes(world: World) -> list[tuple[float, str, str]]:
-    """Every regular-price change between consecutive observations, from the truth."""
+    """Every regular-price change between consecutive observations, from the truth (a
+    dispensary menu prices its medical menu at the regular price too: an offer each)."""
     changes = []
     for store_id in world.store_keys:
         last: dict[tuple[str, str], Decimal] = {}
-        for epoch in world.crawled(store_id):
+        epochs = world.crawled(store_id)
+        menus = 2 if epochs and world.truth[epochs[0]]["stores"][world.store_keys[store_id]][
+            "platform"] == "dispensary" else 1
+        for epoch in epochs:
             for provider_id, product in world.products(store_id, epoch).items():
                 for offer in product["offers"]:
                     key, price = (provider_id, offer["option"]), Decimal(offer["price"])
                     if key in last and last[key] != price:
                         pct = round(float(100 * (price - last[key]) / last[key]), 2)
-                        changes.append((pct, provider_id, offer["option"]))
+                        changes += [(pct, provider_id, offer["option"])] * menus
                     last[key] = price
     return sorted(changes)
 

@@ -155,7 +155,12 @@ def test_dispensary_products_options_specials_stock_and_potency() -> None:
         "Green Valley",
         "Flower",
     )
-    eighth, quarter = dream.offers
+    eighth, quarter, medical_eighth, medical_quarter = dream.offers
+    # the medical menu's prices are offers of their own, not dropped
+    assert [(o.option, o.price, o.special_price, o.pricing_type) for o in (
+        medical_eighth, medical_quarter)] == [("1/8oz", Decimal(40), None, "medical"),
+                                              ("1/4oz", Decimal(72), None, "medical")]
+    assert (medical_eighth.quantity, medical_quarter.availability) == (10, "out_of_stock")
     assert (eighth.option, eighth.price, eighth.special_price, eighth.pricing_type) == (
         "1/8oz",
         Decimal(45),

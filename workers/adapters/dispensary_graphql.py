@@ -2,8 +2,9 @@
 in the POST body (`page`, `perPage`).
 
 Each product carries parallel arrays: option labels (`Options`) aligned with
-prices (`recPrices`/`Prices`, `medicalPrices`) and specials
-(`recSpecialPrices`, where null or 0 means "no special"). Stock comes from the
+prices (`recPrices`/`Prices`, `medicalPrices`) and specials (`recSpecialPrices`,
+`medicalSpecialPrices`, where null or 0 means "no special"); each menu's prices are
+offers of their own (pricing type `rec` or `medical`). Stock comes from the
 point-of-sale children, matched to options by label.
 """
 
@@ -146,30 +147,26 @@ def _availability(item: dict[str, Any], stock: dict[str, int]) -> str:
 
 
 def _offers(item: dict[str, Any], currency: str, stock: dict[str, int]) -> tuple[Offer, ...]:
+    """One offer per option and menu it is priced on: recreational (`recPrices`, or
+    `Prices`) first, then medical (`medicalPrices`), each at its own special."""
     options = as_list(item.get("Options")) or as_list(item.get("rawOptions"))
-    rec = as_list(item.get("recPrices")) or as_list(item.get("Prices"))
-    if rec:
-        prices, specials, kind = rec, as_list(item.get("recSpecialPrices")), "rec"
-    else:
-        medical = as_list(item.get("medicalPrices"))
-        prices, specials, kind = medical, as_list(item.get("medicalSpecialPrices")), "medical"
+    menus = [(as_list(item.get("recPrices")) or as_list(item.get("Prices")),
+              as_list(item.get("recSpecialPrices")), "rec"),
+             (as_list(item.get("medicalPrices")), as_list(item.get("medicalSpecialPrices")),
+              "medical")]
     offers = []
-    for index, raw_price in enumerate(prices):
-        option = (text(options[index]) if index < len(options) else None) or "default"
-        special = parse_amount(specials[index], structured=True) if index < len(specials) else None
-        regular = parse_amount(raw_price, structured=True)
-        count = stock.get(option)
-        offers.append(
-            make_offer(
-                option,
-                regular=regular,
-                current=special or regular,
-                currency=currency,
-                availability=_stock_word(count),
-                quantity=count,
-                pricing_type=kind,
-            )
-        )
+    for prices, specials, kind in menus:
+        for index, raw_price in enumerate(prices):
+            option = (text(options[index]) if index < len(options) else None) or "default"
+            special = parse_amount(specials[index], structured=True) \
+                if index < len(specials) else None
+            regular = parse_amount(raw_price, structured=True)
+            if regular is None and not special:
+                continue
+            count = stock.get(option)
+            offers.append(make_offer(option, regular=regular, current=special or regular,
+                                     currency=currency, availability=_stock_word(count),
+                                     quantity=count, pricing_type=kind))
     return tuple(offers)
 
 
