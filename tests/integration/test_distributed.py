@@ -160,6 +160,9 @@ def test_kill_worker_and_relay_mid_run(dist: Ledger, dist_settings: Settings, tm
         wait_until(lambda: cluster.restarts == {"worker-1": 1, "relay": 1}
                    and all(cluster.running().values()), 30, "the crashed processes restarted")
         run_until_idle(dist, group, SystemClock(), scheduler=False, timeout=150)
+        # the image role downloads the products' images after their crawls: done when
+        # nothing is pending any more (then every outcome is recorded)
+        wait_until(lambda: not dist.read.pending_images(1), 120, "the image role's downloads")
         wait_caught_up(dist, group, 30)
         # the projecting leader keeps the analysts' Parquet datasets caught up too
         written = DatasetWriter(settings.data_dir, dist.source)
