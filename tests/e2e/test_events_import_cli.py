@@ -7,17 +7,27 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-LISTS = (["products", "list", "--json"], ["jobs", "list", "--json"], ["stores", "list", "--json"])
+from webhook_receiver import receiver
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
 
 
-def test_the_demo_exported_and_imported_lists_the_same_products_and_jobs(
-        tmp_path: Path, crawl_ledger_bin: str, cli_env: Callable[..., dict[str, str]]) -> None:
+def runner(crawl_ledger_bin: str, cli_env: Callable[..., dict[str, str]]) -> Run:
+    """`run(data_dir, *args, code=0)`: the CLI on that data dir, its exit code checked."""
     def run(data_dir: Path, *args: str, code: int = 0) -> subprocess.CompletedProcess[str]:
         done = subprocess.run([crawl_ledger_bin, *args], env=cli_env(data_dir), text=True,
                               capture_output=True, timeout=300, check=False)
         assert done.returncode == code, done.stderr
         return done
+    return run
 
+
+LISTS = (["products", "list", "--json"], ["jobs", "list", "--json"], ["stores", "list", "--json"])
+
+
+def test_the_demo_exported_and_imported_lists_the_same_products_and_jobs(
+        tmp_path: Path, crawl_ledger_bin: str, cli_env: Callable[..., dict[str, str]]) -> None:
+    run = runner(crawl_ledger_bin, cli_env)
     run(tmp_path, "demo", "--stores", "2", "--cycles", "3")
     demo, fresh, log = tmp_path / "demo", tmp_path / "fresh", tmp_path / "demo.jsonl"
     exported = run(demo, "events", "export", "-o", str(log)).stderr
@@ -34,14 +44,7 @@ def test_the_demo_exported_and_imported_lists_the_same_products_and_jobs(
 
 def test_an_imported_subscription_gets_its_channel_back_only_as_its_events_name_it(
         tmp_path: Path, crawl_ledger_bin: str, cli_env: Callable[..., dict[str, str]]) -> None:
-    from webhook_receiver import receiver
-
-    def run(data_dir: Path, *args: str, code: int = 0) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([crawl_ledger_bin, *args], env=cli_env(data_dir), text=True,
-                              capture_output=True, timeout=300, check=False)
-        assert done.returncode == code, done.stderr
-        return done
-
+    run = runner(crawl_ledger_bin, cli_env)
     first, fresh, log = tmp_path / "first", tmp_path / "fresh", tmp_path / "log.jsonl"
     with receiver() as hook:
         secret = tmp_path / "hook.secret"
