@@ -216,3 +216,23 @@ LABELLED = """<html><body><h1>Teak sideboard</h1><p>Ref. 2231, 180 cm wide</p>
 def test_a_number_labelled_as_the_price_is_the_price() -> None:
     offer = observe(LABELLED, "https://www.example.co.uk/sideboard").offers[0]
     assert (offer.price, offer.currency) == (Decimal("60"), "GBP")
+
+
+TIERS = """<html><head><script type="application/ld+json">
+{"@type": "Product", "name": "Acrylic bead", "sku": "H206",
+ "offers": {"@type": "Offer", "priceCurrency": "USD", "availability": "InStock",
+  "priceSpecification": [
+   {"@type": "UnitPriceSpecification", "price": "3.46"},
+   {"@type": "UnitPriceSpecification", "price": "2.49",
+    "eligibleQuantity": {"@type": "QuantitativeValue", "minValue": 15}},
+   {"@type": "UnitPriceSpecification", "price": "1.99",
+    "eligibleQuantity": {"@type": "QuantitativeValue", "minValue": 50, "maxValue": 99}}]}}
+</script></head><body><h1>Acrylic bead</h1></body></html>"""
+
+
+def test_quantity_tiers_are_offers_of_their_own_after_the_price() -> None:
+    obs = observe(TIERS, "https://beads.example.com/h206")
+    assert [(o.option, o.price, o.pricing_type) for o in obs.offers] == [
+        ("default", Decimal("3.46"), "regular"), ("default ×15+", Decimal("2.49"), "tier"),
+        ("default ×50+", Decimal("1.99"), "tier")]
+    assert {o.currency for o in obs.offers} == {"USD"}

@@ -3,7 +3,9 @@
 Offers may be one `Offer`, a list, or an `AggregateOffer` (with or without
 nested offers); prices may sit on the offer or in a `priceSpecification`.
 A StrikethroughPrice/ListPrice specification is the regular price, which
-makes the offer's own price the special (sale) price.
+makes the offer's own price the special (sale) price; a specification for buying at
+least N > 1 units (`eligibleQuantity.minValue`) is a quantity tier, kept as an offer
+of pricing type `tier`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from workers.adapters.offers import make_offer, overall_availability
 from workers.adapters.payload import as_dicts, as_list, first_text, plain_text, text
 from workers.availability import to_availability
 from workers.currency import resolve
-from workers.prices import parse_price
+from workers.prices import parse_amount, parse_price
 from workers.urls import normalize_url
 
 __all__ = ["is_type", "product_observation"]
@@ -106,7 +108,33 @@ def _image(value: Any, page_url: str) -> str | None:
 def _offers(value: Any, hint: str | None) -> tuple[Offer, ...]:
     nodes = _flat_offers(value, depth=0)
     offers = [_offer(node, index, len(nodes), hint) for index, node in enumerate(nodes)]
-    return tuple(offer for offer in offers if offer is not None)
+    found = [offer for offer in offers if offer is not None]
+    # quantity tiers after the offers themselves: the first offer stays the price shown
+    return (*found, *(tier for node, offer in zip(nodes, offers, strict=True)
+                      if offer is not None for tier in _tiers(node, offer, hint)))
+
+
+def _tiers(node: dict[str, Any], offer: Offer, hint: str | None) -> list[Offer]:
+    """A `priceSpecification` for buying at least N (`eligibleQuantity.minValue` > 1):
+    an offer of pricing type `tier`, option "<option> ×N+", at that unit price."""
+    found = []
+    for spec in as_dicts(node.get("priceSpecification")):
+        least = _least_quantity(spec)
+        if least is None:
+            continue
+        amount, currency = _money(spec.get("price"), _scalar(spec.get("priceCurrency")) or hint)
+        if amount is not None:
+            found.append(make_offer(f"{offer.option} ×{least}+", None, amount,
+                                    currency or offer.currency, pricing_type="tier"))
+    return found
+
+
+def _least_quantity(spec: dict[str, Any]) -> int | None:
+    """N when the specification holds only for buying at least N > 1 units."""
+    quantity = spec.get("eligibleQuantity")
+    least = parse_amount(quantity.get("minValue"), structured=True) \
+        if isinstance(quantity, dict) else None
+    return int(least) if least is not None and least > 1 and least == int(least) else None
 
 
 def _flat_offers(value: Any, depth: int) -> list[dict[str, Any]]:
@@ -159,6 +187,8 @@ def _specifications(
     """(regular price, current price, currency) from `priceSpecification`s."""
     regular = current = currency = None
     for spec in as_dicts(value):
+        if _least_quantity(spec) is not None:
+            continue  # a quantity tier: an offer of its own (`_tiers`)
         spec_hint = _scalar(spec.get("priceCurrency")) or hint
         amount, found_currency = _money(spec.get("price"), spec_hint)
         kind = (_scalar(spec.get("priceType")) or "").rsplit("/", 1)[-1].lower()
