@@ -22,7 +22,7 @@ from workers.extraction import extract_page
 
 PAGES = Path(__file__).parent.parent / "fixtures" / "pages"
 CORPUS = Path(__file__).parent.parent / "corpus" / "dispensary"
-NEW = ("dutchie-plus", "sweed", "dispense", "weedmaps")
+NEW = ("dutchie-plus", "sweed", "dispense", "jane", "weedmaps")
 
 
 def page(payload: Any, url: str = "https://menu.invalid/api", request: Request | None = None) -> Page:
@@ -84,6 +84,34 @@ WEEDMAPS = {"meta": {"page": 1, "per_page": 2, "total": 5}, "data": [
                      {"label": "1 g", "price": {"amount": "8.00", "currency": "USD"}}]}},
 ]}
 
+
+def jane_record(pid: int, name: str, weights: list[str], **prices: Any) -> dict[str, Any]:
+    """A Jane search record (the fields read; every weight slot's special is {} unless given)."""
+    specials = {f"special_price_{w}": {} for w in ("each", "gram", "eighth_ounce", "quarter_ounce")}
+    return {"product_id": pid, "objectID": pid + 30000000, "name": name, "brand": "Insa", "kind": "flower",
+            "category": "hybrid", "kind_subtype": "Premium", "available_weights": weights, "percent_thc": 32.83,
+            "image_urls": [f"https://product-assets.iheartjane.invalid/{pid}.jpeg"], "store_id": 2913,
+            "max_cart_quantity_eighth_ounce": 7, **specials, **prices}
+
+
+JANE_RECORDS = [
+    jane_record(1, "Cereal Milk", ["eighth ounce", "quarter ounce"], price_eighth_ounce=45, price_quarter_ounce=80,
+                discounted_price_eighth_ounce=33.75,
+                special_price_eighth_ounce={"price": "45.0", "discount_type": "percent", "discount_price": "33.75"}),
+    jane_record(2, "Animal CKE", ["quarter ounce"], price_quarter_ounce=35, discounted_price_quarter_ounce=35,
+                special_price_quarter_ounce={"price": "35.0", "discount_type": "dollar_amount",
+                                             "discount_price": "35.0", "special_custom_badge": "FRESH DROP!"}),
+    jane_record(3, "Mints", [], kind="edible", price_each=20,
+                special_price_each={"price": "20.0", "discount_type": "percent", "discount_price": "15.0"}),
+]
+#: a menu search answer: every product's id, the first page of them with its record
+JANE = {"products": [
+    *({"ad_token": "t", "object_id": str(r["objectID"]), "product_id": r["product_id"], "search_attributes": r}
+      for r in JANE_RECORDS),
+    {"ad_token": "t", "object_id": "30000004", "product_id": 4},
+    {"ad_token": "t", "object_id": "30000005", "product_id": 5},
+]}
+
 SHAPES = {
     "plus-graphql": (PLUS_GRAPHQL, "dutchie-plus"),
     "plus-list": (PLUS_LIST, "dutchie-plus"),
@@ -93,6 +121,9 @@ SHAPES = {
     "dispense": (DISPENSE, "dispense"),
     "dispense-list": (DISPENSE["data"], "dispense"),
     "weedmaps": (WEEDMAPS, "weedmaps"),
+    "jane": (JANE, "jane"),
+    "jane-list": (JANE["products"], "jane"),
+    "jane-algolia": ({"hits": JANE_RECORDS, "nbHits": 3, "page": 0}, "jane"),
 }
 
 
@@ -212,3 +243,34 @@ def test_weedmaps_crawls_start_at_the_listing_menu_items_api() -> None:
     api = "https://api-g.weedmaps.com/discovery/v1/listings/deliveries/x/menu_items?page=3"
     assert adapter.start(task(api)) == Request(api)
     assert adapter.start(task("https://shop.invalid/dispensaries/x")) == Request("https://shop.invalid/dispensaries/x")
+
+
+def test_jane_offers_each_weight_at_its_special_and_skips_bare_ids() -> None:
+    adapter, found = extract_page(page(JANE), task())
+    assert adapter.name == "jane"
+    milk, cke, mints = found.observations  # the two bare ids are no products
+    assert [(o.option, o.price, o.special_price, o.currency) for o in milk.offers] == [
+        ("eighth ounce", Decimal("45"), Decimal("33.75"), "USD"), ("quarter ounce", Decimal("80"), None, "USD")]
+    assert (milk.provider_product_id, milk.brand, milk.category, milk.image_url) == (
+        "1", "Insa", "flower", "https://product-assets.iheartjane.invalid/1.jpeg")
+    assert dict(milk.attributes) == {"strain_type": "hybrid", "subcategory": "Premium", "thc": "32.83%",
+                                     "store_id": "2913"}
+    # a cart limit is no stock count: nothing is said of availability
+    assert (milk.availability, milk.quantity, milk.offers[0].availability) == ("unknown", None, None)
+    (fresh,) = cke.offers  # a special of 0 off is no special
+    assert (fresh.option, fresh.price, fresh.special_price) == ("quarter ounce", Decimal("35"), None)
+    (each,) = mints.offers  # sold by the piece: no weights, price_each, the special's discount_price
+    assert (each.option, each.price, each.special_price, mints.category) == (
+        "each", Decimal("20"), Decimal("15.0"), "edible")
+
+
+def test_jane_algolia_hits_are_read_flat_and_menu_search_asks_for_the_next_page() -> None:
+    _, hits = extract_page(page({"hits": JANE_RECORDS}), task())
+    assert [obs.name for obs in hits.observations] == ["Cereal Milk", "Animal CKE", "Mints"]
+    assert hits.next_request is None
+    url = "https://dmerch.iheartjane.invalid/v2/smart"
+    request = Request(url, method="POST", json={"store_id": 2913, "page": 0, "page_size": 3})
+    found = extract_page(page(JANE, request=request), task())[1]
+    assert found.next_request == Request(url, method="POST", json={"store_id": 2913, "page": 1, "page_size": 3})
+    last = Request(url, method="POST", json={"store_id": 2913, "page": 1, "page_size": 3})
+    assert extract_page(page(JANE, request=last), task())[1].next_request is None  # 5 listed, 6 asked

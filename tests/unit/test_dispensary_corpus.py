@@ -35,6 +35,7 @@ ADAPTER_FOR = {
     "dutchie": "dispensary",
     "sweed": "sweed",
     "dispense": "dispense",
+    "jane": "jane",
 }
 
 

@@ -54,7 +54,7 @@ _keys = st.sampled_from(
         "Name",
         "title",
         "name",
-        # dispensary menu platforms (Dutchie Plus, Sweed, Dispense, Weedmaps)
+        # dispensary menu platforms (Dutchie Plus, Sweed, Dispense, Jane, Weedmaps)
         "option",
         "priceRec",
         "specialPriceRec",
@@ -76,6 +76,14 @@ _keys = st.sampled_from(
         "attributes",
         "sale",
         "amount",
+        "search_attributes",
+        "available_weights",
+        "product_id",
+        "price_eighth_ounce",
+        "discounted_price_eighth_ounce",
+        "special_price_each",
+        "price_each",
+        "hits",
     ]
 )
 _shaped = st.recursive(

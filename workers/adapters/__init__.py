@@ -15,6 +15,7 @@ from workers.adapters.dispensary_resolver import DispensaryResolver
 from workers.adapters.dispense import DispenseAdapter
 from workers.adapters.dutchie_plus import DutchiePlusAdapter
 from workers.adapters.feeds import FeedAdapter
+from workers.adapters.jane import JaneAdapter
 from workers.adapters.locator import LocatorAdapter
 from workers.adapters.registry import Registry
 from workers.adapters.schema_org import SchemaOrgAdapter
@@ -43,6 +44,7 @@ ADAPTERS: tuple[Adapter, ...] = (
     DutchiePlusAdapter(),
     SweedAdapter(),
     DispenseAdapter(),
+    JaneAdapter(),
     WeedmapsAdapter(),
     ShopifyAdapter(),
     WooCommerceAdapter(),
@@ -59,6 +61,7 @@ _ALIASES = {
     "generic": "schema_org",
     "dutchie_plus": "dutchie-plus",
     "dispenseapp": "dispense",
+    "iheartjane": "jane",
     "rdfa": "schema_org",
     "opengraph": "schema_org",
 }

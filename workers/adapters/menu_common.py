@@ -1,4 +1,4 @@
-"""Helpers shared by the dispensary menu adapters (Dutchie Plus, Sweed, Dispense, Weedmaps).
+"""Helpers shared by the dispensary menu adapters (Dutchie Plus, Sweed, Dispense, Jane, Weedmaps).
 
 Menu platforms differ in where the product list sits and what they call the
 regular and discounted price, but every one of them ends in the same steps:
