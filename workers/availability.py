@@ -66,7 +66,16 @@ _OUT_OF_STOCK = re.compile(
     r"brak w magazynie|niedostępny|wyprzedany|vyprodáno|není skladem|nedostupné|"
     r"нет в наличии|отсутствует|распродано|закончился|немає в наявності|"
     r"slutsåld|ej i lager|udsolgt|ikke på lager|utsolgt|loppu|stokta yok|tükendi|"
-    r"elfogyott|nincs készleten|品切れ|在庫なし|售完|缺貨|缺货|已售完|품절|재고 ?없음",
+    r"elfogyott|nincs készleten|品切れ|在庫なし|售完|缺貨|缺货|已售完|품절|재고 ?없음|"
+    r"nicht mehr (?:erhältlich|verfügbar|lieferbar|vorrätig)|nicht erhältlich|"
+    r"non disponible|non (?:è )?più disponibile|fuera de stock|fora de estoque|sem estoque|"
+    r"niet (?:meer )?(?:beschikbaar|verkrijgbaar|leverbaar)|nie je skladom|vypredan|"
+    r"nedostupn|brak towaru|tillfälligt slut|slut i lager|ei varastossa|loppuunmyyty|"
+    r"нет на складе|товар закончился|відсутн|закінчився|изчерпан|няма наличност|"
+    r"εξαντλήθηκε|μη διαθέσιμ|stoc epuizat|indisponibil|nu este [iî]n stoc|"
+    r"nije dostupn|rasprodan|ni na zalogi|nėra sandėlyje|nav noliktavā|ei ole laos|"
+    r"ni dobavljiv|nedobavljiv|אזל מהמלאי|לא במלאי|غير متوفر|نفذت|売り切れ|在庫切れ|售罄|无货|"
+    r"無貨",
     re.IGNORECASE)
 _IN_STOCK = re.compile(
     r"\bin stock\b|available now|ready to ship|ships? (?:today|tomorrow|in)|"
@@ -74,7 +83,9 @@ _IN_STOCK = re.compile(
     r"disponible|en existencia|disponibile|in magazzino|disponível|em estoque|"
     r"op voorraad|leverbaar|dostępny|w magazynie|skladem|на складе|в наличии|"
     r"есть в наличии|в наявності|i lager|på lager|varastossa|stokta var|készleten|"
-    r"在庫あり|有現貨|有货|现货|재고 ?있음",
+    r"在庫あり|有現貨|有货|现货|재고 ?있음|"
+    r"σε απόθεμα|διαθέσιμο|[iî]n stoc|na zalogi|na stanju|dobavljivo|yra sandėlyje|"
+    r"noliktavā|(?<!\w)laos(?!\w)|в наличност|במלאי|متوفر",
     re.IGNORECASE)
 _PREORDER = re.compile(r"pre-?order|vorbestell|précommande|preordina|предзаказ|en preventa",
                        re.IGNORECASE)
