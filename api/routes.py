@@ -12,9 +12,10 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import AwareDatetime, BaseModel, Field
 
 from api.alerts import AlertSender, build_alerts_router
+from api.as_of import job_as_of, product_as_of
 from api.auth import Token, TokenStore, allows
 from api.bot import build_bot_router
 from api.proxies import build_proxies_router
@@ -57,6 +58,12 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
     code: dict(_PROBLEM, description=text) for code, text in (
         (401, "no valid token"), (403, "scope too small"), (404, "unknown id"),
         (409, "refused by the domain"), (422, "invalid input"))}
+
+
+#: `?as_of=`: the aggregate as the ledger knew it at this recorded time (ISO 8601 with
+#: a zone), its events up to then
+AsOf = Annotated[AwareDatetime | None, Query(description=(
+    "ISO 8601 time with a zone: the state and events as the ledger knew them then"))]
 
 
 class ApiProblem(Exception):
@@ -224,8 +231,10 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
         return reply({"id": str(job_id)}, 201)
 
     @router.get("/jobs/{job_id}", dependencies=[read], tags=["jobs"])
-    def show_job(job_id: str) -> JSONResponse:
+    def show_job(job_id: str, as_of: AsOf = None) -> JSONResponse:
         job = call(ledger.app.get_job, job_id)
+        if as_of is not None:
+            return reply(call(job_as_of, ledger, job, as_of))
         call(ledger.catch_up)
         history = call(stream_history, ledger, job.id)
         return reply({"id": str(job.id), "status": call(ledger.read.job, str(job.id)),
@@ -283,8 +292,10 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
         return reply({"items": page, "next_cursor": following})
 
     @router.get("/products/{product_id}", dependencies=[read], tags=["products"])
-    def show_product(product_id: str) -> JSONResponse:
+    def show_product(product_id: str, as_of: AsOf = None) -> JSONResponse:
         product = call(ledger.app.get_product, product_id)
+        if as_of is not None:
+            return reply(call(product_as_of, ledger, product, as_of))
         call(ledger.catch_up)
         return reply({"id": str(product.id), "status": call(ledger.read.product, str(product.id))})
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from domain.envelope import Envelope, from_stored
+from domain.timeutil import parse_iso
 from runtime.ledger import Ledger
 
-__all__ = ["stream_history"]
+__all__ = ["known_at", "stream_history"]
 
 
 def stream_history(ledger: Ledger, stream_id: UUID) -> list[Envelope]:
@@ -15,3 +18,13 @@ def stream_history(ledger: Ledger, stream_id: UUID) -> list[Envelope]:
     events = ledger.app.recorder.select_events(stream_id)
     return [from_stored(0, e.originator_id, e.originator_version, e.topic, e.state)
             for e in events]
+
+
+def known_at(ledger: Ledger, aggregate: Any, at: datetime) -> tuple[Any, list[Envelope]] | None:
+    """The aggregate and its history as the ledger knew them at `at` (recorded time);
+    None when it was not yet recorded then."""
+    known = [e for e in stream_history(ledger, aggregate.id)
+             if parse_iso(e.recorded_at) <= at]  # type: ignore[operator]
+    if not known:
+        return None
+    return ledger.app.repository.get(aggregate.id, version=known[-1].version), known

@@ -6,11 +6,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from domain.envelope import Envelope
-from domain.timeutil import parse_iso
 from ledger.bootstrap import Ledger
 from ledger.cli.errors import CommandError
 from ledger.cli.output import print_table
-from runtime.history import stream_history
+from runtime.history import known_at, stream_history
 
 #: payload fields not worth a column in a human history
 QUIET = {"at", "observed_at", "registered_at", "retry_policy", "url_norm", "attributes",
@@ -28,14 +27,12 @@ def add_show_parser(actions: Any, id_arg: str, help: str, handler: Any) -> None:
 
 def stream_as_of(ledger: Ledger, aggregate: Any, as_of: str | None) -> tuple[Any, list[Envelope]]:
     """The aggregate and its history as the ledger knew them at `as_of` (recorded time)."""
-    history = stream_history(ledger, aggregate.id)
     if as_of is None:
-        return aggregate, history
-    at = parse_as_of(as_of)
-    known = [e for e in history if parse_iso(e.recorded_at) <= at]  # type: ignore[operator]
-    if not known:
+        return aggregate, stream_history(ledger, aggregate.id)
+    found = known_at(ledger, aggregate, parse_as_of(as_of))
+    if found is None:
         raise CommandError(f"{aggregate.id} was not yet recorded at {as_of}")
-    return ledger.app.repository.get(aggregate.id, version=known[-1].version), known
+    return found
 
 
 def parse_as_of(text: str) -> datetime:

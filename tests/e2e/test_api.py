@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -220,3 +220,39 @@ def test_hostile_query_values_are_422_not_500(api: tuple) -> None:  # type: igno
             answer = http.get(path)
             assert answer.status_code == 422, (path, answer.text)
             assert answer.headers["content-type"] == "application/problem+json"
+
+
+def test_as_of_shows_a_product_and_a_job_as_the_ledger_knew_them(api: tuple) -> None:  # type: ignore[type-arg]
+    url, secrets, job, ledger = api
+
+    def crawl(price: str, at: datetime) -> None:
+        lease = ledger.app.lease(job, "w1", 300, at).lease_id
+        ledger.app.record_success(job, lease, CrawlSuccess(
+            200, "https://shop.example/products.json", "shopify", "shopify/1", f"h{price}",
+            observations=(Observation(provider_product_id="p1", name="Lamp",
+                                      offers=(Offer("default", Decimal(price), "USD"),),
+                                      availability="in_stock"),)), at)
+        ledger.app.force_run(job, at)
+
+    crawl("20.00", T0)
+    crawl("17.50", T0 + timedelta(hours=2))
+    between = T0 + timedelta(hours=1)
+    with httpx.Client(base_url=url, headers=bearer(secrets["read"])) as http:
+        (product,) = http.get("/api/v1/products").json()["items"]
+        then = http.get(f"/api/v1/products/{product['product_id']}",
+                        params={"as_of": between.isoformat()}).json()
+        assert [o["price"] for o in then["state"]["offers"]] == ["20.00"]
+        assert [e["event_type"] for e in then["events"]] == ["Product.Discovered",
+                                                              "Product.Observed"]
+        now = http.get(f"/api/v1/products/{product['product_id']}",
+                       params={"as_of": datetime.now(UTC).isoformat()}).json()
+        assert [o["price"] for o in now["state"]["offers"]] == ["17.50"]
+        assert "Product.PriceChanged" in [e["event_type"] for e in now["events"]]
+        job_then = http.get(f"/api/v1/jobs/{job}", params={"as_of": between.isoformat()}).json()
+        job_now = http.get(f"/api/v1/jobs/{job}").json()
+        assert job_then["state"]["state"] == "scheduled"
+        assert len(job_then["events"]) == job_then["version"] < len(job_now["events"])
+        before = http.get(f"/api/v1/jobs/{job}", params={"as_of": "2000-01-01T00:00:00Z"})
+        assert before.status_code == 404 and "not yet recorded" in before.json()["detail"]
+        naive = http.get(f"/api/v1/jobs/{job}", params={"as_of": "2026-01-01T00:00:00"})
+        assert naive.status_code == 422

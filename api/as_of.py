@@ -1,0 +1,46 @@
+"""`?as_of=` on `GET /api/v1/products/{id}` and `GET /api/v1/jobs/{id}`: an aggregate as
+the ledger knew it at a recorded time, with the events it knew (`runtime.history`).
+
+The state is the aggregate replayed to its last event recorded at or before that time
+(the CLI's `products show --as-of` / `jobs show --as-of`), not a read-model row: read
+models hold only the present.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from domain.errors import NotFound
+from runtime.history import known_at
+from runtime.ledger import Ledger
+
+__all__ = ["job_as_of", "product_as_of"]
+
+
+def product_as_of(ledger: Ledger, product: Any, at: datetime) -> dict[str, Any]:
+    found, history = _known(ledger, product, at)
+    state = {name: getattr(found, name, None) for name in (
+        "store_id", "provider_product_id", "name", "brand", "category", "url", "image_url",
+        "availability", "in_stock", "out_of_stock_since", "quantity", "observations",
+        "consecutive_misses", "first_seen_at", "last_seen_at")}
+    state["offers"] = list(found.offers.values())
+    return {"id": str(found.id), "as_of": at.isoformat(), "version": found.version,
+            "state": state, "events": [e.to_dict() for e in history]}
+
+
+def job_as_of(ledger: Ledger, job: Any, at: datetime) -> dict[str, Any]:
+    found, history = _known(ledger, job, at)
+    state = {name: getattr(found, name, None) for name in (
+        "kind", "url", "state", "attempt", "interval", "next_run_at", "priority", "store_id",
+        "parent_job", "last_error")}
+    state["max_attempts"] = found.policy.max_attempts
+    return {"id": str(found.id), "as_of": at.isoformat(), "version": found.version,
+            "state": state, "events": [e.to_dict() for e in history]}
+
+
+def _known(ledger: Ledger, aggregate: Any, at: datetime) -> tuple[Any, list[Any]]:
+    found = known_at(ledger, aggregate, at)
+    if found is None:
+        raise NotFound(f"{aggregate.id} was not yet recorded at {at.isoformat()}")
+    return found
