@@ -57,19 +57,29 @@ def _task(kind: str, url: str, store: ServedStore | None = None, **extra: Any) -
 
 
 def _observed(observations: list[Observation]) -> dict[str, list[tuple[Any, ...]]]:
-    return {o.provider_product_id: sorted(
+    return {o.provider_product_id: sorted((
         (f.option, f.price.quantize(CENT) if f.price is not None else None,
          f.special_price.quantize(CENT) if f.special_price is not None else None,
-         f.availability, f.currency) for f in o.offers) for o in observations}
+         f.availability, f.currency, f.pricing_type) for f in o.offers), key=str)
+        for o in observations}
 
 
-def _expected(products: dict[str, Any]) -> dict[str, list[tuple[Any, ...]]]:
+def _expected(products: dict[str, Any], platform: str) -> dict[str, list[tuple[Any, ...]]]:
+    """The truth's offers; a dispensary menu also prices its medical menu, at the regular
+    price (no medical specials), and says so: an offer each."""
     def dec(value: str | None) -> Decimal | None:
         return None if value is None else Decimal(value)
 
-    return {pid: sorted((f["option"], dec(f["price"]), dec(f["special_price"]),
-                         f["availability"], f["currency"]) for f in p["offers"])
-            for pid, p in products.items()}
+    kind = {"dispensary": "rec"}.get(platform, "regular")
+    expected = {}
+    for pid, p in products.items():
+        offers = [(f["option"], dec(f["price"]), dec(f["special_price"]), f["availability"],
+                   f["currency"], kind) for f in p["offers"]]
+        if platform == "dispensary":
+            offers += [(f["option"], dec(f["price"]), None, f["availability"], f["currency"],
+                        "medical") for f in p["offers"]]
+        expected[pid] = sorted(offers, key=str)
+    return expected
 
 
 def _catalog_task(client: httpx.Client, store: ServedStore) -> CrawlTask:
@@ -89,7 +99,8 @@ def test_every_platform_crawls_to_the_truth(sim: SimulatorThread, client: httpx.
     for store in sim.urls.stores:
         task = _catalog_task(client, store)
         observations = [o for e in _crawl(client, task) for o in e.observations]
-        assert _observed(observations) == _expected(truth["stores"][store.key]["products"]), store
+        assert _observed(observations) == _expected(truth["stores"][store.key]["products"],
+                                                    store.platform), store
 
 
 def test_product_page_yields_the_main_product_only(sim: SimulatorThread,
@@ -102,7 +113,7 @@ def test_product_page_yields_the_main_product_only(sim: SimulatorThread,
         products = truth["stores"][store.key]["products"]
         pid, product = next(iter(products.items()))
         (page,) = _crawl(client, _task("product_page", product["url"], store))
-        assert _observed(list(page.observations)) == _expected({pid: product})
+        assert _observed(list(page.observations)) == _expected({pid: product}, store.platform)
 
 
 def test_locator_and_feeds(sim: SimulatorThread, client: httpx.Client) -> None:
