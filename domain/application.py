@@ -49,6 +49,8 @@ class LedgerOptions:
     default_crawl_delay: float | None = None
     #: products kept in memory between saves (`AggregateCache`)
     product_cache_size: int = 100_000
+    #: crawl jobs kept in memory between saves (those leased and recorded here)
+    job_cache_size: int = 10_000
     #: new jobs one result may chain (the excess is counted in the Succeeded event)
     max_new_jobs: int = DEFAULT_MAX_NEW_JOBS
 
@@ -66,6 +68,7 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
         super().__init__(storage)
         self.options = options or LedgerOptions()
         self.products: AggregateCache[Product] = AggregateCache(self.options.product_cache_size)
+        self.job_cache: AggregateCache[CrawlJob] = AggregateCache(self.options.job_cache_size)
 
     @property
     def default_crawl_delay(self) -> float | None:
@@ -179,7 +182,7 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
         """
         at = utc(now)
         wanted = [as_uuid(j, "job") for j in job_ids]
-        jobs = self.find_many(CrawlJob, wanted)
+        jobs = self.find_many_cached(self.job_cache, CrawlJob, wanted)
         stores = self.find_many(Store, {UUID(j.store_id) for j in jobs.values() if j.store_id})
         chosen: list[tuple[CrawlJob, Store | None]] = []
         skipped: list[CrawlJob] = []
@@ -197,6 +200,7 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
             job.lease(worker, uuid.uuid4().hex, ttl, at)
             chosen.append((job, store))
         if not chosen and not skipped:
+            self.job_cache.put_many(jobs.values())  # unchanged: still the stored state
             return []
         try:
             self._save(*(job for job, _ in chosen), *skipped)
@@ -208,6 +212,7 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
                 except (Conflict, InvalidTransition):
                     continue
             return tasks
+        self.job_cache.put_many(jobs.values())  # saved or unchanged: their results load them here
         return [self.task_for(job, store) for job, store in chosen]
 
     # jobs: running --------------------------------------------------------
