@@ -49,7 +49,7 @@ class LedgerOptions:
     default_crawl_delay: float | None = None
     #: products kept in memory between saves (`AggregateCache`)
     product_cache_size: int = 100_000
-    #: crawl jobs kept in memory between saves (those leased and recorded here)
+    #: crawl jobs kept in memory from their lease here to their result (`dispatch_and_lease`)
     job_cache_size: int = 10_000
     #: new jobs one result may chain (the excess is counted in the Succeeded event)
     max_new_jobs: int = DEFAULT_MAX_NEW_JOBS
@@ -182,7 +182,7 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
         """
         at = utc(now)
         wanted = [as_uuid(j, "job") for j in job_ids]
-        jobs = self.find_many_cached(self.job_cache, CrawlJob, wanted)
+        jobs = self.find_many(CrawlJob, wanted)
         stores = self.find_many(Store, {UUID(j.store_id) for j in jobs.values() if j.store_id})
         chosen: list[tuple[CrawlJob, Store | None]] = []
         skipped: list[CrawlJob] = []
@@ -200,7 +200,6 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
             job.lease(worker, uuid.uuid4().hex, ttl, at)
             chosen.append((job, store))
         if not chosen and not skipped:
-            self.job_cache.put_many(jobs.values())  # unchanged: still the stored state
             return []
         try:
             self._save(*(job for job, _ in chosen), *skipped)
@@ -212,7 +211,8 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
                 except (Conflict, InvalidTransition):
                     continue
             return tasks
-        self.job_cache.put_many(jobs.values())  # saved or unchanged: their results load them here
+        # their results (`record_many`) take them from memory instead of replaying them
+        self.job_cache.put_many(job for job, _ in chosen)
         return [self.task_for(job, store) for job, store in chosen]
 
     # jobs: running --------------------------------------------------------

@@ -70,8 +70,10 @@ class Prepared:
 
     result: RecordResult
     aggregates: list[Any] = field(default_factory=list)
-    #: products loaded to prepare it (cached once saved)
+    #: products loaded to prepare it (cached once saved, when its job will run again)
     loaded: list[Any] = field(default_factory=list)
+    #: its job runs again (recurring): its products are worth keeping in memory
+    recurs: bool = False
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,8 @@ class ResultRecording:
                  failure.retry_after, now)
         products = self._stock_unseen(job, now)
         events = sum(len(a.pending_events) for a in (job, *products))
-        return Prepared(RecordResult(str(job.id), events=events), [job, *products])
+        return Prepared(RecordResult(str(job.id), events=events), [job, *products],
+                        recurs=not job.one_shot)
 
     def _saved(self, prepared: Prepared) -> RecordResult:
         """Save what a prepared result changed (nothing for a duplicate), in one transaction."""
@@ -147,9 +150,12 @@ class ResultRecording:
         return prepared.result
 
     def _cache_saved(self, prepared: Prepared) -> None:
-        """Keep what a saved result loaded and changed: their state is the stored state."""
-        self.products.put_many(prepared.loaded)
-        self.job_cache.put_many(a for a in prepared.aggregates if isinstance(a, CrawlJob))
+        """Keep the products a saved result loaded (their state is the stored state) when
+        its job runs again: the next run loads them from memory. A one-shot job's are
+        not loaded again by it, and would only hold memory. (A job itself is kept only
+        from its lease to its result: `dispatch_and_lease`.)"""
+        if prepared.recurs:
+            self.products.put_many(prepared.loaded)
 
     def _stock_unseen(self, job: CrawlJob, now: datetime) -> list[Product]:
         """The products a failing job sees, marked stock-unknown when its failures reach
@@ -188,7 +194,7 @@ class ResultRecording:
         events = sum(len(a.pending_events) for a in aggregates)
         return Prepared(RecordResult(str(job.id), events=events, products=len(outcome.observations),
                                      new_products=len(new_ids), children=chain.children()),
-                        aggregates, loaded)
+                        aggregates, loaded, recurs=not job.one_shot)
 
     def _product_events(self, job: CrawlJob, outcome: CrawlSuccess,
                         now: datetime) -> tuple[list[Product], list[Product], list[str]]:

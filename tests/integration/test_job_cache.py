@@ -1,6 +1,7 @@
 """The crawl jobs a ledger leased stay in memory for their results (`CrawlLedger.job_cache`),
-on both backends: recording loads none of them again, and a copy another writer made
-stale is never used (one version query finds it out)."""
+on both backends: recording loads none of them again and leaves none in memory; a copy
+another writer made stale is never used (one version query finds it out). Products are
+kept in memory only for jobs that run again."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from uuid import UUID
 import backends
 import pytest
 
+from domain import ids
 from domain.crawl_job import CrawlJob
 from domain.errors import LeaseLost
 from domain.recording import Recording, RecordResult
@@ -69,12 +71,23 @@ def test_results_of_jobs_leased_here_load_no_job(ledger: Ledger,
                                       for n, t in enumerate(tasks)])
     assert loads == []
     assert all(isinstance(a, RecordResult) and a.new_products == 1 for a in answers)
-    # the cached copies were the stored state: the next cycle leases from them as well
     for job in jobs:
         assert ledger.app.get_job(job).state == "scheduled"
-    later = T0 + timedelta(hours=2)
-    assert len(ledger.app.dispatch_and_lease(jobs, "w1", 600, later)) == 6
-    assert loads == []
+    # memory holds what is leased, not what was recorded; the recurring jobs' products stay
+    assert ledger.app.job_cache.take_many(jobs) == {}
+    assert len(ledger.app.products.take_many(
+        {ids.product_id(t.store_id or "", f"p{n}") for n, t in enumerate(tasks)})) == 6
+
+
+def test_products_of_a_one_shot_job_are_not_kept(ledger: Ledger) -> None:
+    app = ledger.app
+    store = app.register_store(name="Shop", base_url=BASE, platform="generic", now=T0)
+    job = app.schedule_job(kind="product_page", url=f"{BASE}/p/once", now=T0, store_id=store)
+    (task,) = app.dispatch_and_lease([job], "w1", 600, T0)
+    (answer,) = app.record_many([Recording(task.job_id, task.lease_id, success("once"), T0)])
+    assert isinstance(answer, RecordResult) and answer.new_products == 1
+    assert app.get_job(job).state == "completed"
+    assert app.products.take_many({ids.product_id(str(store), "once")}) == {}
 
 
 def test_a_job_another_writer_changed_is_loaded_afresh(ledger: Ledger, other: Ledger,
