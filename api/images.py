@@ -42,7 +42,9 @@ from api.auth import Token
 from api.routes import PROBLEMS, ApiProblem
 from runtime.images import ImageStore, write_atomically
 from workers.images import FORMATS as STORED
-from workers.images import open_image
+from workers.images import open_image, pillow
+
+pillow()  # the decompression-bomb cap, before this module opens anything itself
 
 __all__ = ["MAX_SIDE", "Variant", "build_images_router", "render", "target_size"]
 

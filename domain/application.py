@@ -49,6 +49,8 @@ class LedgerOptions:
     default_crawl_delay: float | None = None
     #: products kept in memory between saves (`AggregateCache`)
     product_cache_size: int = 100_000
+    #: crawl jobs kept in memory from their lease here to their result (`dispatch_and_lease`)
+    job_cache_size: int = 10_000
     #: new jobs one result may chain (the excess is counted in the Succeeded event)
     max_new_jobs: int = DEFAULT_MAX_NEW_JOBS
 
@@ -66,6 +68,7 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
         super().__init__(storage)
         self.options = options or LedgerOptions()
         self.products: AggregateCache[Product] = AggregateCache(self.options.product_cache_size)
+        self.job_cache: AggregateCache[CrawlJob] = AggregateCache(self.options.job_cache_size)
 
     @property
     def default_crawl_delay(self) -> float | None:
@@ -208,6 +211,8 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
                 except (Conflict, InvalidTransition):
                     continue
             return tasks
+        # their results (`record_many`) take them from memory instead of replaying them
+        self.job_cache.put_many(job for job, _ in chosen)
         return [self.task_for(job, store) for job, store in chosen]
 
     # jobs: running --------------------------------------------------------

@@ -22,6 +22,7 @@ from eventsourcing.application import AggregateNotFoundError, Application, Proce
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import EventStore, IntegrityError, JSONTranscoder, Transcoder
 
+from domain.cache import AggregateCache
 from domain.crawl_job import CrawlJob
 from domain.errors import Conflict, NotFound
 from domain.ports import Storage
@@ -102,6 +103,26 @@ class LedgerApplication(Application[UUID]):
             if isinstance(aggregate, cls):
                 found[aggregate_id] = aggregate
         return found
+
+    def find_many_cached(self, cache: AggregateCache[A], cls: type[A],
+                         aggregate_ids: Iterable[UUID]) -> dict[UUID, A]:
+        """`find_many`, taking from `cache` the copies still at their stored version.
+
+        The caller owns what it gets (taken out of the cache) and puts back only what
+        it saved. A copy another writer made stale is left out and loaded afresh: a
+        stale copy that emits nothing would never conflict, so the check is needed."""
+        wanted = set(aggregate_ids)
+        found = self.fresh_cached(cache, wanted)
+        found.update(self.find_many(cls, wanted - found.keys()))
+        return found
+
+    def fresh_cached(self, cache: AggregateCache[A], aggregate_ids: set[UUID]) -> dict[UUID, A]:
+        """The cached copies of `aggregate_ids` still at their stored version (one query)."""
+        cached = cache.take_many(aggregate_ids)
+        if not cached:
+            return cached
+        current = self.storage.select_versions(self.recorder, cached)
+        return {i: a for i, a in cached.items() if current.get(i) == a.version}
 
     def history(self, aggregate_id: UUID | str) -> list[Any]:
         """Every stored event of one aggregate, oldest first (decoded)."""

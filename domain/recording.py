@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = ["PRODUCT_KINDS", "Prepared", "RecordResult", "Recording", "ResultRecording"]
 
 A = TypeVar("A")
+G = TypeVar("G", bound=Aggregate)
 R = TypeVar("R")
 #: the job kinds whose results observe products
 PRODUCT_KINDS = frozenset({"catalog", "product_page"})
@@ -69,8 +70,10 @@ class Prepared:
 
     result: RecordResult
     aggregates: list[Any] = field(default_factory=list)
-    #: products loaded to prepare it (cached once saved)
+    #: products loaded to prepare it (cached once saved, when its job will run again)
     loaded: list[Any] = field(default_factory=list)
+    #: its job runs again (recurring): its products are worth keeping in memory
+    recurs: bool = False
 
 
 @dataclass(frozen=True)
@@ -93,11 +96,15 @@ class ResultRecording:
 
     if TYPE_CHECKING:  # provided by the application class this is mixed into
         products: AggregateCache[Product]
+        job_cache: AggregateCache[CrawlJob]
         options: LedgerOptions
         storage: Storage
         recorder: Any
 
         def find_many(self, cls: type[A], aggregate_ids: Iterable[UUID]) -> dict[UUID, A]: ...
+
+        def find_many_cached(self, cache: AggregateCache[G], cls: type[G],
+                             aggregate_ids: Iterable[UUID]) -> dict[UUID, G]: ...
 
         def get_job(self, job_id: UUID | str) -> CrawlJob: ...
 
@@ -132,14 +139,23 @@ class ResultRecording:
                  failure.retry_after, now)
         products = self._stock_unseen(job, now)
         events = sum(len(a.pending_events) for a in (job, *products))
-        return Prepared(RecordResult(str(job.id), events=events), [job, *products])
+        return Prepared(RecordResult(str(job.id), events=events), [job, *products],
+                        recurs=not job.one_shot)
 
     def _saved(self, prepared: Prepared) -> RecordResult:
         """Save what a prepared result changed (nothing for a duplicate), in one transaction."""
         if prepared.aggregates:
             self._save(*prepared.aggregates)
-            self.products.put_many(prepared.loaded)  # saved: their state is the stored state
+            self._cache_saved(prepared)
         return prepared.result
+
+    def _cache_saved(self, prepared: Prepared) -> None:
+        """Keep the products a saved result loaded (their state is the stored state) when
+        its job runs again: the next run loads them from memory. A one-shot job's are
+        not loaded again by it, and would only hold memory. (A job itself is kept only
+        from its lease to its result: `dispatch_and_lease`.)"""
+        if prepared.recurs:
+            self.products.put_many(prepared.loaded)
 
     def _stock_unseen(self, job: CrawlJob, now: datetime) -> list[Product]:
         """The products a failing job sees, marked stock-unknown when its failures reach
@@ -178,7 +194,7 @@ class ResultRecording:
         events = sum(len(a.pending_events) for a in aggregates)
         return Prepared(RecordResult(str(job.id), events=events, products=len(outcome.observations),
                                      new_products=len(new_ids), children=chain.children()),
-                        aggregates, loaded)
+                        aggregates, loaded, recurs=not job.one_shot)
 
     def _product_events(self, job: CrawlJob, outcome: CrawlSuccess,
                         now: datetime) -> tuple[list[Product], list[Product], list[str]]:
@@ -209,24 +225,15 @@ class ResultRecording:
         cache (when still current), then the store."""
         loaded = {i: self._preloaded.pop(i) for i in product_ids & self._preloaded.keys()}
         rest = product_ids - loaded.keys()
-        loaded.update(self._fresh_cached(rest))
-        loaded.update(self.find_many(Product, rest - loaded.keys()))
+        loaded.update(self.find_many_cached(self.products, Product, rest))
         return loaded
-
-    def _fresh_cached(self, product_ids: set[UUID]) -> dict[UUID, Product]:
-        """Cached products still at their stored version (another process may have written:
-        a stale copy that emits nothing would never conflict, so check, in one query)."""
-        cached = self.products.take_many(product_ids)
-        if not cached:
-            return cached
-        current = self.storage.select_versions(self.recorder, cached)
-        return {i: p for i, p in cached.items() if current.get(i) == p.version}
 
     def record_many(self, items: Sequence[Recording]) -> list[RecordResult | Exception]:
         """Record each item as `record_success`/`record_failure` would, in one transaction
         where they allow it; per item its result, or the error that refused it."""
         keys = [_uuid(item.job_id) for item in items]
-        jobs = self.find_many(CrawlJob, [key for key in keys if key is not None])
+        # the jobs this process leased are in memory: one version query instead of replaying
+        jobs = self.find_many_cached(self.job_cache, CrawlJob, [k for k in keys if k is not None])
         answers: dict[int, RecordResult | Exception] = {}
         alone: list[int] = []
         group: list[tuple[int, Prepared]] = []
@@ -261,7 +268,7 @@ class ResultRecording:
                 alone.extend(index for index, _ in group)
                 group = []
         for index, prepared in group:
-            self.products.put_many(prepared.loaded)  # saved: their state is the stored state
+            self._cache_saved(prepared)
             answers[index] = prepared.result
         for index in sorted(alone):
             answers[index] = self._one(items[index])

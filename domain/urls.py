@@ -32,7 +32,9 @@ def is_http_url(url: str) -> bool:
     return parts.scheme.lower() in _DEFAULT_PORTS and bool(parts.hostname)
 
 
-@lru_cache(maxsize=65_536)  # pure, and pages repeat the same URLs (canonical, og:url, offers)
+# pure, and a page repeats its URLs (canonical, og:url, offers): a few pages' worth is
+# enough (65,536 entries held ~4 MiB of a worker after 3,000 pages, for hits on one page)
+@lru_cache(maxsize=4_096)
 def normalize_url(url: str, base: str | None = None) -> str:
     """Canonical form of `url` (resolved against `base`); InvalidInput if not http(s)."""
     absolute = urljoin(base, url.strip()) if base else (url or "").strip()

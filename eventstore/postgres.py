@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -22,39 +21,15 @@ from eventsourcing.postgres import (
     PostgresDatastore,
     PostgresFactory,
 )
-from psycopg.conninfo import make_conninfo
 from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Identifier
 
 from domain.envelope import StoredRow
 from eventstore.base import Backend, ImportRow, not_empty
 from eventstore.locks import Holder, postgres_lock
+from eventstore.target import PostgresTarget
 
 __all__ = ["BinaryInsertRecorder", "BinarySnapshotRecorder", "PostgresBackend", "PostgresTarget"]
-
-
-@dataclass(frozen=True)
-class PostgresTarget:
-    """Where a PostgreSQL event store lives (the password never appears in `repr`)."""
-
-    host: str
-    port: int
-    dbname: str
-    user: str
-    password: str
-    schema: str
-
-    def __repr__(self) -> str:
-        return f"PostgresTarget({self.describe()!r})"
-
-    @property
-    def conninfo(self) -> str:
-        """A libpq connection string built by psycopg (quoting every value)."""
-        return make_conninfo(host=self.host, port=self.port, dbname=self.dbname, user=self.user,
-                             password=self.password or None)
-
-    def describe(self) -> str:
-        return f"postgresql://{self.user}@{self.host}:{self.port}/{self.dbname}?schema={self.schema}"
 
 
 class PostgresBackend(Backend):

@@ -15,6 +15,7 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder
 from domain.envelope import StoredRow
 from eventstore.base import Backend, ImportRow, not_empty
 from eventstore.locks import Holder, sqlite_lock
+from eventstore.sqlite_factory import TOPIC as FACTORY
 
 __all__ = ["BatchInsertRecorder", "SQLiteBackend"]
 
@@ -65,7 +66,7 @@ class SQLiteBackend(Backend):
         self.lock_timeout = lock_timeout
 
     def library_env(self) -> dict[str, str]:
-        return {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(self.path),
+        return {"PERSISTENCE_MODULE": FACTORY, "SQLITE_DBNAME": str(self.path),
                 "SQLITE_LOCK_TIMEOUT": str(self.lock_timeout),
                 "APPLICATION_RECORDER_TOPIC": BATCH_INSERT_RECORDER}
 

@@ -12,7 +12,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from domain.application import CrawlLedger, LedgerOptions
-from eventstore import Backend, PostgresBackend, SQLiteBackend
+from eventstore import Backend, SQLiteBackend
 from ledger.redact import redact_url
 from ledger.settings import ConfigError, Settings
 from projections.db import Database, PostgresDatabase, SQLiteDatabase
@@ -29,6 +29,8 @@ __all__ = ["Ledger", "bootstrap", "components", "crawler_for", "notifier_for"]
 def backend_for(settings: Settings) -> Backend:
     """The event-store adapter the settings choose."""
     if settings.is_postgres:
+        from eventstore.postgres import PostgresBackend  # psycopg only where it is used
+
         return PostgresBackend(settings.postgres)
     return SQLiteBackend(settings.sqlite_path)
 

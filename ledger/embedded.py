@@ -6,8 +6,11 @@ One asyncio loop drives it; ledger calls go through one database thread
 1. catch the read models up, reap expired leases;
 2. when the work queue runs low, dispatch and lease the next slot of due
    jobs in one save (`Scheduler.tick_and_lease`, interleaved by host so no
-   burst hits one store; the queue holds at most two slots' worth);
-3. workers crawl and record (`JobWorker.run_task`), waking the loop when done;
+   burst hits one store; at most three times `concurrency` jobs are leased and
+   not yet recorded);
+3. workers crawl and record (`JobWorker.run_task`), waking the loop when done:
+   `concurrency` crawls at once, and twice as many workers, so a result waiting
+   for its group commit does not hold a crawl slot;
 4. when it was given an image port (the crawler) and the read models list product
    images not tried yet, one image task downloads and records them
    (`runtime.images.ImageStep`, bounded concurrency); the run is idle only when
@@ -92,8 +95,11 @@ class EmbeddedRunner:
         self.projector = DbThread(1)
         self._recorded = asyncio.Event()
         self.scheduler = Scheduler(ledger, slot_size=max(concurrency * 2, 8))
-        self.workers = [JobWorker(ledger, crawler, clock, self.db, worker_name(i), lease_ttl)
-                        for i in range(concurrency)]
+        # twice as many workers as crawl slots: a worker whose result waits for its group
+        # commit has given its slot to the next leased job (JobWorker `crawl_slots`)
+        slots = asyncio.Semaphore(concurrency)
+        self.workers = [JobWorker(ledger, crawler, clock, self.db, worker_name(i), lease_ttl,
+                                  crawl_slots=slots) for i in range(2 * concurrency)]
         self.images = (ImageStep(ledger, images, clock, self.db, self.projector,
                                  concurrency=image_concurrency) if images is not None else None)
         self._imaging: asyncio.Task[None] | None = None
@@ -294,7 +300,7 @@ class EmbeddedRunner:
         self.stats.reaped += len(await self.db.call(self.scheduler.reap, now))
         dispatched: list[CrawlTask] = []
         if self._queue.qsize() < self.concurrency:
-            room = 2 * self.concurrency - self._queue.qsize() - self.stats.in_flight
+            room = 3 * self.concurrency - self._queue.qsize() - self.stats.in_flight
             dispatched = await self.db.call(self.scheduler.tick_and_lease, now, self.holder,
                                             self.lease_ttl, room)
             for task in dispatched:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from eventstore.postgres import PostgresTarget
+from eventstore.target import PostgresTarget
 from ledger.redact import redact_url
 
 DEFAULT_USER_AGENT = "crawl-ledger/0.1 (+https://github.com/crawl-ledger/crawl-ledger)"

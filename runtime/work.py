@@ -124,16 +124,23 @@ def worker_name(index: int = 0) -> str:
 
 
 class JobWorker:
-    """Leases a job, crawls it and records the outcome (success or failure)."""
+    """Leases a job, crawls it and records the outcome (success or failure).
+
+    With `crawl_slots`, the crawl waits for a slot and gives it back before recording:
+    a driver running more workers than slots keeps its fetches going while earlier
+    results wait for their commit (recording overlaps crawling instead of idling
+    the slot for the commit's latency)."""
 
     def __init__(self, ledger: Ledger, crawler: CrawlerPort, clock: Clock, db: DbThread,
-                 name: str, lease_ttl: float = DEFAULTS.lease_ttl) -> None:
+                 name: str, lease_ttl: float = DEFAULTS.lease_ttl,
+                 crawl_slots: asyncio.Semaphore | None = None) -> None:
         self.ledger = ledger
         self.crawler = crawler
         self.clock = clock
         self.db = db
         self.name = name
         self.lease_ttl = lease_ttl
+        self.crawl_slots = crawl_slots
 
     async def run(self, job_id: str) -> RunReport | None:
         """None when the job could not be leased (taken, paused, cancelled, not due)."""
@@ -158,7 +165,7 @@ class JobWorker:
             heartbeat = asyncio.create_task(self._heartbeat(task))
             started = time.perf_counter()
             try:
-                outcome = await self.crawler.crawl(task)
+                outcome = await self._crawl(task)
             except asyncio.CancelledError:
                 await asyncio.shield(self.release(task, "cancelled while crawling: shutting down"))
                 raise
@@ -174,6 +181,12 @@ class JobWorker:
                 "recorded": result is not None,
                 "products": result.products if result is not None else 0})
             return RunReport(task, outcome, result)
+
+    async def _crawl(self, task: CrawlTask) -> CrawlOutcome:
+        if self.crawl_slots is None:
+            return await self.crawler.crawl(task)
+        async with self.crawl_slots:
+            return await self.crawler.crawl(task)
 
     async def release(self, task: CrawlTask, reason: str) -> bool:
         """Give a leased job back unfinished (`LeaseReleased`): due again at once."""

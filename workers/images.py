@@ -9,8 +9,9 @@ decompression bomb comes back as an `ImageFailure` with its kind and reason.
 
 `inspect` (and `open_image`, which the API's resizing uses) opens only the
 formats in `FORMATS`, refuses an image over `MAX_PIXELS` before decoding it
-(Pillow's own `Image.MAX_IMAGE_PIXELS` is set to the same cap), and decodes it
-fully, so a truncated file is caught here and not when it is served.
+(Pillow's own `Image.MAX_IMAGE_PIXELS` is set to the same cap by `pillow()`, which
+imports Pillow on first use: a crawler that meets no image never loads it), and
+decodes it fully, so a truncated file is caught here and not when it is served.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ import io
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import httpx
-from PIL import Image, UnidentifiedImageError
 
 from domain.values import ImageFailure, Policy, StoredImage
 from workers.adapters.base import Request
@@ -31,8 +33,11 @@ from workers.errors import FetchError
 from workers.fetch import Fetcher, FetchLimits, Slot
 from workers.politeness import Politeness
 
+if TYPE_CHECKING:
+    from PIL import Image
+
 __all__ = ["FORMATS", "IMAGE_LIMITS", "MAX_PIXELS", "DownloadedImage", "ImageDownloader",
-           "ImageRejected", "inspect", "open_image"]
+           "ImageRejected", "inspect", "open_image", "pillow"]
 
 #: the largest image body downloaded (and stored)
 MAX_BYTES = 10 * 1024 * 1024
@@ -44,9 +49,17 @@ IMAGE_LIMITS = FetchLimits(connect_timeout=10.0, read_timeout=20.0, total_timeou
                            max_bytes=MAX_BYTES, max_redirects=5)
 ACCEPT = "image/avif,image/webp,image/png,image/jpeg,image/gif;q=0.9,*/*;q=0.1"
 
-# Pillow warns above this many pixels and refuses above twice as many (DecompressionBombError);
-# `open_image` refuses above it outright.
-Image.MAX_IMAGE_PIXELS = MAX_PIXELS
+
+
+def pillow() -> ModuleType:
+    """`PIL.Image`, imported on first use (~2.4 MiB of a process that may never need it),
+    with its decompression-bomb cap set to ours: Pillow warns above this many pixels and
+    refuses above twice as many (DecompressionBombError); `open_image` refuses above it
+    outright. Every user of Pillow here gets the module through this function."""
+    from PIL import Image
+
+    Image.MAX_IMAGE_PIXELS = MAX_PIXELS
+    return Image
 
 
 class ImageRejected(Exception):
@@ -67,6 +80,8 @@ class DownloadedImage:
 
 def open_image(body: bytes) -> Image.Image:
     """The decoded first frame of `body`; `ImageRejected` for anything else."""
+    pillow()
+    from PIL import Image, UnidentifiedImageError
     with warnings.catch_warnings():
         warnings.simplefilter("error", Image.DecompressionBombWarning)
         try:

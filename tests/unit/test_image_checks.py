@@ -33,3 +33,12 @@ def test_hostile_bodies_are_refused_with_a_kind(body: bytes, kind: str) -> None:
     with pytest.raises(ImageRejected) as refused:
         inspect(body, "https://shop.example/a")
     assert refused.value.kind == kind, refused.value.reason
+
+
+def test_pillow_is_loaded_with_our_decompression_bomb_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    from PIL import Image
+
+    from workers.images import MAX_PIXELS, pillow
+
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", None)  # Pillow's own check off
+    assert pillow() is Image and Image.MAX_IMAGE_PIXELS == MAX_PIXELS

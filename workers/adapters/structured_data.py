@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
-import extruct
 import lxml.etree
 import lxml.html
 
@@ -123,6 +122,11 @@ def _jsonld(scripts: list[lxml.html.HtmlElement]) -> list[dict[str, Any]]:
 
 
 def _extruct(document: Any, syntax: str, url: str) -> list[dict[str, Any]]:
+    # imported on the first page that has microdata or RDFa: extruct brings rdflib,
+    # html5lib, mf2py and requests (~30 MiB of a worker's RSS), which pages whose
+    # JSON-LD says everything never need
+    import extruct
+
     # extruct and rdflib emit deprecation/parse warnings on odd markup, and pytest
     # runs with warnings as errors; here they are noise about third-party code.
     with warnings.catch_warnings():
