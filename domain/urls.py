@@ -7,6 +7,7 @@ sorted (w3lib `canonicalize_url`) and tracking parameters removed.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from urllib.parse import SplitResult, parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
@@ -21,6 +22,10 @@ TRACKING_PARAMS = frozenset(
      "msclkid", "yclid"}
 )
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+#: an http(s) URL with a lower-case ASCII host, a path of unreserved characters only,
+#: and no query, fragment, user or escape: nothing for canonicalisation to change
+_PLAIN = re.compile(r"(https?)://([a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?)(?::(\d{1,5}))?"
+                    r"(/[A-Za-z0-9\-._~/]*)?")
 
 
 def is_http_url(url: str) -> bool:
@@ -38,6 +43,21 @@ def is_http_url(url: str) -> bool:
 def normalize_url(url: str, base: str | None = None) -> str:
     """Canonical form of `url` (resolved against `base`); InvalidInput if not http(s)."""
     absolute = urljoin(base, url.strip()) if base else (url or "").strip()
+    plain = _PLAIN.fullmatch(absolute)
+    if plain is not None and "/." not in absolute and int(plain.group(3) or 0) <= 65535:
+        # already canonical but for the default port and an empty path: what w3lib's
+        # canonicalize_url (~50 µs) would return, at a fraction of the cost
+        scheme, host, port, path = plain.groups()
+        if port and int(port) != _DEFAULT_PORTS[scheme]:
+            host = f"{host}:{int(port)}"
+        return f"{scheme}://{host}{path or '/'}"
+    return canonical(absolute, url)
+
+
+def canonical(absolute: str, url: str | None = None) -> str:
+    """`normalize_url`'s full path for an absolute URL: w3lib's canonical form without
+    tracking parameters; InvalidInput if not http(s)."""
+    url = absolute if url is None else url
     if not is_http_url(absolute):
         raise InvalidInput(f"bad URL {url!r}: {_why_not(absolute)}")
     parts = urlsplit(absolute)

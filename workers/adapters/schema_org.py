@@ -15,7 +15,12 @@ from workers.adapters.main_product import page_products
 from workers.adapters.merge import Choice, complete, merge
 from workers.adapters.opengraph import opengraph_observation
 from workers.adapters.schema_product import product_observation
-from workers.adapters.structured_data import parse_html, read_head_data, with_embedded_markup
+from workers.adapters.structured_data import (
+    PageData,
+    parse_html,
+    read_head_data,
+    with_embedded_markup,
+)
 from workers.adapters.visible import read_visible
 from workers.currency import where_from
 from workers.prices import written_forms
@@ -60,7 +65,7 @@ class SchemaOrgAdapter:
             ("json-ld", data.jsonld), ("microdata", data.microdata), ("rdfa", data.rdfa))
             for node in nodes}
         where = where_from(page.url, tree.get("lang"), data.opengraph.get("og:locale"),
-                           task.currency or _declared_currency(data.jsonld))
+                           task.currency or _declared_currency(data))
         # A lone product is the page's own product, so the page is its URL.
         own_url = page_urls[-1] if len(products) == 1 else None
         found = [product_observation(p, page.url, where.hint, own_url) for p in products]
@@ -73,7 +78,7 @@ class SchemaOrgAdapter:
             return observations, ()  # a category page: every product as listed
         main = observations[0] if observations else None
         seen = read_visible(tree, where) if explain or main is None or not complete(main) \
-            or _may_show_a_sale(main, page.text) else None
+            or _may_show_a_sale(main, page) else None
         main, choices = merge(main, origin, seen, where, page.url, data.opengraph)
         return ((main,) if main else ()), choices
 
@@ -91,51 +96,44 @@ def _own_jsonld_product(
     return None if chosen[0] is _PLACEHOLDER else chosen
 
 
-#: what marks a struck-through (regular) price in a page's source
+#: what marks a struck-through (regular) price in a page's source (lower-cased)
 _STRUCK_MARKUP = re.compile(
-    r"<(?:del|s|strike)[\s>]|line-through|(?:old|was|original|compare|regular|strike|"
-    r"crossed|before)[-_]?price|price[-_]{0,2}(?:old|was|original|compare|regular|before)",
-    re.IGNORECASE)
+    rb"<(?:del|s|strike)[\s>]|line-through|(?:old|was|original|compare|regular|strike|"
+    rb"crossed|before)[-_]?price|price[-_]{0,2}(?:old|was|original|compare|regular|before)")
 #: what marks an auction's bid button in a page's source
-_BID_MARKUP = re.compile(r"place[-_ ]?bid|bid[-_ ]?now|current[-_ ]?bid", re.IGNORECASE)
-#: how far before a price its struck-through markup may open, in characters
+_BID_MARKUP = re.compile(rb"place[-_ ]?bid|bid[-_ ]?now|current[-_ ]?bid", re.IGNORECASE)
+#: how far before a price its struck-through markup may open, in bytes
 _STRUCK_REACH = 300
 
 
-def _may_show_a_sale(main: Observation, text: str) -> bool:
+def _may_show_a_sale(main: Observation, page: Page) -> bool:
     """Whether complete structured data with one price and no sale price may be the
     regular price the page shows struck through beside a lower one, or an auction's
     starting bid below the current one: then the visible page is read too (`merge`
-    decides). Only the page's source is searched: struck-price markup shortly before
-    the structured price written out, or a bid button anywhere."""
+    decides). Only the page's source is searched (its bytes): struck-price markup
+    shortly before the structured price written out, or, for an offer that ends at a
+    time (`availabilityEnds`), a bid button anywhere."""
     if len(main.offers) != 1 or main.offers[0].special_price is not None \
             or main.offers[0].price is None:
         return False
+    source = page.body or page.text.encode("utf-8", "replace")
     for form in written_forms(main.offers[0].price):
-        start = text.find(form)
+        written = form.encode()
+        start = source.find(written)
         while start != -1:
-            if _STRUCK_MARKUP.search(text, max(0, start - _STRUCK_REACH), start):
+            if _STRUCK_MARKUP.search(source[max(0, start - _STRUCK_REACH):start].lower()):
                 return True
-            start = text.find(form, start + len(form))
-    return _BID_MARKUP.search(text) is not None
+            start = source.find(written, start + len(written))
+    return bool(main.attributes.get("availability_ends")) \
+        and _BID_MARKUP.search(source) is not None
 
 
-def _declared_currency(jsonld: tuple[dict[str, Any], ...]) -> str | None:
+def _declared_currency(data: PageData) -> str | None:
     """The one `priceCurrency` the page's JSON-LD declares anywhere (an Event's or an
     Offer's outside any product too), as the page's currency; None when it names none
     or several."""
-    found: set[str] = set()
-    stack: list[Any] = list(jsonld)
-    while stack and len(found) < 2:
-        node = stack.pop()
-        if isinstance(node, dict):
-            code = node.get("priceCurrency")
-            if isinstance(code, str) and re.fullmatch(r"[A-Z]{3}", code.strip()):
-                found.add(code.strip())
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return found.pop() if len(found) == 1 else None
+    found = data.declared_currencies
+    return next(iter(found)) if len(found) == 1 else None
 
 
 def _unique(observations: Iterable[Observation]) -> tuple[Observation, ...]:

@@ -46,6 +46,10 @@ def product_observation(
     url = _url(_scalar(node.get("url")) or _scalar(node.get("@id")) or default_url, page_url)
     offers = _offers(node.get("offers"), hint)
     sku = _scalar(node.get("sku"))
+    # an offer that ends at a time (an auction's close): kept, and it tells `merge` the
+    # price may be a starting bid
+    ends = next((_scalar(o.get("availabilityEnds")) for o in _flat_offers(node.get("offers"), 0)
+                 if _scalar(o.get("availabilityEnds"))), None)
     return Observation(
         provider_product_id=sku or _scalar(node.get("productID")) or url or page_url,
         name=name,
@@ -57,6 +61,7 @@ def product_observation(
         image_url=_image(node.get("image"), page_url),
         sku=sku,
         description=plain_text(node.get("description")),
+        attributes={"availability_ends": ends} if ends else {},
     )
 
 

@@ -46,6 +46,12 @@ class PageData:
     rdfa: tuple[dict[str, Any], ...] = ()
     opengraph: dict[str, str] = field(default_factory=dict)
     canonical: str | None = None
+    #: every `priceCurrency` code the JSON-LD blocks declare, anywhere in them
+    declared_currencies: frozenset[str] = frozenset()
+
+
+#: `"priceCurrency": "EUR"` as JSON writes it (a key never needs escapes)
+_DECLARED_CURRENCY = re.compile(r'"priceCurrency"\s*:\s*"\s*([A-Z]{3})\s*"')
 
 
 def parse_html(text: str) -> lxml.html.HtmlElement | None:
@@ -78,8 +84,9 @@ def read_head_data(tree: lxml.html.HtmlElement) -> PageData:
     by_tag = {"script": scripts, "meta": metas, "link": links}
     for element in tree.getroottree().getroot().iter("script", "meta", "link"):
         by_tag[element.tag].append(element)
-    return PageData(jsonld=tuple(_jsonld(scripts)), opengraph=_opengraph(metas),
-                    canonical=_canonical(links))
+    jsonld, declared = _jsonld(scripts)
+    return PageData(jsonld=tuple(jsonld), opengraph=_opengraph(metas),
+                    canonical=_canonical(links), declared_currencies=declared)
 
 
 def with_embedded_markup(data: PageData, tree: lxml.html.HtmlElement, url: str) -> PageData:
@@ -106,19 +113,25 @@ def _drop_related_sections(tree: lxml.html.HtmlElement) -> None:
             parent.remove(element)
 
 
-def _jsonld(scripts: list[lxml.html.HtmlElement]) -> list[dict[str, Any]]:
+def _jsonld(scripts: list[lxml.html.HtmlElement]
+           ) -> tuple[list[dict[str, Any]], frozenset[str]]:
+    """The JSON-LD blocks' items, and the `priceCurrency` codes they declare (read off
+    the blocks' text: walking the parsed items cost ~90 µs a page)."""
     items: list[dict[str, Any]] = []
+    declared: set[str] = set()
     for script in scripts:
         if "ld+json" not in script.get("type", ""):  # contains(@type, "ld+json")
             continue
+        text = script.text_content() or ""
         try:
-            data = json.loads(script.text_content() or "", parse_float=Decimal, strict=False)
+            data = json.loads(text, parse_float=Decimal, strict=False)
         except (ValueError, RecursionError):
             continue  # a broken block: the rest of the page may still be fine
+        declared.update(_DECLARED_CURRENCY.findall(text))
         items.extend(
             item for item in (data if isinstance(data, list) else [data]) if isinstance(item, dict)
         )
-    return items
+    return items, frozenset(declared)
 
 
 def _extruct(document: Any, syntax: str, url: str) -> list[dict[str, Any]]:

@@ -1,0 +1,32 @@
+"""`normalize_url`'s fast path for already plain URLs equals the full canonicalisation."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from domain.errors import InvalidInput
+from domain.urls import canonical, normalize_url
+
+_host = st.from_regex(r"[a-zA-Z0-9]([a-zA-Z0-9.-]{0,20}[a-zA-Z0-9])?", fullmatch=True)
+_path = st.from_regex(r"(/[A-Za-z0-9\-._~%?#=&/]{0,30})?", fullmatch=True)
+_port = st.one_of(st.just(""), st.integers(0, 99999).map(lambda p: f":{p}"),
+                  st.sampled_from([":80", ":443", ":0080", ":08000"]))
+
+
+@settings(max_examples=2000, deadline=None)
+@given(scheme=st.sampled_from(["http", "https", "HTTP", "ftp"]), host=_host, port=_port,
+       path=_path)
+def test_the_fast_path_agrees_with_the_full_canonical_form(scheme: str, host: str, port: str,
+                                                           path: str) -> None:
+    url = f"{scheme}://{host}{port}{path}"
+    normalize_url.cache_clear()
+    try:
+        expected: str | type[Exception] = canonical(url)
+    except InvalidInput:
+        expected = InvalidInput
+    try:
+        found: str | type[Exception] = normalize_url(url)
+    except InvalidInput:
+        found = InvalidInput
+    assert found == expected, url
