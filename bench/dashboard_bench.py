@@ -25,7 +25,8 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from api_bench import STORES, open_ledger, pct, seed, serve  # noqa: E402
+from api_bench import pct  # noqa: E402
+from api_seed import STORES, open_ledger, seed, serve  # noqa: E402
 
 from api.auth import TokenStore  # noqa: E402
 
