@@ -236,3 +236,60 @@ def test_quantity_tiers_are_offers_of_their_own_after_the_price() -> None:
         ("default", Decimal("3.46"), "regular"), ("default ×15+", Decimal("2.49"), "tier"),
         ("default ×50+", Decimal("1.99"), "tier")]
     assert {o.currency for o in obs.offers} == {"USD"}
+
+
+SHOPIFY_JSON = """<html lang="en"><head><title>Trail Runner – Northpeak</title></head><body>
+<h1>Trail Runner</h1><span class="money">$89.00</span>
+<script type="application/json" data-product-json>{"id": 42, "title": "Trail Runner",
+ "vendor": "Northpeak", "type": "Shoes", "variants": [
+  {"id": 1, "title": "US 9", "price": 8900, "compare_at_price": 11900, "available": true},
+  {"id": 2, "title": "US 10", "price": 11900, "compare_at_price": null, "available": false}]}
+</script><script>window.ShopifyAnalytics = {}; window.ShopifyAnalytics.meta = {};
+window.ShopifyAnalytics.meta.currency = 'USD';</script></body></html>"""
+
+ANALYTICS_META = """<html lang="pt-PT"><body><h1>Microondas 800W</h1>
+<script>window.ShopifyAnalytics.meta.currency = 'EUR';
+var meta = {"product":{"id":1738666147883,"vendor":"Panasonic","type":"Microondas",
+"variants":[{"id":15856354164779,"price":10900,"name":"Microondas 800W","public_title":null,
+"sku":"1236291"}]},"page":{"pageType":"product"}};
+for (var attr in meta) {}</script></body></html>"""
+
+WOO_VARIATIONS = """<html lang="de"><body><h1>Wanderhemd</h1>
+<form class="variations_form cart" data-product_variations='[{"attributes":
+ {"attribute_pa_size": "m"}, "display_price": 39.9, "display_regular_price": 49.9,
+ "is_in_stock": false, "variation_id": 7}, {"attributes": {"attribute_pa_size": "l"},
+ "display_price": 49.9, "display_regular_price": 49.9, "is_in_stock": false,
+ "variation_id": 8}]'></form></body></html>"""
+
+LD_NO_STOCK = """<html><head><script type="application/ld+json">{"@type": "Product",
+ "name": "Trail Runner", "offers": {"@type": "Offer", "price": "89.00",
+ "priceCurrency": "USD"}}</script></head><body><h1>Trail Runner</h1>
+<script type="application/json" id="ProductJson-main">{"id": 42, "title": "Trail Runner",
+ "variants": [{"title": "US 9", "price": 8900, "available": false}]}</script></body></html>"""
+
+
+def test_a_shopify_themes_product_json_is_the_product_when_schema_org_names_none() -> None:
+    obs = observe(SHOPIFY_JSON, "https://northpeak.example/products/trail-runner")
+    assert obs.attributes["source.price"] == "Shopify product JSON"
+    assert [(o.option, o.price, o.special_price, o.currency, o.availability)
+            for o in obs.offers] == [("US 9", Decimal("119"), Decimal("89"), "USD", "in_stock"),
+                                     ("US 10", Decimal("119"), None, "USD", "out_of_stock")]
+    assert (obs.brand, obs.category, obs.availability) == ("Northpeak", "Shoes", "in_stock")
+    meta = observe(ANALYTICS_META, "https://loja.example.pt/products/microondas")
+    assert (meta.name, meta.offers[0].price, meta.offers[0].currency) == (
+        "Microondas 800W", Decimal("109"), "EUR")
+
+
+def test_woocommerce_variations_give_prices_and_stock() -> None:
+    obs = observe(WOO_VARIATIONS, "https://laden.example.de/produkt/wanderhemd/")
+    assert [(o.option, o.price, o.special_price, o.currency) for o in obs.offers] == [
+        ("m", Decimal("49.9"), Decimal("39.9"), "EUR"), ("l", Decimal("49.9"), None, "EUR")]
+    assert obs.availability == "out_of_stock"
+    assert obs.attributes["source.availability"] == "WooCommerce variations"
+
+
+def test_platform_json_says_the_stock_schema_org_left_out() -> None:
+    obs = observe(LD_NO_STOCK, "https://northpeak.example/products/trail-runner")
+    assert (obs.offers[0].price, obs.availability) == (Decimal("89.00"), "out_of_stock")
+    assert obs.attributes["source.availability"] == "Shopify product JSON"
+    assert obs.attributes["source.price"] == "json-ld"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urljoin
 
@@ -14,6 +15,7 @@ from workers.adapters.base import Extraction, Page, Request
 from workers.adapters.main_product import page_products
 from workers.adapters.merge import Choice, complete, merge
 from workers.adapters.opengraph import opengraph_observation
+from workers.adapters.platform_json import platform_product
 from workers.adapters.schema_product import product_observation
 from workers.adapters.structured_data import (
     PageData,
@@ -71,6 +73,17 @@ class SchemaOrgAdapter:
         found = [product_observation(p, page.url, where.hint, own_url) for p in products]
         observations = _unique(obs for obs in found if obs)
         origin = origins.get(id(products[0]), "json-ld") if products else None
+        stock_from = None
+        if not observations or (len(observations) == 1
+                                and observations[0].availability == "unknown"):
+            # the platform's own JSON, next in precedence after schema.org
+            embedded = platform_product(tree, page.url)
+            if embedded is not None and not observations:
+                observations, origin = (embedded[0],), embedded[1]
+            elif embedded is not None and embedded[0].availability != "unknown":
+                observations = (replace(observations[0],
+                                        availability=embedded[0].availability),)
+                stock_from = embedded[1]
         if not observations:
             fallback = opengraph_observation(data.opengraph, page.url, where.hint)
             observations, origin = ((fallback,), "opengraph") if fallback else ((), None)
@@ -80,6 +93,11 @@ class SchemaOrgAdapter:
         seen = read_visible(tree, where) if explain or main is None or not complete(main) \
             or _may_show_a_sale(main, page) else None
         main, choices = merge(main, origin, seen, where, page.url, data.opengraph)
+        if main is not None and stock_from is not None:
+            main = replace(main, attributes={**main.attributes,
+                                             "source.availability": stock_from})
+            choices = tuple(replace(c, source=stock_from) if c.field == "availability" else c
+                            for c in choices)
         return ((main,) if main else ()), choices
 
 def _own_jsonld_product(
