@@ -8,6 +8,7 @@ models hold only the present.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -18,29 +19,30 @@ from runtime.ledger import Ledger
 __all__ = ["job_as_of", "product_as_of"]
 
 
+#: the fields shown of each aggregate's state
+_PRODUCT = ("store_id", "provider_product_id", "name", "brand", "category", "url", "image_url",
+            "availability", "in_stock", "out_of_stock_since", "quantity", "observations",
+            "consecutive_misses", "first_seen_at", "last_seen_at")
+_JOB = ("kind", "url", "state", "attempt", "interval", "next_run_at", "priority", "store_id",
+        "parent_job", "last_error")
+
+
 def product_as_of(ledger: Ledger, product: Any, at: datetime) -> dict[str, Any]:
-    found, history = _known(ledger, product, at)
-    state = {name: getattr(found, name, None) for name in (
-        "store_id", "provider_product_id", "name", "brand", "category", "url", "image_url",
-        "availability", "in_stock", "out_of_stock_since", "quantity", "observations",
-        "consecutive_misses", "first_seen_at", "last_seen_at")}
-    state["offers"] = list(found.offers.values())
-    return {"id": str(found.id), "as_of": at.isoformat(), "version": found.version,
-            "state": state, "events": [e.to_dict() for e in history]}
+    return _as_of(ledger, product, at, _PRODUCT,
+                  lambda found: {"offers": list(found.offers.values())})
 
 
 def job_as_of(ledger: Ledger, job: Any, at: datetime) -> dict[str, Any]:
-    found, history = _known(ledger, job, at)
-    state = {name: getattr(found, name, None) for name in (
-        "kind", "url", "state", "attempt", "interval", "next_run_at", "priority", "store_id",
-        "parent_job", "last_error")}
-    state["max_attempts"] = found.policy.max_attempts
+    return _as_of(ledger, job, at, _JOB,
+                  lambda found: {"max_attempts": found.policy.max_attempts})
+
+
+def _as_of(ledger: Ledger, aggregate: Any, at: datetime, fields: tuple[str, ...],
+           more: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    known = known_at(ledger, aggregate, at)
+    if known is None:
+        raise NotFound(f"{aggregate.id} was not yet recorded at {at.isoformat()}")
+    found, history = known
+    state = {name: getattr(found, name, None) for name in fields} | more(found)
     return {"id": str(found.id), "as_of": at.isoformat(), "version": found.version,
             "state": state, "events": [e.to_dict() for e in history]}
-
-
-def _known(ledger: Ledger, aggregate: Any, at: datetime) -> tuple[Any, list[Any]]:
-    found = known_at(ledger, aggregate, at)
-    if found is None:
-        raise NotFound(f"{aggregate.id} was not yet recorded at {at.isoformat()}")
-    return found

@@ -20,6 +20,10 @@ __all__ = ["Money", "currency_code", "parse_amount", "parse_price"]
 _ISO = re.compile(r"^[A-Z]{3}$")
 _PLAIN_NUMBER = re.compile(r"^\s*-?\d+(\.\d+)?\s*$")
 _DIGIT = re.compile(r"\d")
+#: the word for "price" in the languages of the shops crawled (a label "Price:", a
+#: Twitter card's "Price" datum), as a regex alternation
+PRICE_WORDS = (r"price|preis|prix|precio|prezzo|prijs|pris|pre[cç]o|cena|cijena|hinta|fiyat|"
+               r"цена|ціна|kaina|價格|价格|価格|가격")
 #: "$400 5 bids", "12,00 € 3 Stück": a count of something after the amount (a space
 #: groups thousands only before exactly three digits)
 _COUNT_AFTER = re.compile(r"(?<=\d)\s+\d{1,2}\s+[^\W\d_]{2,}.*$", re.DOTALL)

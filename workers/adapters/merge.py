@@ -16,9 +16,10 @@ and where the page is (`workers.currency.Where`):
 | availability | structured, visible stock line or buy button; a product offered   |
 |              | for a price with no stock line at all is taken as in stock        |
 
-Each field's source is recorded on the observation (`attributes["source.<field>"]`),
-so every Observed event says where its values came from; `explain` lists the
-alternatives that lost as well (`crawl-ledger extract --explain`).
+Each field's source is recorded on the observation (`attributes["source.<field>"]`; a
+structured observation may name a field's source itself, as when the platform's JSON
+said its stock), so every Observed event says where its values came from; `explain`
+lists the alternatives that lost as well (`crawl-ledger extract --explain`).
 """
 
 from __future__ import annotations
@@ -67,7 +68,9 @@ def merge(obs: Observation | None, origin: str | None, seen: Visible | None, whe
         merged = _visible_only(seen, where, page_url, og.get("og:title"), sources) \
             if seen is not None else None
     else:
-        sources.update({f: origin or "structured" for f in FIELDS})
+        # every field from `origin`, but one the observation already names a source for
+        sources.update({f: obs.attributes.get(f"source.{f}") or origin or "structured"
+                        for f in FIELDS})
         merged = _completed(obs, seen or Visible(), where, sources) if seen is not None else obs
     if merged is None:
         return None, ()

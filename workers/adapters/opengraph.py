@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from domain.values import Observation, Offer
 from workers.adapters.offers import make_offer
 from workers.availability import to_availability
-from workers.prices import parse_price
+from workers.prices import PRICE_WORDS, parse_price
 from workers.urls import normalize_url
 
 __all__ = ["opengraph_observation"]
@@ -58,9 +58,7 @@ def _offers(
     )
 
 
-_PRICE_LABEL = re.compile(r"^(?:price|preis|prix|precio|prezzo|prijs|pris|pre[cç]o|cena|"
-                          r"hinta|fiyat|цена|ціна|kaina|cijena|価格|价格|價格|가격)\b",
-                          re.IGNORECASE)
+_PRICE_LABEL = re.compile(rf"^(?:{PRICE_WORDS})\b", re.IGNORECASE)
 
 
 def _twitter_price(og: Mapping[str, str]) -> str | None:

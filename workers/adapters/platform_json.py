@@ -45,18 +45,20 @@ def platform_product(tree: lxml.html.HtmlElement, page_url: str
                      ) -> tuple[Observation, str] | None:
     """The page's product from embedded platform JSON, and which JSON it was."""
     scripts = [s.text or "" for s in tree.iter("script") if len(s.text or "") < _MAX_SCRIPT]
-    currency = next((a or b for s in scripts for a, b in _SHOP_CURRENCY.findall(s)), None)
-    for script in tree.xpath(_PRODUCT_JSON):
-        product = _json(script.text)
-        if isinstance(product, dict) and (found := _shopify(product, page_url, currency)):
-            return found, "Shopify product JSON"
+    products = [(product, "Shopify product JSON") for product in (
+        _json(script.text) for script in tree.xpath(_PRODUCT_JSON)) if isinstance(product, dict)]
     for script in scripts:
         start = script.find(_META)
         if start != -1:
             meta = _json_at(script, start + len(_META) - 1)
             product = meta.get("product") if isinstance(meta, dict) else None
-            if isinstance(product, dict) and (found := _shopify(product, page_url, currency)):
-                return found, "Shopify analytics meta"
+            if isinstance(product, dict):
+                products.append((product, "Shopify analytics meta"))
+    if products:  # the shop's currency is searched for only on a Shopify page
+        currency = next((a or b for s in scripts for a, b in _SHOP_CURRENCY.findall(s)), None)
+        for product, where in products:
+            if found := _shopify(product, page_url, currency):
+                return found, where
     for form in tree.xpath("//form[@data-product_variations]")[:1]:
         found = _woo(_json(form.get("data-product_variations")), tree, page_url)
         if found is not None:

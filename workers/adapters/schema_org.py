@@ -73,7 +73,6 @@ class SchemaOrgAdapter:
         found = [product_observation(p, page.url, where.hint, own_url) for p in products]
         observations = _unique(obs for obs in found if obs)
         origin = origins.get(id(products[0]), "json-ld") if products else None
-        stock_from = None
         if not observations or (len(observations) == 1
                                 and observations[0].availability == "unknown"):
             # the platform's own JSON, next in precedence after schema.org
@@ -81,9 +80,10 @@ class SchemaOrgAdapter:
             if embedded is not None and not observations:
                 observations, origin = (embedded[0],), embedded[1]
             elif embedded is not None and embedded[0].availability != "unknown":
-                observations = (replace(observations[0],
-                                        availability=embedded[0].availability),)
-                stock_from = embedded[1]
+                first = observations[0]
+                observations = (replace(first, availability=embedded[0].availability,
+                                        attributes={**first.attributes,
+                                                    "source.availability": embedded[1]}),)
         if not observations:
             fallback = opengraph_observation(data.opengraph, page.url, where.hint)
             observations, origin = ((fallback,), "opengraph") if fallback else ((), None)
@@ -93,11 +93,6 @@ class SchemaOrgAdapter:
         seen = read_visible(tree, where) if explain or main is None or not complete(main) \
             or _may_show_a_sale(main, page) else None
         main, choices = merge(main, origin, seen, where, page.url, data.opengraph)
-        if main is not None and stock_from is not None:
-            main = replace(main, attributes={**main.attributes,
-                                             "source.availability": stock_from})
-            choices = tuple(replace(c, source=stock_from) if c.field == "availability" else c
-                            for c in choices)
         return ((main,) if main else ()), choices
 
 def _own_jsonld_product(

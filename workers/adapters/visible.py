@@ -47,7 +47,7 @@ from workers.adapters.visible_marks import (
 from workers.adapters.visible_stock import marks as _marks  # also what marks a price
 from workers.adapters.visible_stock import stock_line
 from workers.currency import Where
-from workers.prices import Money, parse_price
+from workers.prices import PRICE_WORDS, Money, parse_price
 
 __all__ = ["Candidate", "Visible", "read_visible"]
 
@@ -76,9 +76,7 @@ _BUY = re.compile(r"add[ -]?to[ -]?(?:cart|basket|bag|trolley)|addtocart|add-to-
                   r"adicionar ao carrinho|bid now|place bid", re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
 #: "Price: £60", "Preis: 12,00 €", "Цена: 500 ₽": a label saying the amount is the price
-_PRICE_LABEL = re.compile(r"\s*(?:our |sale |your )?(?:price|preis|prix|precio|prezzo|prijs|"
-                          r"pris|pre[cç]o|cena|cijena|hinta|fiyat|цена|ціна|kaina|價格|价格|"
-                          r"価格|가격)\s*:", re.IGNORECASE)
+_PRICE_LABEL = re.compile(rf"\s*(?:our |sale |your )?(?:{PRICE_WORDS})\s*:", re.IGNORECASE)
 _BID = re.compile(r"\bbid\b|gebot|ench[eè]re|puja|offerta|licytuj|ставк", re.IGNORECASE)
 _CART = re.compile(r"cart|basket|trolley|korb|panier|carrito|carrello|winkelwagen|koszyk|"
                    r"košík|kosár|varukorg|kurv|ostoskori|sepet|корзин|кошик|carrinho",
