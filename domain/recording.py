@@ -93,6 +93,8 @@ class ResultRecording:
     RECORD_RETRIES = 3
     #: products `record_many` loaded for its group, taken by the results that use them
     _preloaded: dict[UUID, Product] = {}  # noqa: RUF012 - replaced per group, never mutated here
+    #: products `record_many` looked for first and found in no store (new ones)
+    _preloaded_absent: frozenset[UUID] = frozenset()
 
     if TYPE_CHECKING:  # provided by the application class this is mixed into
         products: AggregateCache[Product]
@@ -222,9 +224,10 @@ class ResultRecording:
 
     def _load_products(self, product_ids: set[UUID]) -> dict[UUID, Product]:
         """The products, from those `record_many` loaded for its group first, then the
-        cache (when still current), then the store."""
+        cache (when still current), then the store; one the group's load found in
+        neither is new, and is not looked for again."""
         loaded = {i: self._preloaded.pop(i) for i in product_ids & self._preloaded.keys()}
-        rest = product_ids - loaded.keys()
+        rest = product_ids - loaded.keys() - self._preloaded_absent
         loaded.update(self.find_many_cached(self.products, Product, rest))
         return loaded
 
@@ -238,9 +241,10 @@ class ResultRecording:
         alone: list[int] = []
         group: list[tuple[int, Prepared]] = []
         touched: set[UUID] = set()
-        self._preloaded = self._load_products(
-            {p for key, item in zip(keys, items) if key in jobs
-             for p in _touched_by(jobs[key], item.outcome)})
+        wanted = {p for key, item in zip(keys, items) if key in jobs
+                  for p in _touched_by(jobs[key], item.outcome)}
+        self._preloaded = self._load_products(wanted)
+        self._preloaded_absent = frozenset(wanted - self._preloaded.keys())
         try:
             for index, (key, item) in enumerate(zip(keys, items)):
                 job = jobs.pop(key) if key is not None and key in jobs else None
@@ -260,7 +264,7 @@ class ResultRecording:
                 touched |= ids
                 group.append((index, prepared))
         finally:
-            self._preloaded = {}
+            self._preloaded, self._preloaded_absent = {}, frozenset()
         if group:
             try:
                 self._save(*(a for _, prepared in group for a in prepared.aggregates))

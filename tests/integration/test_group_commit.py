@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
+from domain import ids
 from domain.errors import Conflict, LeaseLost, NotFound
+from domain.product import Product
 from domain.recording import Recording, RecordResult
 from domain.values import CrawlFailure, CrawlSuccess, Observation, Offer
 from ledger.bootstrap import Ledger
@@ -94,6 +96,33 @@ def test_a_group_stores_what_each_result_alone_stores(ledger: Ledger, store_url:
     head = ledger.app.recorder.max_notification_id()
     assert [a.duplicate for a in ledger.app.record_many(grouped)] == [True] * 12  # type: ignore[union-attr]
     assert ledger.app.recorder.max_notification_id() == head
+
+
+def test_a_group_looks_its_products_up_once(ledger: Ledger, store_url: str,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """New products (found in no store by the group's one look-up) are not looked for
+    again result by result; a product seen before is loaded with the group."""
+    jobs = leased(ledger, 10)
+    now = T0 + timedelta(seconds=5)
+    ledger.app.record_success(jobs[0][0], jobs[0][1], success(obs("old")), now)
+    monkeypatch.setattr(ledger.app, "products", type(ledger.app.products)(100))  # not in memory
+    looked_up: list[int] = []
+    original = ledger.app.find_many
+
+    def counting(cls: Any, ids: Any) -> Any:
+        ids = list(ids)
+        if cls is Product and ids:
+            looked_up.append(len(ids))
+        return original(cls, ids)
+
+    monkeypatch.setattr(ledger.app, "find_many", counting)
+    items = [Recording(job, lease, success(obs("old" if n == 1 else f"new{n}")), now)
+             for n, (job, lease) in enumerate(jobs[1:], start=1)]
+    answers = ledger.app.record_many(items)
+    assert all(isinstance(a, RecordResult) for a in answers)
+    assert looked_up == [9]
+    store_id = ledger.app.get_job(jobs[1][0]).store_id
+    assert ledger.app.get_product(ids.product_id(store_id, "old")).observations == 2
 
 
 def test_a_refused_result_fails_only_itself(ledger: Ledger, store_url: str) -> None:
