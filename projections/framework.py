@@ -173,16 +173,31 @@ class Projection(ABC):
         """Apply the envelopes (in log order) after this projection's position, and move
         the position. Returns how many were past it (applied, or of a type it ignores)."""
         position = self.position(tx)
+        applied = self.apply_after(tx, envelopes, position)
+        if envelopes and envelopes[-1].position > position:
+            tx.executemany(MOVE_POSITION, [(self.tracking_name, envelopes[-1].position)])
+        return applied
+
+    def apply_after(self, tx: Tx, envelopes: Sequence[Envelope], position: int) -> int:
+        """Apply the envelopes past `position` (the position is the caller's to move)."""
         todo = (envelopes if envelopes and envelopes[0].position > position  # the usual case
                 else [e for e in envelopes if e.position > position])
         self.apply(tx, todo)
-        if envelopes and envelopes[-1].position > position:
-            tx.execute(
-                f"INSERT INTO {POSITIONS} (name, position) VALUES (?, ?) "
-                f"ON CONFLICT (name) DO UPDATE SET position = excluded.position",
-                (self.tracking_name, envelopes[-1].position),
-            )
         return len(todo)
+
+
+#: move a projection's position (name, position)
+MOVE_POSITION = (f"INSERT INTO {POSITIONS} (name, position) VALUES (?, ?) "
+                 f"ON CONFLICT (name) DO UPDATE SET position = excluded.position")
+
+
+def positions(tx: Tx, projections: Sequence[Projection]) -> dict[str, int]:
+    """Every projection's position, in one query (0 for one that has none yet)."""
+    names = [p.tracking_name for p in projections]
+    rows = tx.execute(f"SELECT name, position FROM {POSITIONS} WHERE name IN "
+                      f"({', '.join('?' for _ in names)})", names) if names else []
+    found = {row["name"]: int(row["position"]) for row in rows}
+    return {name: found.get(name, 0) for name in names}
 
 
 def _create_positions(db: Database, tx: Tx) -> None:

@@ -6,18 +6,26 @@ from collections.abc import Callable, Sequence
 
 from domain.envelope import Envelope, gc_paused
 from projections.db import Database
-from projections.framework import Projection
+from projections.framework import MOVE_POSITION, Projection, positions
 from projections.source import EventSource, batches
 
 
 def apply_envelopes(db: Database, projections: Sequence[Projection],
-                    envelopes: Sequence[Envelope]) -> None:
-    """Apply one batch to every projection in a single transaction (with positions)."""
+                    envelopes: Sequence[Envelope]) -> int | None:
+    """Apply one batch to every projection in a single transaction (with positions: read
+    in one query, moved in one statement); the lowest position they reached, None for
+    an empty batch."""
     if not envelopes:
-        return
+        return None
+    last = envelopes[-1].position
     with gc_paused(), db.transaction() as tx:
+        known = positions(tx, projections)
         for projection in projections:
-            projection.apply_batch(tx, envelopes)
+            projection.apply_after(tx, envelopes, known[projection.tracking_name])
+        moved = [(name, last) for name, at in known.items() if last > at]
+        if moved:
+            tx.executemany(MOVE_POSITION, moved)
+    return min((max(at, last) for at in known.values()), default=last)
 
 
 class ProjectionRunner:
@@ -35,7 +43,7 @@ class ProjectionRunner:
     def position(self) -> int:
         """The lowest position any of the projections has reached."""
         with self.db.transaction() as tx:
-            return min((p.position(tx) for p in self.projections), default=0)
+            return min(positions(tx, self.projections).values(), default=0)
 
     def run_batch(self) -> int:
         envelopes = self.source.read(self.position(), self.batch_size)
@@ -63,9 +71,9 @@ class ProjectionRunner:
                     pending += envelopes
                     if len(envelopes) == size and len(pending) + size <= self.batch_size:
                         continue  # another read fits in this transaction
-                    apply_envelopes(self.db, self.projections, pending)
+                    moved = apply_envelopes(self.db, self.projections, pending)
+                    reached = after if moved is None else moved
                     total += len(pending)
-                    reached = self.position()
                     if progress is not None:
                         progress(reached, head)
                     if len(envelopes) < size:
