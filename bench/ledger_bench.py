@@ -59,6 +59,7 @@ def observations(n: int, cycle: int) -> tuple[Observation, ...]:
     )
 
 
+Row = tuple[Any, int, str, bytes]
 PAYLOAD = b'{"offers":[{"option":"1g","price":"10"}],"availability":"in_stock"}' * 3
 
 
@@ -72,22 +73,10 @@ def new_sqlite_ledger(tmp: Path) -> Ledger:
     return bootstrap(Settings(data_dir=tmp, store=f"sqlite:///{tmp / 'ledger.sqlite'}"))
 
 
-def bench_raw_sqlite(tmp: Path, rows: int) -> float:
-    conn = sqlite3.connect(tmp / "raw.sqlite", isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("CREATE TABLE t (originator_id TEXT, originator_version INTEGER, topic TEXT, "
-                 "state BLOB, PRIMARY KEY (originator_id, originator_version))")
-    started = time.perf_counter()
-    for start in range(0, rows, 1000):
-        conn.execute("BEGIN")
-        conn.executemany("INSERT INTO t VALUES (?, ?, ?, ?)",
-                         [(uuid.uuid4().hex, 1, "domain.product:Product.Observed", PAYLOAD)
-                          for _ in range(start, min(start + 1000, rows))])
-        conn.execute("COMMIT")
-    elapsed = time.perf_counter() - started
-    conn.close()
-    return rows / elapsed
+def synthetic(rows: int) -> list[list[Row]]:
+    """201-byte rows of the events' shape, 1,000 per transaction."""
+    return [[(uuid.uuid4(), 1, "domain.product:Product.Observed", PAYLOAD)
+             for _ in range(start, min(start + 1000, rows))] for start in range(0, rows, 1000)]
 
 
 def drop(pg: str, schema: str) -> None:
@@ -119,8 +108,6 @@ def bench_record(ledger: Ledger, products: int, cycles: int
     return times, app.recorder.max_notification_id() or 0, spans
 
 
-Row = tuple[Any, int, str, bytes]
-
 
 def recorded_rows(ledger: Ledger, spans: list[tuple[int, int]]) -> list[list[Row]]:
     """The rows each recording stored, as the ledger stored them, per transaction."""
@@ -131,16 +118,17 @@ def recorded_rows(ledger: Ledger, spans: list[tuple[int, int]]) -> list[list[Row
     return batches
 
 
-def same_rows_pg(pg: str, batches: list[list[Row]]) -> float:
-    """The same rows into a table defined as the library's (primary key, notification id
-    and its unique index), one transaction per recording: rows/s."""
-    schema = f"bench_same_{uuid.uuid4().hex[:8]}"
+def pg_executemany(pg: str, batches: list[list[Row]], notification_index: bool = True) -> float:
+    """The rows into a table defined as the library's (primary key, notification id and,
+    unless told not, its unique index), a transaction per batch: rows/s."""
+    schema = f"bench_raw_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(pg, autocommit=False) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
         conn.execute(f"CREATE TABLE {schema}.t (originator_id uuid NOT NULL, "
                      "originator_version bigint NOT NULL, topic text, state bytea, "
                      "notification_id bigserial, PRIMARY KEY (originator_id, originator_version))")
-        conn.execute(f"CREATE UNIQUE INDEX ON {schema}.t (notification_id ASC)")
+        if notification_index:
+            conn.execute(f"CREATE UNIQUE INDEX ON {schema}.t (notification_id ASC)")
         conn.commit()
         started = time.perf_counter()
         for rows in batches:
@@ -154,15 +142,10 @@ def same_rows_pg(pg: str, batches: list[list[Row]]) -> float:
     return sum(map(len, batches)) / elapsed
 
 
-def same_rows_sqlite(ledger: Ledger, tmp: Path, batches: list[list[Row]]) -> float:
-    """The same rows into a copy of the ledger's table definition, WAL and the ledger
-    connection's `synchronous`, one transaction per recording: rows/s."""
-    with ledger.app.recorder.datastore.transaction(commit=False) as cursor:
-        cursor.execute("SELECT sql FROM sqlite_master WHERE name = 'stored_events'")
-        ddl = cursor.fetchone()[0]
-        cursor.execute("PRAGMA synchronous")
-        synchronous = cursor.fetchone()[0]
-    conn = sqlite3.connect(tmp / "same.sqlite", isolation_level=None)
+def sqlite_executemany(path: Path, ddl: str, synchronous: int, batches: list[list[Row]]) -> float:
+    """The rows into a fresh file's `stored_events` (created by `ddl`), WAL and the given
+    `synchronous`, a transaction per batch: rows/s."""
+    conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute(f"PRAGMA synchronous={int(synchronous)}")
     conn.execute(ddl)
@@ -177,25 +160,19 @@ def same_rows_sqlite(ledger: Ledger, tmp: Path, batches: list[list[Row]]) -> flo
     return sum(map(len, batches)) / elapsed
 
 
-def bench_raw_insert(pg: str, rows: int) -> float:
-    schema = f"bench_raw_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(pg, autocommit=False) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-        conn.execute(f"CREATE TABLE {schema}.t (originator_id uuid, originator_version int, "
-                     "topic text, state bytea, notification_id bigserial, "
-                     "PRIMARY KEY (originator_id, originator_version))")
-        conn.commit()
-        started = time.perf_counter()
-        for start in range(0, rows, 1000):
-            with conn.cursor() as cur:
-                cur.executemany(f"INSERT INTO {schema}.t VALUES (%s, %s, %s, %s)",
-                                [(uuid.uuid4(), 1, "domain.product:Product.Observed", PAYLOAD)
-                                 for _ in range(start, min(start + 1000, rows))])
-            conn.commit()
-        elapsed = time.perf_counter() - started
-        conn.execute(f"DROP SCHEMA {schema} CASCADE")
-        conn.commit()
-    return rows / elapsed
+def same_rows_sqlite(ledger: Ledger, tmp: Path, batches: list[list[Row]]) -> float:
+    """The same rows into a copy of the ledger's table definition with the ledger
+    connection's `synchronous`: rows/s."""
+    with ledger.app.recorder.datastore.transaction(commit=False) as cursor:
+        cursor.execute("SELECT sql FROM sqlite_master WHERE name = 'stored_events'")
+        ddl = cursor.fetchone()[0]
+        cursor.execute("PRAGMA synchronous")
+        synchronous = cursor.fetchone()[0]
+    return sqlite_executemany(tmp / "same.sqlite", ddl, synchronous, batches)
+
+
+SYNTHETIC_DDL = ("CREATE TABLE stored_events (originator_id TEXT, originator_version INTEGER, "
+                 "topic TEXT, state BLOB, PRIMARY KEY (originator_id, originator_version))")
 
 
 def measure(ledger: Ledger, products: int, cycles: int, raw: Callable[[], float],
@@ -255,8 +232,9 @@ def main() -> None:
     tmp = Path("/tmp/crawl-ledger-bench")
     ledger, schema = new_ledger(args.pg, tmp)
     try:
-        pg = measure(ledger, args.products, args.cycles, lambda: bench_raw_insert(args.pg, 20_000),
-                     lambda batches: same_rows_pg(args.pg, batches))
+        pg = measure(ledger, args.products, args.cycles,
+                     lambda: pg_executemany(args.pg, synthetic(20_000), notification_index=False),
+                     lambda batches: pg_executemany(args.pg, batches))
     finally:
         ledger.close()
         drop(args.pg, schema)
@@ -268,7 +246,8 @@ def main() -> None:
         ledger = new_sqlite_ledger(lite_dir)
         try:
             lite = measure(ledger, args.products, args.cycles,
-                           lambda: bench_raw_sqlite(lite_dir, 20_000),
+                           lambda: sqlite_executemany(lite_dir / "raw.sqlite", SYNTHETIC_DDL, 1,
+                                                      synthetic(20_000)),
                            lambda batches: same_rows_sqlite(ledger, lite_dir, batches))
         finally:
             ledger.close()
