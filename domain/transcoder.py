@@ -16,10 +16,15 @@ Where the two differ, and why those states go to the library's encoder:
   from 1e16 (exponent spelling: `1e-05` / `1e-5`) do not pass;
 - ints outside 64 bits make orjson raise: the library encodes them.
 Non-ASCII text is written as raw UTF-8 by both (`ensure_ascii=False`).
+
+The events a recording writes share their times (`timestamp`, `at`: the
+command's time), so each datetime's typed object is remembered by the instant
+and its UTC offset, the two that decide its ISO text (a bounded memo).
 """
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
@@ -28,6 +33,9 @@ from eventsourcing.persistence import JSONTranscoder, Transcoding
 __all__ = ["FastJSONTranscoder", "plain_json"]
 
 _SCALARS = frozenset({str, int, bool, type(None)})
+_TIMES_KEPT = 1024
+
+Times = dict[tuple[datetime, timedelta | None], Any]
 
 
 class _Unfit(Exception):
@@ -41,39 +49,54 @@ class FastJSONTranscoder(JSONTranscoder):
         super().__init__()
         #: registered type -> (name, encode): the typed values the walk writes itself
         self.hooks: dict[type, tuple[str, Any]] = {}
+        #: (datetime, its UTC offset) -> its typed object, shared by the states encoded
+        self.times: Times = {}
 
     def register(self, transcoding: Transcoding) -> None:
         super().register(transcoding)
         self.hooks[transcoding.type] = (transcoding.name, transcoding.encode)
 
     def encode(self, obj: Any) -> bytes:
+        if len(self.times) > _TIMES_KEPT:
+            self.times.clear()
         try:
-            return orjson.dumps(_typed(obj, self.hooks))
+            return orjson.dumps(_typed(obj, self.hooks, self.times))
         except (_Unfit, TypeError, RecursionError):  # see the module's docstring; a cycle
             return super().encode(obj)
 
 
-def _typed(value: Any, hooks: dict[type, tuple[str, Any]]) -> Any:
+def _typed(value: Any, hooks: dict[type, tuple[str, Any]], times: Times) -> Any:
     """`value` with each registered type's value replaced by the library's typed object
     (`{"_type_": name, "_data_": data}`); `_Unfit` where orjson would write it differently.
     (A key that is not a `str` makes orjson raise: the library encodes that state.)"""
     kind = type(value)
     if kind is dict:
-        return {key: item if type(item) in _SCALARS else _typed(item, hooks)
+        return {key: item if type(item) in _SCALARS else _typed(item, hooks, times)
                 for key, item in value.items()}
     if kind is list or kind is tuple:
-        return [item if type(item) in _SCALARS else _typed(item, hooks) for item in value]
+        return [item if type(item) in _SCALARS else _typed(item, hooks, times) for item in value]
+    if kind is datetime:
+        key = (value, value.utcoffset())
+        typed = times.get(key)
+        if typed is None:
+            typed = times[key] = _hooked(value, hooks, times)
+        return typed
     if kind in _SCALARS:
         return value
     if kind is float:
         if value == 0.0 or 1e-4 <= abs(value) < 1e16:  # False for NaN and infinities
             return value
         raise _Unfit
-    hook = hooks.get(kind)
+    return _hooked(value, hooks, times)
+
+
+def _hooked(value: Any, hooks: dict[type, tuple[str, Any]], times: Times) -> Any:
+    hook = hooks.get(type(value))
     if hook is None:
         raise _Unfit
     data = hook[1](value)
-    return {"_type_": hook[0], "_data_": data if type(data) in _SCALARS else _typed(data, hooks)}
+    return {"_type_": hook[0],
+            "_data_": data if type(data) in _SCALARS else _typed(data, hooks, times)}
 
 
 def plain_json(value: Any) -> bytes | None:
@@ -81,7 +104,7 @@ def plain_json(value: Any) -> bytes | None:
     `json.dumps(value, separators=(",", ":")).encode()` writes it (ASCII, non-ASCII
     escaped), or None where orjson would write it differently."""
     try:
-        data = orjson.dumps(_typed(value, {}))
+        data = orjson.dumps(_typed(value, {}, {}))
     except (_Unfit, TypeError, RecursionError):  # an int past 64 bits, a lone surrogate
         return None
     return data if data.isascii() and b"\x7f" not in data else None

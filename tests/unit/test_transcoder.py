@@ -117,3 +117,17 @@ def test_plain_json_is_json_dumps_or_nothing(value: Any) -> None:
     except (TypeError, UnicodeEncodeError):
         expected = None
     assert fast is None or fast == expected
+
+
+def test_one_instant_in_other_offsets_keeps_each_offsets_text() -> None:
+    """The remembered typed datetimes are keyed by the instant and its offset: equal
+    instants in other offsets (and a naive time of the same wall clock) keep their text."""
+    fast = _transcoders()[1]
+    utc_time = datetime(2026, 1, 1, 12, tzinfo=UTC)
+    same_instants = [utc_time, utc_time.astimezone(timezone(timedelta(hours=5, minutes=30))),
+                     utc_time.astimezone(timezone(timedelta(hours=-1))), utc_time.replace(tzinfo=None),
+                     utc_time]
+    for when in same_instants * 2:
+        state = {"timestamp": when, "at": when}
+        assert fast.encode(state) == LIBRARY.encode(state)
+    assert len({fast.encode({"at": when}) for when in same_instants}) == 4
