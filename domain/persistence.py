@@ -20,7 +20,7 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import EventStore, IntegrityError, JSONTranscoder, Transcoder
+from eventsourcing.persistence import EventStore, IntegrityError, JSONTranscoder, Mapper, Transcoder
 
 from domain.cache import AggregateCache
 from domain.crawl_job import CrawlJob
@@ -29,7 +29,7 @@ from domain.ports import Storage
 from domain.product import Product
 from domain.snapshots import register as register_snapshot_transcodings
 from domain.store import Store
-from domain.transcoder import FastJSONTranscoder
+from domain.transcoder import FastJSONTranscoder, LedgerMapper
 
 log = logging.getLogger(__name__)
 A = TypeVar("A", bound=Aggregate)
@@ -44,6 +44,11 @@ class LedgerApplication(Application[UUID]):
         transcoder = FastJSONTranscoder()
         self.register_transcodings(transcoder)
         return transcoder
+
+    def construct_mapper(self) -> Mapper[UUID]:
+        """The library's mapper with fewer steps per stored event (domain.transcoder)."""
+        return self.factory.mapper(transcoder=self.construct_transcoder(),
+                                   mapper_class=LedgerMapper)
 
     def register_transcodings(self, transcoder: JSONTranscoder) -> None:
         super().register_transcodings(transcoder)

@@ -10,19 +10,29 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import FrozenInstanceError
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 import pytest
-from eventsourcing.persistence import DatetimeAsISO, DecimalAsStr, JSONTranscoder, UUIDAsHex
+from eventsourcing.persistence import (
+    DatetimeAsISO,
+    DecimalAsStr,
+    JSONTranscoder,
+    Mapper,
+    UUIDAsHex,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from domain.application import CrawlLedger
 from domain.snapshots import register as register_snapshot_transcodings
-from domain.transcoder import FastJSONTranscoder, plain_json
-from domain.values import Policy
+from domain.transcoder import FastJSONTranscoder, LedgerMapper, plain_json
+from domain.values import CrawlSuccess, Observation, Offer, Policy
+from eventstore.sqlite import SQLiteBackend
 
 
 def _transcoders() -> tuple[JSONTranscoder, FastJSONTranscoder]:
@@ -131,3 +141,36 @@ def test_one_instant_in_other_offsets_keeps_each_offsets_text() -> None:
         state = {"timestamp": when, "at": when}
         assert fast.encode(state) == LIBRARY.encode(state)
     assert len({fast.encode({"at": when}) for when in same_instants}) == 4
+
+
+def test_the_ledgers_mapper_stores_what_the_librarys_mapper_stores() -> None:
+    """Every event of a store's, a job's and its products' lives (a class version 2
+    event among them) and a snapshot: the same stored event, frozen like the library's."""
+    app = CrawlLedger(SQLiteBackend(Path(":memory:")))
+    try:
+        now = datetime(2026, 1, 1, tzinfo=UTC)
+        store = app.register_store(name="Shop", base_url="https://shop.example",
+                                   platform="shopify", now=now)
+        job = app.schedule_job(kind="catalog", url="https://shop.example/products.json",
+                               now=now, store_id=store, every=3600)
+        lease = app.lease(job, "w1", 300, now).lease_id
+        app.record_success(job, lease, CrawlSuccess(
+            http_status=200, final_url="https://shop.example/products.json", extractor="t",
+            extractor_version="1", content_hash="c",
+            observations=(Observation(provider_product_id="a", name="Crème",
+                                      offers=(Offer("1g", Decimal("10.50"), "USD"),)),)), now)
+        events = [app.mapper.to_domain_event(stored)
+                  for stored in app.recorder.select_notifications(1, 1000)]
+        product = app.get_product(next(iter(app.get_job(job).products)))
+        events.append(type(product).Snapshot.take(product))
+        assert isinstance(app.mapper, LedgerMapper)
+        library = Mapper(transcoder=app.mapper.transcoder)
+        assert any(getattr(type(e), "class_version", 1) > 1 for e in events)
+        for event in events:
+            stored = app.mapper.to_stored_event(event)
+            assert stored == library.to_stored_event(event)
+            assert list(vars(stored)) == ["originator_id", "originator_version", "topic", "state"]
+        with pytest.raises(FrozenInstanceError):
+            stored.topic = "changed"  # type: ignore[misc]
+    finally:
+        app.close()
