@@ -134,7 +134,9 @@ class Backend(ABC):
         for chunk in _chunks(ids):
             for originator, version in self._versions_chunk(recorder, chunk):
                 if version is not None:
-                    found[self._originator(recorder, originator)] = int(version)
+                    key = originator if type(originator) is UUID else self._originator(
+                        recorder, originator)
+                    found[key] = int(version)
         return found
 
     def _stored(self, recorder: Any, row: Any) -> StoredEvent:

@@ -124,10 +124,11 @@ class SQLiteBackend(Backend):
 
     def _versions_chunk(self, recorder: Any, ids: list[UUID]) -> list[tuple[Any, Any]]:
         values = ",".join("(?)" for _ in ids)
+        asked = {i.hex: i for i in ids}  # each row's id as asked for, not parsed again
         rows = _query(recorder, f"WITH f(id) AS (VALUES {values}) SELECT f.id, (SELECT "
                       f"max(originator_version) FROM {recorder.events_table_name} "
-                      f"WHERE originator_id = f.id) FROM f", [i.hex for i in ids])
-        return [tuple(row) for row in rows]
+                      f"WHERE originator_id = f.id) FROM f", list(asked))
+        return [(asked[row[0]], row[1]) for row in rows]
 
     def _originator(self, recorder: Any, value: Any) -> UUID:
         return UUID(str(recorder.convert_originator_id(value)))
