@@ -54,13 +54,16 @@ class ProductSearchProjection(Projection):
         }
 
     def apply(self, tx: Tx, envelopes: Sequence[Envelope]) -> None:
+        """The handlers, then the store names not known when their documents were
+        written: every unnamed document of a store registered in this batch. A document
+        is written unnamed only while its store is not registered (`_discovered` names
+        it otherwise), so after each batch every document of a registered store is
+        named, and a batch without a registration has nothing to fill in."""
         super().apply(tx, envelopes)
-        stores = sorted({e.payload["store_id"] for e in envelopes
-                         if e.event_type == "Product.Discovered"}
-                        | {e.stream_id for e in envelopes if e.event_type == "Store.Registered"})
         documents, names = f"{self.prefix}product_search", f"{self.prefix}search_stores"
-        for start in range(0, len(stores), 500):
-            part = stores[start:start + 500]
+        registered = sorted({e.stream_id for e in envelopes if e.event_type == "Store.Registered"})
+        for start in range(0, len(registered), 500):
+            part = registered[start:start + 500]
             tx.execute(f"UPDATE {documents} SET store_name = (SELECT s.name FROM {names} s "
                        f"WHERE s.store_id = {documents}.store_id) WHERE store_name IS NULL "
                        f"AND store_id IN ({', '.join('?' for _ in part)})", part)
