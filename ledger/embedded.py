@@ -266,10 +266,16 @@ class EmbeddedRunner:
             self._wake.set()
 
     async def _project(self) -> None:
-        """Catch the read models up as soon as results are recorded (not a loop turn later)."""
+        """Catch the read models up as soon as results are recorded (not a loop turn later),
+        at most once every `project_every` seconds: results arriving meanwhile share one
+        catch-up. A catch-up that took longer has batched enough: the next one starts at
+        once (under load a catch-up outlasts the interval, and a pause after it would
+        only add to every result's wait)."""
+        loop = asyncio.get_running_loop()
         while True:
             await self._recorded.wait()
             self._recorded.clear()
+            started = loop.time()
             try:
                 await self.projector.call(self.ledger.catch_up)
             except Exception as error:
@@ -277,7 +283,7 @@ class EmbeddedRunner:
                     raise
                 self._recorded.set()  # try again once the store is back
                 await asyncio.sleep(1.0)
-            await asyncio.sleep(DEFAULTS.project_every)  # results arriving meanwhile share one catch-up
+            await asyncio.sleep(max(0.0, DEFAULTS.project_every - (loop.time() - started)))
 
     async def _start(self) -> None:
         await self.db.call(register, self.ledger, self.holder, "embedded", self.concurrency,
