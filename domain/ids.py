@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
 from urllib.parse import urlsplit
 from uuid import UUID, uuid5
 
@@ -23,10 +22,7 @@ def job_id(kind: str, url_norm: str) -> UUID:
     return uuid5(NAMESPACE, f"job:{kind}:{url_norm}")
 
 
-@lru_cache(maxsize=8192)
 def product_id(store: UUID | str, provider_product_id: str) -> UUID:
-    """A product's stream id. The latest 8,192 are remembered (~320 bytes each): a
-    result derives each of its products' ids two or three times (~2 µs each)."""
     return uuid5(NAMESPACE, f"product:{store}:{provider_product_id}")
 
 

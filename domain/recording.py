@@ -203,11 +203,12 @@ class ResultRecording:
         if job.kind not in PRODUCT_KINDS or job.store_id is None:
             return [], [], []
         seen = unique_observations(outcome.observations)
-        wanted, absent = _touched(job, seen, outcome)
+        keys = _product_ids(job.store_id, seen)
+        wanted, absent = _touched(job, keys, outcome)
         loaded = self._load_products(wanted | absent)
         changed: list[Product] = []
         for pid, obs in seen.items():
-            product_uuid = ids.product_id(job.store_id, pid)
+            product_uuid = keys[pid]
             if product_uuid not in loaded:
                 loaded[product_uuid] = Product.discover(job.store_id, obs, str(job.id), now)
             product = loaded[product_uuid]
@@ -292,12 +293,18 @@ class ResultRecording:
             return error
 
 
-def _touched(job: CrawlJob, seen: Mapping[str, Observation], outcome: CrawlSuccess
+def _product_ids(store_id: str, seen: Mapping[str, Observation]) -> dict[str, UUID]:
+    """Each observed product's stream id, by provider product id (derived once a result:
+    ~2 µs each)."""
+    return {pid: ids.product_id(store_id, pid) for pid in seen}
+
+
+def _touched(job: CrawlJob, keys: Mapping[str, UUID], outcome: CrawlSuccess
              ) -> tuple[set[UUID], set[UUID]]:
-    """The products a result observes, and those it finds absent: a catalog crawl
-    misses what it no longer lists; a gone page takes its product out."""
-    assert job.store_id is not None
-    wanted = {ids.product_id(job.store_id, pid) for pid in seen}
+    """The products a result observes (`keys`: their ids by provider product id), and
+    those it finds absent: a catalog crawl misses what it no longer lists; a gone page
+    takes its product out."""
+    wanted = set(keys.values())
     counts_absence = job.kind == "catalog" or outcome.gone
     absent = {UUID(p) for p in job.products} - wanted if counts_absence else set()
     return wanted, absent
@@ -308,7 +315,8 @@ def _touched_by(job: CrawlJob, outcome: CrawlSuccess | CrawlFailure) -> set[UUID
     if job.kind not in PRODUCT_KINDS or job.store_id is None:
         return set()
     if isinstance(outcome, CrawlSuccess):
-        return set.union(*_touched(job, unique_observations(outcome.observations), outcome))
+        keys = _product_ids(job.store_id, unique_observations(outcome.observations))
+        return set.union(*_touched(job, keys, outcome))
     if job.consecutive_failures + 1 == FAILURES_FOR_UNKNOWN_STOCK:
         return {UUID(p) for p in job.products}
     return set()

@@ -34,7 +34,7 @@ from eventsourcing.utils import get_topic
 __all__ = ["FastJSONTranscoder", "LedgerMapper", "plain_json"]
 
 _SCALARS = frozenset({str, int, bool, type(None)})
-_TIMES_KEPT = 1024
+_TIMES_KEPT = 64  # a recording's events share a few times; ~450 bytes each
 
 Times = dict[tuple[datetime, timedelta | None], Any]
 
