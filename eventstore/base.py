@@ -134,9 +134,7 @@ class Backend(ABC):
         for chunk in _chunks(ids):
             for originator, version in self._versions_chunk(recorder, chunk):
                 if version is not None:
-                    key = originator if type(originator) is UUID else self._originator(
-                        recorder, originator)
-                    found[key] = int(version)
+                    found[self._originator(recorder, originator)] = int(version)
         return found
 
     def _stored(self, recorder: Any, row: Any) -> StoredEvent:

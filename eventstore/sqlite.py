@@ -131,6 +131,8 @@ class SQLiteBackend(Backend):
         return [(asked[row[0]], row[1]) for row in rows]
 
     def _originator(self, recorder: Any, value: Any) -> UUID:
+        if isinstance(value, UUID):  # an id as asked for (`_versions_chunk`)
+            return value
         return UUID(str(recorder.convert_originator_id(value)))
 
 
