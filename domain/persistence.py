@@ -7,8 +7,9 @@ choices; `CrawlLedger` (domain.application) adds the commands.
   opens the library's recorders and reads many aggregates in a few queries;
 - `find_many` loads many aggregates in a few queries: their latest snapshots,
   then only the events after them;
-- snapshots are taken from the saved aggregates in one insert, spread over
-  saves by aggregate id, and never fail a committed command (`domain.snapshots`).
+- snapshots are taken from the saved aggregates, spread over saves by aggregate
+  id, and written in the save's own transaction; one that cannot be written is
+  only logged and never fails the command (`domain.snapshots`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,13 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import EventStore, IntegrityError, JSONTranscoder, Mapper, Transcoder
+from eventsourcing.persistence import (
+    EventStore,
+    IntegrityError,
+    JSONTranscoder,
+    Mapper,
+    Transcoder,
+)
 
 from domain.cache import AggregateCache
 from domain.crawl_job import CrawlJob
@@ -136,15 +143,16 @@ class LedgerApplication(Application[UUID]):
             raise NotFound(f"unknown id {aggregate_id}")
         return events
 
-    def _take_snapshots(self, processing_event: ProcessingEvent[UUID]) -> None:
-        """Snapshot every saved aggregate whose new events reached its next snapshot version,
-        from the aggregate in hand (its state is the stored state) and in one insert; the
-        library would reload each one first.
+    def _add_snapshots(self, processing_event: ProcessingEvent[UUID]) -> None:
+        """Add to the save the snapshots of every saved aggregate whose new events reach
+        its next snapshot version, taken from the aggregate in hand (its state is the
+        state being stored; the library would reload each one after the save). They
+        are written in the events' transaction (`snapshots=`, domain.ports.Storage).
 
         Each aggregate's snapshot versions are offset by its id, so the products
-        a catalog discovered together do not all snapshot in the same save. The
-        events are committed by now: a snapshot that cannot be written is only
-        logged (loading then replays a little more)."""
+        a catalog discovered together do not all snapshot in the same save. A
+        snapshot that cannot be taken is only logged (loading then replays a
+        little more)."""
         if self.snapshots is None:
             return
         aggregates: Mapping[UUID, Any] = processing_event.aggregates
@@ -157,10 +165,13 @@ class LedgerApplication(Application[UUID]):
         if not due:
             return
         try:
-            self.snapshots.put([type(aggregates[i]).Snapshot.take(aggregates[i]) for i in due])
+            snapshots = [self.snapshots.mapper.to_stored_event(
+                type(aggregates[i]).Snapshot.take(aggregates[i])) for i in due]
         except Exception:
-            log.warning("could not write %d snapshots; loading replays their events", len(due),
+            log.warning("could not take %d snapshots; loading replays their events", len(due),
                         exc_info=True)
+            return
+        processing_event.saved_kwargs["snapshots"] = (self.snapshots.recorder, snapshots)
 
     def _save(self, *aggregates: Aggregate | None) -> None:
         try:
@@ -180,8 +191,8 @@ class LedgerApplication(Application[UUID]):
         for aggregate in aggregates:
             processing_event.events.extend(aggregate.collect_events())
             processing_event.aggregates[aggregate.id] = aggregate
+        self._add_snapshots(processing_event)
         recordings = self._record(processing_event)
-        self._take_snapshots(processing_event)
         self._notify(recordings)
         self.notify(processing_event.events)  # deprecated in the library, still called by save
 

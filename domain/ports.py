@@ -23,7 +23,10 @@ class Storage(Protocol):
     name: str
 
     def library_env(self) -> dict[str, str]:
-        """The eventsourcing library's settings that open this backend."""
+        """The eventsourcing library's settings that open this backend. Its application
+        recorder's `insert_events` takes `snapshots=(snapshot recorder, stored snapshots)`
+        and writes them in the events' transaction; snapshots that cannot be written are
+        only logged and the events still commit."""
         ...
 
     def snapshot_store(self, app: Any) -> EventStore[UUID] | None:

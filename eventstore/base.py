@@ -9,6 +9,7 @@ notification-log batch (`notification_rows`).
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -22,9 +23,13 @@ from domain.envelope import StoredRow
 from domain.errors import EventStoreNotEmpty
 from eventstore.locks import Holder
 
+log = logging.getLogger(__name__)
+
 CHUNK = 500  # ids per query (SQLite's parameter limit is far above this)
 #: (position, originator id, version, topic, state) of an imported event
 ImportRow = tuple[int, UUID, int, str, bytes]
+#: a save's snapshots for the application recorder: (the snapshot recorder, its rows)
+Snapshots = tuple[AggregateRecorder, Sequence[StoredEvent]]
 
 
 class Backend(ABC):
@@ -146,6 +151,12 @@ class Backend(ABC):
 def not_empty(events: int, where: str) -> EventStoreNotEmpty:
     return EventStoreNotEmpty(f"the event store {where} is not empty ({events} events): "
                               "import only into a new, empty store")
+
+
+def snapshots_not_written(count: int) -> None:
+    """A save's snapshots failed in their savepoint; its events still commit."""
+    log.warning("could not write %d snapshots; loading replays their events", count,
+                exc_info=True)
 
 
 def _chunks(ids: Iterable[UUID]) -> Iterable[list[UUID]]:

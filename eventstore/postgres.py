@@ -4,7 +4,8 @@ The library inserts a batch as one array of a composite type, which psycopg
 dumps as text, escaping every state byte by byte in Python (~50 µs an event,
 most of a 500-product save). `BinaryInsertRecorder` sends four binary-format
 arrays (ids, versions, topics, states): the same rows at C speed, with the
-library's table lock, NOTIFY and `RETURNING notification_id`.
+library's table lock, NOTIFY and `RETURNING notification_id`, and with the save's
+snapshots in a savepoint of the same transaction (one commit a save).
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from eventsourcing.postgres import (
     PostgresDatastore,
     PostgresFactory,
 )
+from psycopg.pq import TransactionStatus
 from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Identifier
 
 from domain.envelope import StoredRow
-from eventstore.base import Backend, ImportRow, not_empty
+from eventstore.base import Backend, ImportRow, Snapshots, not_empty, snapshots_not_written
 from eventstore.locks import Holder, postgres_lock
 from eventstore.target import PostgresTarget
 
@@ -180,6 +182,14 @@ class BinaryInsertRecorder(PostgresApplicationRecorder):
         self._notify_channel(curs)
         curs.execute(self.binary_insert_statement, _binary_columns(stored_events))
 
+    def _fetch_ids_after_insert_events(self, curs: Any, stored_events: Sequence[StoredEvent],
+                                       *, snapshots: Snapshots | None = None,
+                                       **kwargs: Any) -> Sequence[int] | None:
+        ids = super()._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+        if snapshots:
+            _insert_snapshots(curs.connection, *snapshots)
+        return ids
+
 
 class BinarySnapshotRecorder(PostgresAggregateRecorder):
     """The library's PostgreSQL aggregate recorder (the snapshot table) with the same
@@ -192,6 +202,20 @@ class BinarySnapshotRecorder(PostgresAggregateRecorder):
     def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent],
                               **_: Any) -> None:
         curs.execute(self.binary_insert_statement, _binary_columns(stored_events))
+
+
+def _insert_snapshots(conn: Any, recorder: Any, snapshots: Sequence[StoredEvent]) -> None:
+    """A save's snapshots in a savepoint of its transaction (the events are inserted and
+    synced by now): rows that cannot be written are rolled back and logged, the events
+    still commit. The nested pipeline syncs at its exit, so an error is raised inside
+    the savepoint; if rolling back to it fails too, so does the save."""
+    try:
+        with conn.transaction(), conn.pipeline(), conn.cursor() as curs:
+            recorder._insert_stored_events(curs, snapshots)
+    except Exception:
+        if conn.info.transaction_status != TransactionStatus.INTRANS:
+            raise
+        snapshots_not_written(len(snapshots))
 
 
 BINARY_INSERT_RECORDER = f"{__name__}:{BinaryInsertRecorder.__qualname__}"

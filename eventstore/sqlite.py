@@ -13,7 +13,7 @@ from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 
 from domain.envelope import StoredRow
-from eventstore.base import Backend, ImportRow, not_empty
+from eventstore.base import Backend, ImportRow, Snapshots, not_empty, snapshots_not_written
 from eventstore.locks import Holder, sqlite_lock
 from eventstore.sqlite_factory import TOPIC as FACTORY
 
@@ -24,14 +24,17 @@ class BatchInsertRecorder(SQLiteApplicationRecorder):
     """The library's SQLite recorder, inserting a save's events in one `executemany`
     instead of one `execute` per event (for each event's `lastrowid`).
 
+    The save's snapshots go into the same transaction, in a savepoint (one commit
+    a save; see `_insert_snapshots`).
+
     The notification ids are still exact: the save holds the write lock from its
     first insert, and SQLite numbers each row of a table without AUTOINCREMENT one
     past the largest rowid, so the batch takes `last - n + 1 .. last`; the count of
     rows in that range confirms it, else each id is read back.
     """
 
-    def _insert_events(self, c: Any, stored_events: Sequence[StoredEvent],
-                       **_: Any) -> Sequence[int] | None:
+    def _insert_events(self, c: Any, stored_events: Sequence[StoredEvent], *,
+                       snapshots: Snapshots | None = None, **_: Any) -> Sequence[int] | None:
         if not stored_events:
             return []
         c.executemany(self.insert_events_statement, [
@@ -43,8 +46,12 @@ class BatchInsertRecorder(SQLiteApplicationRecorder):
         c.execute(f"SELECT count(*) FROM {self.events_table_name} WHERE rowid BETWEEN ? AND ?",
                   (first, last))
         if c.fetchone()[0] == count:
-            return list(range(first, last + 1))
-        return [self._rowid(c, e) for e in stored_events]  # not seen; kept exact regardless
+            ids = list(range(first, last + 1))
+        else:
+            ids = [self._rowid(c, e) for e in stored_events]  # not seen; kept exact regardless
+        if snapshots:
+            _insert_snapshots(c, *snapshots)
+        return ids
 
     def _rowid(self, c: Any, event: StoredEvent) -> int:
         originator = event.originator_id
@@ -53,6 +60,20 @@ class BatchInsertRecorder(SQLiteApplicationRecorder):
                   (originator.hex if isinstance(originator, UUID) else originator,
                    event.originator_version))
         return int(c.fetchone()[0])
+
+
+def _insert_snapshots(c: Any, recorder: Any, snapshots: Sequence[StoredEvent]) -> None:
+    """A save's snapshots in a savepoint of its transaction: rows that cannot be written
+    are rolled back and logged, the events still commit. Where SQLite itself rolled the
+    whole transaction back (disk full, I/O error), rolling back to the savepoint fails
+    and so does the save: nothing is committed, nothing claimed."""
+    c.execute("SAVEPOINT snapshots")
+    try:
+        recorder._insert_events(c, snapshots)
+    except Exception:
+        c.execute("ROLLBACK TO snapshots")
+        snapshots_not_written(len(snapshots))
+    c.execute("RELEASE snapshots")
 
 
 BATCH_INSERT_RECORDER = f"{__name__}:{BatchInsertRecorder.__qualname__}"

@@ -112,17 +112,52 @@ def test_loading_from_snapshots_equals_replaying_every_event(ledger: Ledger, sto
         fresh.close()
 
 
-def test_a_snapshot_that_cannot_be_written_does_not_fail_the_command(
+def refuse_snapshot_inserts(ledger: Ledger) -> None:
+    """A trigger that fails every insert into the snapshot table: a real database error
+    inside the save's transaction."""
+    recorder: Any = ledger.app.snapshots.recorder  # type: ignore[union-attr]
+    if ledger.backend.name == "postgresql":
+        schema, table = recorder.datastore.schema, recorder.events_table_name
+        with recorder.datastore.get_connection() as conn:
+            conn.execute(f"CREATE FUNCTION {schema}.refuse() RETURNS trigger LANGUAGE plpgsql "
+                         "AS $$ BEGIN RAISE EXCEPTION 'disk full'; END $$")
+            conn.execute(f"CREATE TRIGGER refuse BEFORE INSERT ON {schema}.{table} "
+                         f"FOR EACH ROW EXECUTE FUNCTION {schema}.refuse()")
+            conn.commit()
+    else:
+        with recorder.datastore.transaction(commit=True) as cursor:
+            cursor.execute(f"CREATE TRIGGER refuse BEFORE INSERT ON {recorder.events_table_name} "
+                           "BEGIN SELECT RAISE(ABORT, 'disk full'); END")
+
+
+def test_snapshots_that_cannot_be_written_do_not_fail_the_command(
+        ledger: Ledger, caplog: pytest.LogCaptureFixture) -> None:
+    """The snapshots are written in the save's transaction, in a savepoint: when the
+    database refuses them, the events still commit and the failure is logged."""
+    store, job = setup_catalog(ledger.app)
+    recorder = ledger.app.snapshots.recorder  # type: ignore[union-attr]
+    before = ledger.backend.select_latest(recorder, [store, job])
+    refuse_snapshot_inserts(ledger)
+    with caplog.at_level(logging.WARNING, logger="eventstore.base"):
+        crawl(ledger.app, job, range(1, 8))
+    assert "could not write" in caplog.text and "disk full" in caplog.text
+    assert ledger.backend.select_latest(recorder, [store, job]) == before
+    assert ledger.app.get_job(job).runs == 7  # every result was recorded
+    assert state(ledger.app.get_job(job)) == replayed(ledger.app, job)
+    fresh = ledger.app.find_many(Product, [UUID(p) for p in ledger.app.get_job(job).products])
+    assert fresh and all(state(p) == replayed(ledger.app, p.id) for p in fresh.values())
+
+
+def test_snapshots_that_cannot_be_taken_do_not_fail_the_command(
         ledger: Ledger, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     def broken(*_: Any, **__: Any) -> None:
-        raise RuntimeError("disk full")
+        raise RuntimeError("cannot encode")
 
-    assert ledger.app.snapshots is not None
-    monkeypatch.setattr(ledger.app.snapshots, "put", broken)
+    monkeypatch.setattr(CrawlJob.Snapshot, "take", broken)
     with caplog.at_level(logging.WARNING, logger="domain.persistence"):
         store, job = setup_catalog(ledger.app)
         crawl(ledger.app, job, range(1, 8))
-    assert "could not write" in caplog.text
-    assert ledger.backend.select_latest(ledger.app.snapshots.recorder, [store, job]) == {}
-    assert ledger.app.get_job(job).runs == 7  # every result was recorded
+    assert "could not take" in caplog.text
+    assert ledger.backend.select_latest(ledger.app.snapshots.recorder, [job]) == {}
+    assert ledger.app.get_job(job).runs == 7
     assert state(ledger.app.get_job(job)) == replayed(ledger.app, job)
