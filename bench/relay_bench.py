@@ -130,10 +130,13 @@ class TimedProducer:
         self.inner = inner
         self.acks: list[tuple[bytes, float]] = []
 
-    def send(self, topic: str, value: bytes, key: bytes) -> Any:
-        future = self.inner.send(topic, value=value, key=key)
+    def send(self, topic: str, value: bytes, key: bytes, partition: int | None = None) -> Any:
+        future = self.inner.send(topic, value=value, key=key, partition=partition)
         future.add_callback(lambda _meta: self.acks.append((value, time.time())))
         return future
+
+    def partitions_for(self, topic: str) -> set[int]:
+        return self.inner.partitions_for(topic)  # type: ignore[no-any-return]
 
     def flush(self, timeout: float | None = None) -> None:
         self.inner.flush(timeout)

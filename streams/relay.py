@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any, Protocol
 
 from domain.envelope import Envelope
@@ -47,7 +48,9 @@ log = logging.getLogger(__name__)
 
 
 class Producer(Protocol):
-    def send(self, topic: str, value: bytes, key: bytes) -> Any: ...
+    def send(self, topic: str, value: bytes, key: bytes, partition: int | None = None) -> Any: ...
+
+    def partitions_for(self, topic: str) -> set[int]: ...
 
     def flush(self, timeout: float | None = None) -> None: ...
 
@@ -62,6 +65,14 @@ def wire_value(env: Envelope, ledger_id: str | None = None) -> bytes:
     data = env.__dict__ if ledger_id is None else {**env.__dict__, "ledger_id": ledger_id}
     fast = plain_json(data)
     return fast if fast is not None else json.dumps(data, separators=(",", ":")).encode()
+
+
+@lru_cache(maxsize=8192)
+def key_hash(key: bytes) -> int:
+    """kafka-python's `DefaultPartitioner` hash of a key (a stream's events come in runs)."""
+    from kafka.partitioner.default import murmur2  # kafka-python loads on first use only
+
+    return int(murmur2(key)) & 0x7FFFFFFF
 
 
 #: one message ready to send: (topic, value, key)
@@ -202,11 +213,21 @@ class Relay:
         return True
 
     def _publish(self, messages: Sequence[Message]) -> Offsets:
-        """Send and wait for every acknowledgement; the next offset per topic-partition."""
+        """Send and wait for every acknowledgement; the next offset per topic-partition.
+
+        Each message names its partition: the one kafka-python's default partitioner
+        picks (murmur2 of the key over the topic's sorted partitions), with the
+        partition list looked up once a batch and each key hashed once
+        (`key_hash`), not per message (a fifth of a send's time)."""
         if not messages:
             return {}
-        send = self.producer.send
-        futures = [send(topic, value=value, key=key) for topic, value, key in messages]
+        producer = self.producer
+        partitions = {topic: sorted(producer.partitions_for(topic))
+                      for topic in {message[0] for message in messages}}
+        send = producer.send
+        futures = [send(topic, value=value, key=key,
+                        partition=partitions[topic][key_hash(key) % len(partitions[topic])])
+                   for topic, value, key in messages]
         self.producer.flush()
         failed = [f.exception for f in futures if not f.succeeded()]
         if failed:

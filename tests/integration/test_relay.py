@@ -70,6 +70,61 @@ def test_every_event_once_in_version_order_per_key(ledger: Ledger, tansu_broker:
         "pending_gap": None}
 
 
+class SentPartitions:
+    """The relay's producer, keeping each message's topic, key and acknowledged partition."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+        self.sent: list[tuple[str, bytes, object]] = []
+
+    def send(self, topic: str, value: bytes, key: bytes, partition: int | None = None) -> object:
+        future = self.inner.send(topic, value=value, key=key,  # type: ignore[attr-defined]
+                                 partition=partition)
+        self.sent.append((topic, key, future))
+        return future
+
+    def partitions_for(self, topic: str) -> set[int]:
+        return self.inner.partitions_for(topic)  # type: ignore[attr-defined, no-any-return]
+
+    def flush(self, timeout: float | None = None) -> None:
+        self.inner.flush(timeout)  # type: ignore[attr-defined]
+
+    def close(self, timeout: float | None = None) -> None:
+        self.inner.close(timeout)  # type: ignore[attr-defined]
+
+
+def test_each_stream_lands_where_kafka_pythons_default_partitioner_puts_it(
+        ledger: Ledger, tansu_broker: str) -> None:  # noqa: F811
+    """The relay names each message's partition itself; it must be the one a bare
+    producer's default partitioner picks for the key, so a stream keeps one partition
+    whichever producer wrote it."""
+    from kafka.partitioner.default import DefaultPartitioner
+
+    class Cluster:  # what the partitioner asks of the producer's metadata
+        def topics(self) -> set[str]:
+            return {STORES}
+
+        def partitions_for_topic(self, _topic: str) -> set[int]:
+            return {0, 1, 2, 3}
+
+        available_partitions_for_topic = partitions_for_topic
+
+    servers = [tansu_broker]
+    ensure_topics(servers, 4)
+    seed_stores(ledger.app, 60, changes=2)
+    producer = SentPartitions(kafka_producer(servers))
+    relay = Relay(ledger.source, RelayPositionStore(ledger.db), producer,  # type: ignore[arg-type]
+                  batch_size=50)
+    relay.catch_up()
+    producer.close()
+    partitioner = DefaultPartitioner()
+    acknowledged = {(topic, key, future.value.partition)  # type: ignore[attr-defined]
+                    for topic, key, future in producer.sent}
+    assert len({p for _, _, p in acknowledged}) == 4  # the keys spread over every partition
+    assert acknowledged == {(topic, key, partitioner.partition(topic, key, key, None, None, Cluster()))
+                            for topic, key, _ in acknowledged}
+
+
 class CrashAfterPublish(RelayPositionStore):
     """Fails to save the position once: the batch is in Kafka, the position is not."""
 
@@ -184,8 +239,12 @@ class FailingFlush:
     def __init__(self, inner: object, fail_on: int) -> None:
         self.inner, self.fail_on, self.flushes = inner, fail_on, 0
 
-    def send(self, topic: str, value: bytes, key: bytes) -> object:
-        return self.inner.send(topic, value=value, key=key)  # type: ignore[attr-defined]
+    def send(self, topic: str, value: bytes, key: bytes, partition: int | None = None) -> object:
+        return self.inner.send(topic, value=value, key=key,  # type: ignore[attr-defined]
+                               partition=partition)
+
+    def partitions_for(self, topic: str) -> set[int]:
+        return self.inner.partitions_for(topic)  # type: ignore[attr-defined, no-any-return]
 
     def flush(self, timeout: float | None = None) -> None:
         self.flushes += 1
