@@ -113,7 +113,7 @@ def test_each_stream_lands_where_kafka_pythons_default_partitioner_puts_it(
     ensure_topics(servers, 4)
     seed_stores(ledger.app, 60, changes=2)
     producer = SentPartitions(kafka_producer(servers))
-    relay = Relay(ledger.source, RelayPositionStore(ledger.db), producer,  # type: ignore[arg-type]
+    relay = Relay(ledger.source, RelayPositionStore(ledger.db), producer,
                   batch_size=50)
     relay.catch_up()
     producer.close()
@@ -264,7 +264,7 @@ def test_a_failed_flush_discards_the_batch_read_ahead(ledger: Ledger,
     ensure_topics(servers, 2)
     total = seed_stores(ledger.app, 100, changes=1)  # 200 events
     producer = FailingFlush(kafka_producer(servers), fail_on=2)
-    relay = Relay(ledger.source, RelayPositionStore(ledger.db), producer,  # type: ignore[arg-type]
+    relay = Relay(ledger.source, RelayPositionStore(ledger.db), producer,
                   batch_size=50)
     assert relay.step() == 50
     with pytest.raises(ConnectionError):
