@@ -21,13 +21,7 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import (
-    EventStore,
-    IntegrityError,
-    JSONTranscoder,
-    Mapper,
-    Transcoder,
-)
+from eventsourcing.persistence import EventStore, IntegrityError, JSONTranscoder, Mapper, Transcoder
 
 from domain.cache import AggregateCache
 from domain.crawl_job import CrawlJob
