@@ -90,7 +90,7 @@ def drop(pg: str, schema: str) -> None:
 def bench_record(ledger: Ledger, products: int, cycles: int
                  ) -> tuple[list[float], list[float], int, list[tuple[int, int]]]:
     """Per recording its time and the part of it in the event store's append (the
-    application's `_record`: encoding the events, inserting them and the snapshots,
+    application's `_append`: encoding the events, inserting them and the snapshots,
     committing); the events stored; the notification ids each recording's transaction
     took (first, last)."""
     app = ledger.app
@@ -101,7 +101,7 @@ def bench_record(ledger: Ledger, products: int, cycles: int
     times: list[float] = []
     appending: list[float] = []
     spans: list[tuple[int, int]] = []
-    record, spent = app._record, [0.0]  # the event store's append: encode, insert, commit
+    record, spent = app._append, [0.0]  # the event store's append: encode, insert, commit
 
     def timed_record(processing_event: Any) -> Any:
         started = time.perf_counter()
@@ -110,7 +110,7 @@ def bench_record(ledger: Ledger, products: int, cycles: int
         finally:
             spent[0] += time.perf_counter() - started
 
-    app._record = timed_record  # type: ignore[method-assign]
+    app._append = timed_record  # type: ignore[method-assign]
     for cycle in range(cycles):
         now = T0 + timedelta(hours=cycle)
         task = app.lease(job, "bench", 300, now)
@@ -123,7 +123,7 @@ def bench_record(ledger: Ledger, products: int, cycles: int
         times.append(time.perf_counter() - started)
         appending.append(spent[0])
         spans.append((before + 1, app.recorder.max_notification_id() or 0))
-    del app._record
+    del app._append
     return times, appending, app.recorder.max_notification_id() or 0, spans
 
 

@@ -174,21 +174,34 @@ class LedgerApplication(Application[UUID]):
             raise Conflict(f"a concurrent command changed the same aggregate first: {error}") from None
 
     def _save_aggregates(self, aggregates: list[Aggregate]) -> None:
-        """`Application.save` for our own aggregates, steps unchanged, minus its type checks.
+        """`Application.save` for our own aggregates, minus two costs of its generality.
 
         `ProcessingEvent.collect_events` asks `isinstance` of two runtime-checkable
         protocols for every object; on Python 3.11 each check walks the protocol's
         MRO (~10 µs), a tenth of recording a 500-product result. Ours are all
         `Aggregate`s (never events), so collect their events directly.
+
+        `_record` builds a `Recording` (and a frozen `Notification`) per event, ~3 µs
+        each, for `_notify` and the deprecated `notify`: hooks for subclasses that
+        act on what was saved. The ledger overrides neither (the library's are
+        no-ops), so `_append` stores the events without them.
         """
         processing_event: ProcessingEvent[UUID] = ProcessingEvent()
         for aggregate in aggregates:
             processing_event.events.extend(aggregate.collect_events())
             processing_event.aggregates[aggregate.id] = aggregate
         self._add_snapshots(processing_event)
-        recordings = self._record(processing_event)
-        self._notify(recordings)
-        self.notify(processing_event.events)  # deprecated in the library, still called by save
+        self._append(processing_event)
+
+    def _append(self, processing_event: ProcessingEvent[UUID]) -> None:
+        """The library's `_record` (its event store's `put`) without the recordings."""
+        store = self.events
+        store.recorder.insert_events(
+            [store.mapper.to_stored_event(event) for event in processing_event.events],
+            tracking=processing_event.tracking, **processing_event.saved_kwargs)
+        if self.repository.cache and not self.repository.fastforward:
+            for aggregate_id, aggregate in processing_event.aggregates.items():
+                self.repository.cache.put(aggregate_id, aggregate)
 
 
 def as_uuid(value: UUID | str, what: str) -> UUID:
