@@ -43,10 +43,11 @@ def is_http_url(url: str) -> bool:
 def normalize_url(url: str, base: str | None = None) -> str:
     """Canonical form of `url` (resolved against `base`); InvalidInput if not http(s)."""
     absolute = urljoin(base, url.strip()) if base else (url or "").strip()
-    plain = _PLAIN.fullmatch(absolute)
-    if plain is not None and "/." not in absolute and int(plain.group(3) or 0) <= 65535:
-        # already canonical but for the default port and an empty path: what w3lib's
-        # canonicalize_url (~50 µs) would return, at a fraction of the cost
+    before_fragment = absolute.partition("#")[0]  # the canonical form drops a fragment
+    plain = _PLAIN.fullmatch(before_fragment)
+    if plain is not None and "/." not in before_fragment and int(plain.group(3) or 0) <= 65535:
+        # already canonical but for the default port, an empty path and a fragment: what
+        # w3lib's canonicalize_url (~50 µs) would return, at a fraction of the cost
         scheme, host, port, path = plain.groups()
         if port and int(port) != _DEFAULT_PORTS[scheme]:
             host = f"{host}:{int(port)}"

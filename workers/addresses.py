@@ -26,6 +26,7 @@ import ipaddress
 import socket
 import time
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -58,6 +59,7 @@ def parse_networks(text: str) -> tuple[IPNetwork, ...]:
     return tuple(networks)
 
 
+@lru_cache(maxsize=1024)  # pure; each property walks a list of networks
 def _category(ip: IPAddress) -> str | None:
     """Why `ip` is not a public address, or None when it is one."""
     if isinstance(ip, ipaddress.IPv6Address):
@@ -103,14 +105,10 @@ class AddressGuard:
         host = (urlsplit(url).hostname or "").rstrip(".")
         if not host:
             return  # the client reports an unusable URL itself
-        reason = self._literal(host)
-        if reason is None and not _is_ip(host):
-            reason = await self._resolved(host)
+        ip = _ip(host)
+        reason = self.refusal(ip) if ip is not None else await self._resolved(host)
         if reason is not None:
             raise FetchError("blocked_address", f"{method} {url}: blocked address: {reason}")
-
-    def _literal(self, host: str) -> str | None:
-        return self.refusal(ipaddress.ip_address(host)) if _is_ip(host) else None
 
     async def _resolved(self, host: str) -> str | None:
         now = self._clock()
@@ -157,12 +155,14 @@ class GuardedResolver(AbstractResolver):
         await self._inner.close()
 
 
-def _is_ip(host: str) -> bool:
+@lru_cache(maxsize=1024)
+def _ip(host: str) -> IPAddress | None:
+    """`host` as an IP address, or None for a name: parsed once per host (a crawl asks
+    about the same few hosts for every request)."""
     try:
-        ipaddress.ip_address(host)
+        return ipaddress.ip_address(host)
     except ValueError:
-        return False
-    return True
+        return None
 
 
 async def _getaddrinfo(host: str) -> list[str]:

@@ -9,7 +9,8 @@ from domain.errors import InvalidInput
 from domain.urls import canonical, normalize_url
 
 _host = st.from_regex(r"[a-zA-Z0-9]([a-zA-Z0-9.-]{0,20}[a-zA-Z0-9])?", fullmatch=True)
-_path = st.from_regex(r"(/[A-Za-z0-9\-._~%?#=&/]{0,30})?", fullmatch=True)
+_path = st.from_regex(r"(/[A-Za-z0-9\-._~%?#=&/]{0,30})?(#[A-Za-z0-9\-._~%?#=&/:@!$'()*+,;]{0,12})?",
+                      fullmatch=True)
 _port = st.one_of(st.just(""), st.integers(0, 99999).map(lambda p: f":{p}"),
                   st.sampled_from([":80", ":443", ":0080", ":08000"]))
 
