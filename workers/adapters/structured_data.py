@@ -31,11 +31,9 @@ _RELATED = re.compile(
     re.IGNORECASE,
 )
 _KEEP_TAGS = {"html", "body", "main", "head"}
-#: elements (tree and descendants) whose "class id" `$pattern` matches, ignoring case
-_MARKED = lxml.etree.XPath(
-    "descendant-or-self::*[(@class or @id) and re:test(concat(@class, ' ', @id), $pattern, 'i')]",
-    namespaces={"re": "http://exslt.org/regular-expressions"},
-)
+#: every class and id value of the tree's elements, in document order (each value knows
+#: its element: `getparent()`)
+_NAMES = lxml.etree.XPath("descendant-or-self::*/@class | descendant-or-self::*/@id")
 _XML_SPACE = re.compile(r"[ \t\r\n]+")
 
 
@@ -102,11 +100,16 @@ def with_embedded_markup(data: PageData, tree: lxml.html.HtmlElement, url: str) 
 
 
 def _drop_related_sections(tree: lxml.html.HtmlElement) -> None:
-    # Only elements with a class or id can be marked (the others' marks are blank).
-    # The XPath tests "class id" with `_RELATED` itself (EXSLT re:test is Python's
-    # `re`, IGNORECASE): only the marked elements become Python objects.
-    for element in _MARKED(tree, pattern=_RELATED.pattern):
-        if not isinstance(element.tag, str) or element.tag in _KEEP_TAGS:
+    """Cut out every element whose class or id `_RELATED` matches (ignoring case).
+
+    Only elements with a class or id can be marked; their values come from one
+    XPath and each is searched on its own, which equals searching "class id"
+    (the pattern has no space). An EXSLT `re:test` in the XPath, calling back
+    into Python per element, took ~2.4× as long on the crawl bench's pages and
+    ~1.1× on the corpus's real pages (~1,600 class and id values a page)."""
+    search = _RELATED.search
+    for element in dict.fromkeys(value.getparent() for value in _NAMES(tree) if search(value)):
+        if element.tag in _KEEP_TAGS:
             continue
         parent = element.getparent()
         if parent is not None:
