@@ -95,6 +95,8 @@ class ResultRecording:
     _preloaded: dict[UUID, Product] = {}  # noqa: RUF012 - replaced per group, never mutated here
     #: products `record_many` looked for first and found in no store (new ones)
     _preloaded_absent: frozenset[UUID] = frozenset()
+    #: each group result's observed products and their ids, by (job id, outcome's id)
+    _observed: dict[tuple[UUID, int], Observed] = {}  # noqa: RUF012 - replaced per group
 
     if TYPE_CHECKING:  # provided by the application class this is mixed into
         products: AggregateCache[Product]
@@ -202,8 +204,8 @@ class ResultRecording:
                         now: datetime) -> tuple[list[Product], list[Product], list[str]]:
         if job.kind not in PRODUCT_KINDS or job.store_id is None:
             return [], [], []
-        seen = unique_observations(outcome.observations)
-        keys = _product_ids(job.store_id, seen)
+        seen, keys = (self._observed.get((job.id, id(outcome)))
+                      or _observed_products(job.store_id, outcome))
         wanted, absent = _touched(job, keys, outcome)
         loaded = self._load_products(wanted | absent)
         changed: list[Product] = []
@@ -242,11 +244,12 @@ class ResultRecording:
         alone: list[int] = []
         group: list[tuple[int, Prepared]] = []
         touched: set[UUID] = set()
-        wanted = {p for key, item in zip(keys, items) if key in jobs
-                  for p in _touched_by(jobs[key], item.outcome)}
-        self._preloaded = self._load_products(wanted)
-        self._preloaded_absent = frozenset(wanted - self._preloaded.keys())
-        try:
+        self._observed = {}
+        try:  # the group's state is dropped however this ends (`finally`)
+            wanted = {p for key, item in zip(keys, items) if key in jobs
+                      for p in self._touched_by(jobs[key], item.outcome)}
+            self._preloaded = self._load_products(wanted)
+            self._preloaded_absent = frozenset(wanted - self._preloaded.keys())
             for index, (key, item) in enumerate(zip(keys, items)):
                 job = jobs.pop(key) if key is not None and key in jobs else None
                 if job is None:  # unknown, or twice in the group: on its own after it
@@ -265,7 +268,7 @@ class ResultRecording:
                 touched |= ids
                 group.append((index, prepared))
         finally:
-            self._preloaded, self._preloaded_absent = {}, frozenset()
+            self._preloaded, self._preloaded_absent, self._observed = {}, frozenset(), {}
         if group:
             try:
                 self._save(*(a for _, prepared in group for a in prepared.aggregates))
@@ -292,11 +295,28 @@ class ResultRecording:
         except Exception as error:  # noqa: BLE001 - refused or failed: this result only
             return error
 
+    def _touched_by(self, job: CrawlJob, outcome: CrawlSuccess | CrawlFailure) -> set[UUID]:
+        """The products recording `outcome` may load (to load a group's in one go); a
+        success's observations and product ids are kept for its recording (`_observed`)."""
+        if job.kind not in PRODUCT_KINDS or job.store_id is None:
+            return set()
+        if isinstance(outcome, CrawlSuccess):
+            seen = self._observed[(job.id, id(outcome))] = _observed_products(job.store_id, outcome)
+            return set.union(*_touched(job, seen[1], outcome))
+        if job.consecutive_failures + 1 == FAILURES_FOR_UNKNOWN_STOCK:
+            return {UUID(p) for p in job.products}
+        return set()
 
-def _product_ids(store_id: str, seen: Mapping[str, Observation]) -> dict[str, UUID]:
-    """Each observed product's stream id, by provider product id (derived once a result:
-    ~2 µs each)."""
-    return {pid: ids.product_id(store_id, pid) for pid in seen}
+
+#: a result's observations by provider product id, and each one's product (stream) id
+Observed = tuple[dict[str, Observation], dict[str, UUID]]
+
+
+def _observed_products(store_id: str, outcome: CrawlSuccess) -> Observed:
+    """The result's observations, unique by provider product id, and their product ids
+    (derived once a result: ~2 µs each; `record_many` keeps them for its group)."""
+    seen = unique_observations(outcome.observations)
+    return seen, {pid: ids.product_id(store_id, pid) for pid in seen}
 
 
 def _touched(job: CrawlJob, keys: Mapping[str, UUID], outcome: CrawlSuccess
@@ -308,18 +328,6 @@ def _touched(job: CrawlJob, keys: Mapping[str, UUID], outcome: CrawlSuccess
     counts_absence = job.kind == "catalog" or outcome.gone
     absent = {UUID(p) for p in job.products} - wanted if counts_absence else set()
     return wanted, absent
-
-
-def _touched_by(job: CrawlJob, outcome: CrawlSuccess | CrawlFailure) -> set[UUID]:
-    """The products recording `outcome` may load (to load a group's in one go)."""
-    if job.kind not in PRODUCT_KINDS or job.store_id is None:
-        return set()
-    if isinstance(outcome, CrawlSuccess):
-        keys = _product_ids(job.store_id, unique_observations(outcome.observations))
-        return set.union(*_touched(job, keys, outcome))
-    if job.consecutive_failures + 1 == FAILURES_FOR_UNKNOWN_STOCK:
-        return {UUID(p) for p in job.products}
-    return set()
 
 
 def _uuid(value: str) -> UUID | None:
