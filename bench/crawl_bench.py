@@ -13,7 +13,10 @@ Each run measures, in turn:
     max_concurrency `--per-host`; fetch + archive + extract) over a pool of
     hosts x per-host workers;
 (b) embedded: `EmbeddedRunner` (same concurrency) over the same pages
-    scheduled as one-shot product_page jobs in a fresh SQLite ledger; also the
+    scheduled as one-shot product_page jobs in a fresh SQLite ledger, its crawler
+    chosen as `crawl-ledger run` chooses it (a child process when more than one CPU,
+    `--no-crawl-process`: in the runner's process; the child's start is in the
+    time); also the
     crawl result -> job-status read model latency (record committed -> the
     catch-up that applied it returned; both run on the one database thread,
     so a record done before a catch-up starts is in that catch-up);
@@ -48,6 +51,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 from crawl_server import PRIVATE_EVERY, Server  # noqa: E402
 from uvloop import run as run_loop  # noqa: E402  (asyncio.run on uvloop, as the runner)
 
+#: the embedded runner's crawler: None = as `crawl-ledger run` chooses (a child process
+#: when more than one CPU), True/False = `--crawl-process` / `--no-crawl-process`
+IN_CHILD: bool | None = None
 SCRAPY_VENV = Path(os.environ.get("SCRAPY_VENV", "/tmp/scrapy-venv"))
 
 #: Each run's data dir (archive, ledger) is fresh, and removed only when the bench ends:
@@ -117,7 +123,7 @@ def bench_ours(server: Server, per_host: int, profile: str | None = None) -> dic
 # -- (b) the embedded path ---------------------------------------------------------
 
 def bench_embedded(server: Server, per_host: int) -> dict[str, Any]:
-    from ledger.bootstrap import bootstrap, crawler_for
+    from ledger.bootstrap import bootstrap, runner_crawler
     from ledger.embedded import EmbeddedRunner
     from ledger.settings import Settings
     from runtime.clock import SystemClock
@@ -139,7 +145,7 @@ def bench_embedded(server: Server, per_host: int) -> dict[str, Any]:
         latencies = _instrument(ledger, db_seconds)
 
         async def run() -> Any:
-            async with crawler_for(settings) as crawler:
+            async with runner_crawler(settings, IN_CHILD) as crawler:
                 runner = EmbeddedRunner(ledger, crawler, clock,
                                         concurrency=per_host * len(server.bases),
                                         tick_seconds=0.05, recover_orphans=False)
@@ -270,7 +276,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--only", choices=("ours", "embedded", "scrapy"), action="append")
     parser.add_argument("--profile", help="cProfile output of (a) (with --only ours)")
+    parser.add_argument("--crawl-process", action=argparse.BooleanOptionalAction, default=None,
+                        help="(b) crawls in a child process (default: as `crawl-ledger run`, "
+                             "when more than one CPU)")
     args = parser.parse_args()
+    global IN_CHILD
+    IN_CHILD = args.crawl_process
     only = set(args.only or ("ours", "embedded", "scrapy"))
     python = ensure_scrapy() if "scrapy" in only else None
     rows: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
@@ -305,11 +316,14 @@ def _show(run: int, name: str, result: dict[str, Any]) -> None:
 
 
 def _table(rows: dict[str, list[dict[str, Any]]], scrapy_missing: bool) -> None:
+    from ledger.crawl_process import use_crawl_process
+
     medians = {name: statistics.median(per_min(r) for r in rows[name])
                for name in ("ours", "embedded", "scrapy") if rows.get(name)}
     scrapy = medians.get("scrapy")
     labels = {"ours": "(a) Crawler.crawl (fetch+archive+extract)",
-              "embedded": "(b) EmbeddedRunner + SQLite ledger",
+              "embedded": "(b) EmbeddedRunner + SQLite ledger" + (
+                  " (1 process)" if not use_crawl_process(IN_CHILD) else ""),
               "scrapy": "(c) Scrapy"}
     print(f"\n| {'pipeline':42} | pages/min (median) | vs Scrapy |")
     print(f"|{'-' * 44}|{'-' * 20}|{'-' * 11}|")

@@ -20,10 +20,11 @@ from runtime.components import Components
 from runtime.ledger import Ledger
 
 if TYPE_CHECKING:
+    from ledger.crawl_process import CrawlProcess
     from workers.crawler import Crawler
     from workers.notify import Notifier
 
-__all__ = ["Ledger", "bootstrap", "components", "crawler_for", "notifier_for"]
+__all__ = ["Ledger", "bootstrap", "components", "crawler_for", "notifier_for", "runner_crawler"]
 
 
 def backend_for(settings: Settings) -> Backend:
@@ -101,6 +102,21 @@ async def crawler_for(settings: Settings) -> AsyncIterator[Crawler]:
         finally:
             crawler.close()
             await egress.aclose()
+
+
+@asynccontextmanager
+async def runner_crawler(settings: Settings, in_child: bool | None = None
+                         ) -> AsyncIterator[Crawler | CrawlProcess]:
+    """The embedded runner's crawler: in a child process (`ledger.crawl_process`) when
+    `in_child`, or (None) when this process may use more than one CPU; else in-process."""
+    from ledger.crawl_process import CrawlProcess, use_crawl_process
+
+    if not use_crawl_process(in_child):
+        async with crawler_for(settings) as crawler:
+            yield crawler
+        return
+    async with CrawlProcess(settings) as process:
+        yield process
 
 
 @asynccontextmanager

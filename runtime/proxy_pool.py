@@ -13,9 +13,9 @@ from the read model (proxies added, disabled, enabled, or changed by other worke
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from domain.errors import InvalidInput
@@ -23,9 +23,9 @@ from projections.db import Database
 from projections.proxies import ProxyQueries
 from runtime.ledger import Ledger
 from workers.addresses import AddressGuard
-from workers.proxies import HealthChange, ProxyConfig, ProxyPool
+from workers.proxies import HealthChange, ProxyConfig, ProxyHealth
 
-__all__ = ["ProxyKeeper", "ProxyStore", "add_proxy", "proxy_rows"]
+__all__ = ["PoolPort", "ProxyKeeper", "ProxyStore", "add_proxy", "proxy_rows"]
 
 URLS = "proxy_urls"
 HEALTH = "proxy_health"
@@ -108,10 +108,21 @@ def _when(epoch: float) -> datetime:
     return datetime.fromtimestamp(epoch, UTC)
 
 
+class PoolPort(Protocol):
+    """What the keeper needs of a pool: the `ProxyPool` itself, or the view of a pool in
+    another process (`ledger.crawl_process.RemotePool`)."""
+
+    def drain_changes(self) -> list[HealthChange]: ...
+
+    def proxies(self) -> list[ProxyHealth]: ...
+
+    def update(self, configs: Iterable[ProxyConfig]) -> None: ...
+
+
 class ProxyKeeper:
     """Keeps `pool` in step with the ledger (see the module docstring)."""
 
-    def __init__(self, ledger: Ledger, store: ProxyStore, pool: ProxyPool,
+    def __init__(self, ledger: Ledger, store: ProxyStore, pool: PoolPort,
                  now: Callable[[], datetime]) -> None:
         self.ledger, self.store, self.pool, self._now = ledger, store, pool, now
 

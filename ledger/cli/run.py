@@ -10,11 +10,12 @@ import signal
 from typing import Any
 
 from eventstore import Holder, StoreLocked
-from ledger.bootstrap import Ledger, backend_for, bootstrap, crawler_for, notifier_for
+from ledger.bootstrap import Ledger, backend_for, bootstrap, notifier_for, runner_crawler
 from ledger.cli.arguments import number
 from ledger.cli.context import add_metrics_port, serve_metrics
 from ledger.cli.errors import CommandError
 from ledger.cli.progress import LiveStats, stats_table
+from ledger.crawl_process import CrawlProcess
 from ledger.embedded import EmbeddedRunner, RunStats, run_loop
 from ledger.settings import Settings
 from runtime.clock import SystemClock
@@ -36,6 +37,9 @@ def register(sub: Any) -> None:
                      help="seconds crawls in flight get to finish after SIGTERM/SIGINT before "
                           f"their leases are released (default {DEFAULTS.stop_deadline:g}); "
                           "a second signal exits at once")
+    run.add_argument("--crawl-process", action=argparse.BooleanOptionalAction, default=None,
+                     help="crawl in a child process, so crawling and recording use two CPUs "
+                          "(default: when this process may use more than one)")
     add_metrics_port(run)
     run.set_defaults(handler=run_embedded)
 
@@ -59,7 +63,8 @@ def run_embedded(args: argparse.Namespace) -> int:
 async def _run(settings: Settings, args: argparse.Namespace) -> RunStats:
     ledger = await asyncio.to_thread(bootstrap, settings)  # connects: not on the loop
     try:
-        async with crawler_for(settings) as crawler, notifier_for(settings) as notifier:
+        async with runner_crawler(settings, args.crawl_process) as crawler, \
+                notifier_for(settings) as notifier:
             with LiveStats("crawl-ledger run") as live:
                 runner = EmbeddedRunner(ledger, crawler, SystemClock(),
                                         concurrency=args.concurrency, lease_ttl=args.lease_ttl,
@@ -75,7 +80,7 @@ async def _run(settings: Settings, args: argparse.Namespace) -> RunStats:
         await asyncio.to_thread(ledger.close)
 
 
-def keeper_for(ledger: Ledger, crawler: Crawler) -> ProxyKeeper | None:
+def keeper_for(ledger: Ledger, crawler: Crawler | CrawlProcess) -> ProxyKeeper | None:
     """The proxy pool's keeper (creates the tables beside the log; connects)."""
     if crawler.egress is None:
         return None
