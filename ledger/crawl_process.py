@@ -73,7 +73,8 @@ def use_crawl_process(choice: bool | None) -> bool:
     process may run on more than one CPU (on one, the child only adds its messages)."""
     if choice is not None:
         return choice
-    return len(os.sched_getaffinity(0)) > 1
+    affinity = getattr(os, "sched_getaffinity", None)  # Linux; elsewhere the machine's count
+    return (len(affinity(0)) if affinity is not None else os.cpu_count() or 1) > 1
 
 
 def _frame(message: Any) -> bytes:

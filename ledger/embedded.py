@@ -1,7 +1,9 @@
 """The embedded runner: scheduler, worker pool, reaper and projections in one process.
 
 One asyncio loop drives it; ledger calls go through one database thread
-(SQLite has one writer). The loop:
+(SQLite has one writer). The crawler it is given is a `CrawlerPort`: in-process, or
+(`crawl-ledger run` on more than one CPU) `ledger.crawl_process.CrawlProcess`, the
+same crawler in a child process, so crawling and recording run on two cores. The loop:
 
 1. catch the read models up, reap expired leases;
 2. when the work queue runs low, dispatch and lease the next slot of due
