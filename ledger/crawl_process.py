@@ -323,11 +323,18 @@ class _Child:
             message = ("error", number, f"{type(error).__name__}: {error}")
         finally:
             self.running.pop(number, None)
+        try:
+            frame = _frame(message)
+        except Exception as error:  # noqa: BLE001 - an answer that cannot be sent is an error
+            frame = _frame(("error", number, f"the answer could not be sent: {error}"))
         pool = self._pool()
         if pool is not None and pool.proxies():
             self.writer.write(_frame(("pool", 0, (pool.drain_changes(), pool.proxies()))))
-        self.writer.write(_frame(message))
-        await self.writer.drain()
+        self.writer.write(frame)
+        try:
+            await self.writer.drain()
+        except ConnectionError:
+            pass  # the parent is gone: `serve` ends on the closed socket
 
     def _pool(self) -> Any:
         egress = self.crawler.egress

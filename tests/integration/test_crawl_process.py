@@ -195,3 +195,22 @@ def test_the_childs_proxy_pool_is_kept_in_step_with_the_ledger(ledger: Ledger,
     events = [e.event_type for e in ledger.source.read(0, 10_000) if e.stream_type == "Proxy"]
     assert events == ["Proxy.Added", "Proxy.Deactivated"]
     assert not server.paths() or "/p/1" not in server.paths()  # nothing went around the proxy
+
+
+def test_an_error_in_the_child_reaches_the_caller_and_the_child_serves_on(
+        tmp_path: Path) -> None:
+    server = shop()
+
+    async def scenario() -> tuple[str, object, int]:
+        async with serving(server), CrawlProcess(settings(tmp_path)) as process:
+            try:
+                await process._call("no-such-call")  # what the child cannot do
+            except RuntimeError as error:
+                raised = str(error)
+            else:
+                raised = ""
+            return raised, await process.crawl(task(server.url("/p/1"))), process.started
+
+    raised, after, started = run(scenario)
+    assert raised == "in the crawl process: ValueError: unknown call 'no-such-call'"
+    assert isinstance(after, CrawlSuccess) and started == 1
