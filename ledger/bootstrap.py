@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from domain.application import CrawlLedger, LedgerOptions
 from eventstore import Backend, SQLiteBackend
+from ledger.crawlers import crawler_for, runner_crawler
 from ledger.redact import redact_url
 from ledger.settings import ConfigError, Settings
 from projections.db import Database, PostgresDatabase, SQLiteDatabase
@@ -20,8 +21,6 @@ from runtime.components import Components
 from runtime.ledger import Ledger
 
 if TYPE_CHECKING:
-    from ledger.crawl_process import CrawlProcess
-    from workers.crawler import Crawler
     from workers.notify import Notifier
 
 __all__ = ["Ledger", "bootstrap", "components", "crawler_for", "notifier_for", "runner_crawler"]
@@ -78,45 +77,6 @@ def _postgres_read_db(settings: Settings) -> Database:
     except psycopg.OperationalError as error:
         raise ConfigError(f"cannot connect to PostgreSQL at {pg.host}:{pg.port}/{pg.dbname}:"
                           f" {str(error).strip().splitlines()[0]}") from error
-
-
-@asynccontextmanager
-async def crawler_for(settings: Settings) -> AsyncIterator[Crawler]:
-    """A Crawler with a fast HTTP client and the data dir's raw archive; closes both."""
-    from workers import adapters
-    from workers.addresses import AddressGuard
-    from workers.crawler import build_crawler
-    from workers.egress import Egress
-    from workers.http import build_client
-    from workers.proxies import ProxyPool
-
-    guard = AddressGuard(settings.allow_networks)
-    # a client per egress proxy: its address passes the same guard on connect
-    egress = Egress(ProxyPool(), lambda url: build_client(
-        user_agent=settings.user_agent, guard=guard, proxy=url, max_connections=64))
-    async with build_client(user_agent=settings.user_agent, guard=guard) as client:
-        crawler = build_crawler(client, settings.data_dir, adapters.REGISTRY, guard=guard,
-                                egress=egress)
-        try:
-            yield crawler
-        finally:
-            crawler.close()
-            await egress.aclose()
-
-
-@asynccontextmanager
-async def runner_crawler(settings: Settings, in_child: bool | None = None
-                         ) -> AsyncIterator[Crawler | CrawlProcess]:
-    """The embedded runner's crawler: in a child process (`ledger.crawl_process`) when
-    `in_child`, or (None) when this process may use more than one CPU; else in-process."""
-    from ledger.crawl_process import CrawlProcess, use_crawl_process
-
-    if not use_crawl_process(in_child):
-        async with crawler_for(settings) as crawler:
-            yield crawler
-        return
-    async with CrawlProcess(settings) as process:
-        yield process
 
 
 @asynccontextmanager

@@ -342,7 +342,7 @@ class _Child:
 
 
 async def _child(fd: int) -> None:
-    from ledger.bootstrap import crawler_for
+    from ledger.crawlers import crawler_for
 
     reader, writer = await asyncio.open_connection(sock=socket.socket(fileno=fd))
     kind, settings = await _read(reader)

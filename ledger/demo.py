@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from ledger.bootstrap import Ledger, bootstrap, crawler_for
+from ledger.bootstrap import Ledger, bootstrap, runner_crawler
 from ledger.embedded import EmbeddedRunner, RunStats, run_loop
 from ledger.settings import ConfigError, Settings, parse_postgres
 from runtime.clock import SimulatedClock
@@ -169,7 +169,7 @@ def run_embedded_demo(settings: Settings, config: DemoConfig,
 async def _run_once(ledger: Ledger, settings: Settings, clock: SimulatedClock,
                     config: DemoConfig, on_change: Callable[[RunStats], None],
                     total: RunStats) -> RunStats:
-    async with crawler_for(settings) as crawler:
+    async with runner_crawler(settings) as crawler:  # as `crawl-ledger run` crawls
         runner = EmbeddedRunner(ledger, crawler, clock, concurrency=config.concurrency,
                                 tick_seconds=0.2, images=crawler,
                                 on_change=lambda s: on_change(_combined(total, s)))

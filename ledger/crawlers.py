@@ -1,0 +1,58 @@
+"""The crawlers a driver opens from Settings: in-process, or the runner's crawl process.
+
+Apart from `ledger.bootstrap` so that the crawl process (`ledger.crawl_process`), which
+builds its crawler here, does not import the ledger's event store and read models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+from ledger.settings import Settings
+
+if TYPE_CHECKING:
+    from ledger.crawl_process import CrawlProcess
+    from workers.crawler import Crawler
+
+__all__ = ["crawler_for", "runner_crawler"]
+
+
+@asynccontextmanager
+async def crawler_for(settings: Settings) -> AsyncIterator[Crawler]:
+    """A Crawler with a fast HTTP client and the data dir's raw archive; closes both."""
+    from workers import adapters
+    from workers.addresses import AddressGuard
+    from workers.crawler import build_crawler
+    from workers.egress import Egress
+    from workers.http import build_client
+    from workers.proxies import ProxyPool
+
+    guard = AddressGuard(settings.allow_networks)
+    # a client per egress proxy: its address passes the same guard on connect
+    egress = Egress(ProxyPool(), lambda url: build_client(
+        user_agent=settings.user_agent, guard=guard, proxy=url, max_connections=64))
+    async with build_client(user_agent=settings.user_agent, guard=guard) as client:
+        crawler = build_crawler(client, settings.data_dir, adapters.REGISTRY, guard=guard,
+                                egress=egress)
+        try:
+            yield crawler
+        finally:
+            crawler.close()
+            await egress.aclose()
+
+
+@asynccontextmanager
+async def runner_crawler(settings: Settings, in_child: bool | None = None
+                         ) -> AsyncIterator[Crawler | CrawlProcess]:
+    """The embedded runner's crawler: in a child process (`ledger.crawl_process`) when
+    `in_child`, or (None) when this process may use more than one CPU; else in-process."""
+    from ledger.crawl_process import CrawlProcess, use_crawl_process
+
+    if not use_crawl_process(in_child):
+        async with crawler_for(settings) as crawler:
+            yield crawler
+        return
+    async with CrawlProcess(settings) as process:
+        yield process
