@@ -21,6 +21,8 @@ request and one answer, matched by number, any number in flight:
 - **A child that dies** ends every call in flight as a retryable `worker_error` failure
   (the job is retried by its policy, as after any crawl failure); the next call starts a
   new child.
+- **Heartbeats** report the runner's memory and CPU with its crawl process's
+  (`process_stats`).
 - **Log lines** written in the child carry the calling task's context (job, store, lease,
   worker ids), as in-process crawls do.
 - **The proxy pool** lives in the child, beside the crawler that routes through it. The
@@ -38,6 +40,7 @@ import itertools
 import logging
 import os
 import pickle
+import resource
 import signal
 import socket
 import struct
@@ -165,6 +168,15 @@ class CrawlProcess:
         except ChildExited as exited:
             return ImageFailure(url=url, kind="worker_error", reason=str(exited))
         return found
+
+    async def process_stats(self) -> tuple[int, float]:
+        """(peak resident bytes, CPU seconds) of the crawl process; (0, 0.0) while it is
+        down (a heartbeat reports what runs)."""
+        try:
+            stats: tuple[int, float] = await self._call("stats")
+        except ChildExited:
+            return 0, 0.0
+        return stats
 
     async def close(self) -> None:
         """Ask the child to exit (it finishes nothing: callers have their answers or were
@@ -314,6 +326,9 @@ class _Child:
                     value = await self.crawler.crawl(task)
             elif kind == "image":
                 value = await self.crawler.fetch_image(*args)
+            elif kind == "stats":
+                usage = resource.getrusage(resource.RUSAGE_SELF)
+                value = (usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime)
             else:
                 raise ValueError(f"unknown call {kind!r}")
             message: Any = ("ok", number, value)

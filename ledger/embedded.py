@@ -43,6 +43,7 @@ import uvloop
 
 from domain.values import CrawlTask
 from eventstore import unavailable
+from ledger.crawl_process import CrawlProcess
 from ledger.run_stats import Outage, RunStats
 from runtime.alert_channels import SenderPort
 from runtime.alerts import AlertBatch, AlertOptions, AlertStep
@@ -85,6 +86,7 @@ class EmbeddedRunner:
                  alert_options: AlertOptions | None = None,
                  proxies: ProxyKeeper | None = None) -> None:
         self.ledger = ledger
+        self.crawler = crawler
         #: keeps the crawler's egress proxy pool in step with the ledger (None: no pool)
         self.proxies = proxies
         self.clock = clock
@@ -336,8 +338,11 @@ class EmbeddedRunner:
         if self._heartbeats is None or loop_time < self._next_beat:
             return
         self._next_beat = loop_time + HEARTBEAT_INTERVAL
+        # a crawl process's memory and CPU are the runner's too
+        helpers = (await self.crawler.process_stats() if isinstance(self.crawler, CrawlProcess)
+                   else (0, 0.0))
         await self.projector.call(self._heartbeats.beat, self.holder, self.stats.in_flight,
-                                  self.clock.now())
+                                  self.clock.now(), helpers)
 
     async def _sleep(self) -> None:
         try:

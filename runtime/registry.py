@@ -33,8 +33,13 @@ class Heartbeats:
             tx.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (name TEXT PRIMARY KEY, at TEXT NOT "
                        "NULL, in_flight INTEGER, rss_bytes INTEGER, cpu_seconds REAL)")
 
-    def beat(self, name: str, in_flight: int, now: datetime) -> None:
+    def beat(self, name: str, in_flight: int, now: datetime,
+             helpers: tuple[int, float] = (0, 0.0)) -> None:
+        """The worker's row: this process's memory and CPU plus `helpers`', the (peak
+        resident bytes, CPU seconds) of processes working for it (a runner's crawl
+        process)."""
         rss, cpu = process_stats()
+        rss, cpu = rss + helpers[0], round(cpu + helpers[1], 3)
         with self.db.transaction() as tx:
             tx.execute(f"DELETE FROM {TABLE} WHERE name = ?", (name,))
             tx.execute(f"INSERT INTO {TABLE} (name, at, in_flight, rss_bytes, cpu_seconds) "

@@ -214,3 +214,23 @@ def test_an_error_in_the_child_reaches_the_caller_and_the_child_serves_on(
     raised, after, started = run(scenario)
     assert raised == "in the crawl process: ValueError: unknown call 'no-such-call'"
     assert isinstance(after, CrawlSuccess) and started == 1
+
+
+def test_the_runners_heartbeat_counts_its_crawl_process(ledger: Ledger, tmp_path: Path) -> None:
+    """`/api/v1/workers` shows a runner's memory and CPU: with the crawl process's."""
+    from ledger.embedded import EmbeddedRunner
+    from runtime.clock import SystemClock
+    from runtime.registry import Heartbeats, process_stats
+
+    async def scenario() -> tuple[int, float]:
+        async with CrawlProcess(settings(tmp_path)) as process:
+            runner = EmbeddedRunner(ledger, process, SystemClock(), recover_orphans=False)
+            await runner.run(until_idle=True)  # nothing due: one loop turn, one heartbeat
+            return await process.process_stats()
+
+    child_rss, child_cpu = run(scenario)
+    own_rss, own_cpu = process_stats()  # this process's peak and CPU, after the beat
+    [row] = Heartbeats(ledger.db).latest().values()
+    assert child_rss > 20 * 2**20 and child_cpu > 0  # an interpreter with the crawler loaded
+    assert row["rss_bytes"] > own_rss  # its own peak then was at most its peak now
+    assert 0 < row["cpu_seconds"] <= own_cpu + child_cpu
