@@ -15,7 +15,7 @@ from w3lib.url import canonicalize_url
 
 from domain.errors import InvalidInput
 
-__all__ = ["TRACKING_PARAMS", "is_http_url", "normalize_url"]
+__all__ = ["TRACKING_PARAMS", "is_http_url", "join_url", "normalize_url"]
 
 TRACKING_PARAMS = frozenset(
     {"fbclid", "gclid", "mc_cid", "mc_eid", "ref", "ref_src", "igshid", "_ga", "_gl", "dclid",
@@ -37,14 +37,29 @@ def is_http_url(url: str) -> bool:
     return parts.scheme.lower() in _DEFAULT_PORTS and bool(parts.hostname)
 
 
+def join_url(base: str, url: str) -> str:
+    """`urljoin(base, url)`, without its two parses for a plain absolute URL (`_PLAIN`: no
+    query, fragment, user, escape or parameters), which it returns as it is."""
+    if _PLAIN.fullmatch(url):
+        return url
+    return urljoin(base, url)
+
+
 # pure, and a page repeats its URLs (canonical, og:url, offers): a few pages' worth is
 # enough (65,536 entries held ~4 MiB of a worker after 3,000 pages, for hits on one page)
 @lru_cache(maxsize=4_096)
 def normalize_url(url: str, base: str | None = None) -> str:
     """Canonical form of `url` (resolved against `base`); InvalidInput if not http(s)."""
-    absolute = urljoin(base, url.strip()) if base else (url or "").strip()
+    absolute = (url or "").strip()
     before_fragment = absolute.partition("#")[0]  # the canonical form drops a fragment
     plain = _PLAIN.fullmatch(before_fragment)
+    if base and plain is None:
+        # relative, or not plain: resolve it. A plain absolute URL needs no joining:
+        # `urljoin` returns it as it is, or (same scheme as `base`) split and put
+        # together again, which changes at most its fragment, dropped here anyway
+        absolute = urljoin(base, absolute)
+        before_fragment = absolute.partition("#")[0]
+        plain = _PLAIN.fullmatch(before_fragment)
     if plain is not None and "/." not in before_fragment and int(plain.group(3) or 0) <= 65535:
         # already canonical but for the default port, an empty path and a fragment: what
         # w3lib's canonicalize_url (~50 µs) would return, at a fraction of the cost

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from urllib.parse import urljoin
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from domain.errors import InvalidInput
-from domain.urls import canonical, normalize_url
+from domain.urls import canonical, join_url, normalize_url
 
 _host = st.from_regex(r"[a-zA-Z0-9]([a-zA-Z0-9.-]{0,20}[a-zA-Z0-9])?", fullmatch=True)
 _path = st.from_regex(r"(/[A-Za-z0-9\-._~%?#=&/]{0,30})?(#[A-Za-z0-9\-._~%?#=&/:@!$'()*+,;]{0,12})?",
@@ -31,3 +33,39 @@ def test_the_fast_path_agrees_with_the_full_canonical_form(scheme: str, host: st
     except InvalidInput:
         found = InvalidInput
     assert found == expected, url
+
+
+_base = st.builds(lambda scheme, host, path: f"{scheme}://{host}{path}",
+                  st.sampled_from(["http", "https", "ftp"]), _host, _path)
+_relative = st.from_regex(r"(\.{0,2}/)?[A-Za-z0-9\-._~%?#=&/;:]{0,20}", fullmatch=True)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(scheme=st.sampled_from(["http", "https", "HTTP", "ftp"]), host=_host, port=_port,
+       path=_path, base=_base, relative=_relative, absolute=st.booleans(),
+       pad=st.sampled_from(["", " ", "\t"]))
+def test_a_url_against_a_base_is_the_canonical_form_of_its_join(
+        scheme: str, host: str, port: str, path: str, base: str, relative: str,
+        absolute: bool, pad: str) -> None:
+    """Joining is skipped for plain absolute URLs: the result is still the canonical form
+    of `urljoin(base, url)`, for absolute and relative URLs alike."""
+    url = pad + (f"{scheme}://{host}{port}{path}" if absolute else relative) + pad
+    normalize_url.cache_clear()
+    try:
+        expected: str | type[Exception] = canonical(urljoin(base, url.strip()), url)
+    except InvalidInput:
+        expected = InvalidInput
+    try:
+        found: str | type[Exception] = normalize_url(url, base)
+    except InvalidInput:
+        found = InvalidInput
+    assert found == expected, (url, base)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(scheme=st.sampled_from(["http", "https", "HTTP", "ftp"]), host=_host, port=_port,
+       path=_path, base=_base, relative=_relative, absolute=st.booleans())
+def test_join_url_is_urljoin(scheme: str, host: str, port: str, path: str, base: str,
+                             relative: str, absolute: bool) -> None:
+    url = f"{scheme}://{host}{port}{path}" if absolute else relative
+    assert join_url(base, url) == urljoin(base, url), (base, url)

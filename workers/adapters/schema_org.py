@@ -8,8 +8,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
-from urllib.parse import urljoin
 
+from domain.urls import join_url
 from domain.values import CrawlTask, Observation
 from workers.adapters.base import Extraction, Page, Request
 from workers.adapters.main_product import page_products
@@ -58,7 +58,7 @@ class SchemaOrgAdapter:
         if tree is None:
             return (), ()
         data = read_head_data(tree)
-        page_urls = [page.url] + ([urljoin(page.url, data.canonical)] if data.canonical else [])
+        page_urls = [page.url] + ([join_url(page.url, data.canonical)] if data.canonical else [])
         products = _own_jsonld_product(data.jsonld, page_urls)
         if products is None:
             data = with_embedded_markup(data, tree, page.url)
