@@ -379,8 +379,13 @@ def main(argv: list[str]) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)  # the parent decides when crawls stop
     with redacting_output(os.environ):
-        configure_logging(os.environ, "run")
-        uvloop.run(_child(int(argv[0])))
+        try:
+            configure_logging(os.environ, "run")
+            uvloop.run(_child(int(argv[0])))
+        except Exception as error:  # noqa: BLE001 - one line, as the CLI reports an error
+            lines = str(error).strip().splitlines() or [type(error).__name__]
+            print(f"crawl-ledger: the crawl process: {lines[0]}", file=sys.stderr)
+            return 1
     return 0
 
 

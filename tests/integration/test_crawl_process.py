@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
+import pytest
 from aiohttp import web
 from fleet import wait_for
 from http_fixtures import RecordingServer, serving
@@ -20,7 +21,7 @@ from proxy_fixtures import closed_port
 
 from domain.values import CrawlFailure, CrawlSuccess, CrawlTask, Policy
 from ledger.bootstrap import crawler_for
-from ledger.crawl_process import CrawlProcess
+from ledger.crawl_process import ChildExited, CrawlProcess
 from ledger.settings import Settings
 from runtime.ledger import Ledger
 from runtime.proxy_pool import ProxyKeeper, ProxyStore, add_proxy
@@ -234,3 +235,21 @@ def test_the_runners_heartbeat_counts_its_crawl_process(ledger: Ledger, tmp_path
     assert child_rss > 20 * 2**20 and child_cpu > 0  # an interpreter with the crawler loaded
     assert row["rss_bytes"] > own_rss  # its own peak then was at most its peak now
     assert 0 < row["cpu_seconds"] <= own_cpu + child_cpu
+
+
+def test_a_child_that_cannot_start_is_one_clear_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+        ) -> None:
+    """The runner fails at once (not job by job) when its crawl process cannot start, and
+    the child says why in one line."""
+    monkeypatch.setenv("LEDGER_LOG_FORMAT", "bogus")  # the child refuses its configuration
+
+    async def scenario() -> None:
+        async with CrawlProcess(settings(tmp_path)):
+            pass
+
+    with pytest.raises(ChildExited, match=r"exited at start \(exit status 1\)"):
+        run(scenario)
+    said = capfd.readouterr().err.strip().splitlines()
+    assert said == ["crawl-ledger: the crawl process: LEDGER_LOG_FORMAT must be one of json, "
+                    "console, not 'bogus'"], said
