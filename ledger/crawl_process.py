@@ -229,30 +229,36 @@ class CrawlProcess:
     async def _start(self) -> None:
         ours, theirs = socket.socketpair()
         try:
-            self._process = await asyncio.create_subprocess_exec(
+            process = self._process = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "ledger.crawl_process", str(theirs.fileno()),
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
         finally:
             theirs.close()
-        reader, self._writer = await asyncio.open_connection(sock=ours)
-        self._writer.write(_frame(("start", self.settings)))
+        reader, writer = await asyncio.open_connection(sock=ours)
+        self._writer = writer
+        writer.write(_frame(("start", self.settings)))
         try:
             ready = await _read(reader)
         except (asyncio.IncompleteReadError, ConnectionError):
-            code = await self._process.wait()
+            writer.close()
+            code = await process.wait()
             raise ChildExited(f"the crawl process exited at start (exit status {code}); "
                               f"its error is on stderr") from None
         if ready != ("ready",):
+            writer.close()
             raise ChildExited(f"the crawl process answered {ready!r} at start")
         self.started += 1
         self._pending = {}
-        self._reading = asyncio.create_task(self._read_answers(reader, self._writer,
+        self._reading = asyncio.create_task(self._read_answers(process, reader, writer,
                                                                self._pending))
         if self.egress.pool.configs is not None:  # a new child after one died
             self._send(("pool", 0, self.egress.pool.configs))
 
-    async def _read_answers(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+    async def _read_answers(self, process: asyncio.subprocess.Process,
+                            reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                             pending: dict[int, asyncio.Future[Any]]) -> None:
+        """Answers from one child, until its socket closes; then its calls still waiting
+        fail (a new child, started meanwhile, has its own `pending`)."""
         try:
             while True:
                 kind, number, value = await _read(reader)
@@ -270,8 +276,7 @@ class CrawlProcess:
             pass
         finally:
             writer.close()
-            process = self._process
-            code = await process.wait() if process is not None else None
+            code = await process.wait()
             if not self._closing:
                 log.error("the crawl process exited (status %s) with %d calls in flight; the "
                           "next call starts a new one", code, len(pending))

@@ -253,3 +253,37 @@ def test_a_child_that_cannot_start_is_one_clear_error(
     said = capfd.readouterr().err.strip().splitlines()
     assert said == ["crawl-ledger: the crawl process: LEDGER_LOG_FORMAT must be one of json, "
                     "console, not 'bogus'"], said
+
+
+def test_calls_made_while_a_killed_child_is_noticed_all_end(tmp_path: Path) -> None:
+    """Calls sent to a child after it died and before the runner noticed fail with it;
+    calls after that reach a new child; none hangs."""
+    server, arrived = shop(), asyncio.Event()
+
+    async def never(_: web.Request) -> web.StreamResponse:
+        arrived.set()
+        await asyncio.Event().wait()  # answered by no one: the child dies first
+        raise AssertionError("unreachable")
+
+    server.route("/never", never)
+
+    async def scenario() -> list[str]:
+        kinds: list[str] = []
+        async with serving(server), CrawlProcess(settings(tmp_path)) as process:
+            for _ in range(3):
+                arrived.clear()
+                lost = asyncio.create_task(process.crawl(task(server.url("/never"))))
+                await asyncio.wait_for(arrived.wait(), 30)
+                os.kill(process.pid or 0, signal.SIGKILL)
+                after = [asyncio.create_task(process.crawl(task(server.url("/p/2"))))
+                         for _ in range(3)]
+                # sent before the death was noticed: failed with it; after: a new child
+                ended = await asyncio.wait_for(asyncio.gather(lost, *after), 60)
+                ended.append(await asyncio.wait_for(process.crawl(task(server.url("/p/1"))), 60))
+                kinds += [o.error_kind if isinstance(o, CrawlFailure) else "ok" for o in ended]
+            kinds.append(str(process.started))
+        return kinds
+
+    kinds = run(scenario)
+    assert kinds[0:15:5] == ["worker_error"] * 3 and kinds[4:15:5] == ["ok"] * 3, kinds
+    assert set(kinds[:15]) <= {"ok", "worker_error"} and kinds[15] == "4", kinds
