@@ -92,9 +92,10 @@ class Fleet:
             return {}
 
     def slow_in_flight(self) -> bool:
+        """The slow stores' crawls are in flight and every fast one has been recorded."""
         states = self.job_states()
-        return all(states.get(j) == "leased" for j in self.slow_jobs) and any(
-            s == "scheduled" for j, s in states.items() if j not in self.slow_jobs)
+        return all(states.get(j) == "leased" for j in self.slow_jobs) and all(
+            states.get(j) not in (None, "dispatched", "leased") for j in self.fast_jobs)
 
 
 @contextmanager
