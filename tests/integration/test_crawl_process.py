@@ -287,3 +287,36 @@ def test_calls_made_while_a_killed_child_is_noticed_all_end(tmp_path: Path) -> N
     kinds = run(scenario)
     assert kinds[0:15:5] == ["worker_error"] * 3 and kinds[4:15:5] == ["ok"] * 3, kinds
     assert set(kinds[:15]) <= {"ok", "worker_error"} and kinds[15] == "4", kinds
+
+
+def test_real_shop_pages_come_back_from_the_child_as_crawled_in_process(tmp_path: Path) -> None:
+    """Real pages (the corpus: public fixtures of shops nobody here wrote) extract the same
+    through the crawl process as in the runner's own process, down to every field."""
+    import gzip
+    import json
+
+    corpus = Path(__file__).resolve().parents[1] / "corpus"
+    entries = [e for e in json.loads((corpus / "manifest.json").read_text())
+               if e["truth"].get("price")][:12]
+    server = shop()
+    for n, entry in enumerate(entries):
+        server.text(f"/real/{n}", gzip.decompress((corpus / entry["file"]).read_bytes())
+                    .decode("utf-8", "replace"))
+    paths = [f"/real/{n}" for n in range(len(entries))]
+
+    async def both() -> tuple[list[object], list[object]]:
+        async with serving(server):
+            async with crawler_for(settings(tmp_path / "here")) as crawler:
+                here = [await crawler.crawl(task(server.url(p), p)) for p in paths]
+            async with CrawlProcess(settings(tmp_path / "child")) as process:
+                there = await asyncio.gather(*(process.crawl(task(server.url(p), p))
+                                               for p in paths))
+        return here, list(there)
+
+    here, there = run(both)
+    assert len(entries) == 12
+    assert sum(isinstance(o, CrawlSuccess) and bool(o.observations) for o in there) >= 10
+    pairs = list(zip(here, there, strict=True))
+    assert all(type(a) is type(b) for a, b in pairs)
+    assert [getattr(o, "observations", None) for o in there] == [
+        getattr(o, "observations", None) for o in here]
