@@ -40,7 +40,6 @@ import itertools
 import logging
 import os
 import pickle
-import resource
 import signal
 import socket
 import struct
@@ -232,6 +231,9 @@ class CrawlProcess:
             process = self._process = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "ledger.crawl_process", str(theirs.fileno()),
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
+        except BaseException:
+            ours.close()
+            raise
         finally:
             theirs.close()
         reader, writer = await asyncio.open_connection(sock=ours)
@@ -332,8 +334,9 @@ class _Child:
             elif kind == "image":
                 value = await self.crawler.fetch_image(*args)
             elif kind == "stats":
-                usage = resource.getrusage(resource.RUSAGE_SELF)
-                value = (usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime)
+                from runtime.registry import process_stats  # at the first heartbeat, not start
+
+                value = process_stats()
             else:
                 raise ValueError(f"unknown call {kind!r}")
             message: Any = ("ok", number, value)
