@@ -8,7 +8,7 @@ job-status read model (`next_slot`) and let the aggregates decide.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import datetime
 from urllib.parse import urlsplit
 from uuid import UUID
@@ -39,9 +39,15 @@ class Scheduler:
         self.ledger = ledger
         self.slot_size = slot_size
 
-    def next_slot(self, now: datetime, size: int) -> list[str]:
-        """The ids of the next `size` due jobs: most urgent first, interleaved by host."""
-        due = self.ledger.read.due_jobs(now, limit=size * 4)
+    def next_slot(self, now: datetime, size: int,
+                  exclude: Collection[str] = ()) -> list[str]:
+        """The ids of the next `size` due jobs: most urgent first, interleaved by host.
+
+        `exclude`: jobs the caller knows it dispatched already while the read model may
+        not show it yet (they would only be refused by their aggregates)."""
+        due = self.ledger.read.due_jobs(now, limit=size * 4 + len(exclude))
+        if exclude:
+            due = [row for row in due if row["job_id"] not in exclude]
         return [r["job_id"] for r in interleave_by_host(due)[:size]]
 
     def tick(self, now: datetime) -> list[UUID]:
@@ -49,13 +55,16 @@ class Scheduler:
         return self.ledger.app.dispatch_due(self.next_slot(now, self.slot_size), now)
 
     def tick_and_lease(self, now: datetime, worker: str, ttl: float,
-                       limit: int | None = None) -> list[CrawlTask]:
+                       limit: int | None = None,
+                       exclude: Collection[str] = ()) -> list[CrawlTask]:
         """The tick of a driver that also crawls: the slot is dispatched and leased to
-        `worker` in one save (`CrawlLedger.dispatch_and_lease`)."""
+        `worker` in one save (`CrawlLedger.dispatch_and_lease`); `exclude` as for
+        `next_slot`."""
         size = self.slot_size if limit is None else max(0, min(limit, self.slot_size))
         if not size:
             return []
-        return self.ledger.app.dispatch_and_lease(self.next_slot(now, size), worker, ttl, now)
+        return self.ledger.app.dispatch_and_lease(self.next_slot(now, size, exclude), worker,
+                                                  ttl, now)
 
     def reap(self, now: datetime) -> list[UUID]:
         expired = [r["job_id"] for r in self.ledger.read.expired_leases(now)]
