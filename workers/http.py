@@ -25,7 +25,7 @@ from workers.politeness import DEFAULT_USER_AGENT
 from workers.proxies import is_proxy_failure
 from workers.robots import RobotsFile
 
-__all__ = ["ROBOTS_LIMITS", "RobotsFetcher", "build_client"]
+__all__ = ["ROBOTS_LIMITS", "ResponseCookies", "RobotsFetcher", "build_client"]
 
 #: RFC 9309: parse at least 500 KiB; follow at most five redirects.
 ROBOTS_LIMITS = FetchLimits(
@@ -67,10 +67,26 @@ def build_client(
     egress = _proxy(proxy) if proxy else None
     transport = AiohttpTransport(limits=limits, proxy=egress, client=session)
     hooks = {"request": [_plain_http_proxy_auth(egress)]} if egress and egress.headers else {}
-    return httpx.AsyncClient(
+    client = httpx.AsyncClient(
         transport=transport, headers={"User-Agent": user_agent}, follow_redirects=False,
         event_hooks=hooks,
     )
+    # the attribute behind `client.cookies` (httpx 0.28, pinned; its setter would copy
+    # the jar into a plain `Cookies`): tests/integration/test_fetch.py checks both
+    client._cookies = ResponseCookies()
+    return client
+
+
+class ResponseCookies(httpx.Cookies):
+    """The client's cookie jar, the same cookies kept and sent, reading a response only
+    when it sets one: httpx otherwise wraps every response and its request in urllib
+    objects for `http.cookiejar` (~25 µs a response with the crawl bench's headers) to find
+    no `Set-Cookie`, the only headers the jar reads (`CookieJar.make_cookies`)."""
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        headers = response.headers
+        if "set-cookie" in headers or "set-cookie2" in headers:
+            super().extract_cookies(response)
 
 
 def _proxy(url: str) -> httpx.Proxy:

@@ -11,6 +11,7 @@ from typing import TypeVar
 import pytest
 from aiohttp import web
 from http_fixtures import (
+    Handler,
     RecordingServer,
     redirect,
     serving,
@@ -23,7 +24,7 @@ from workers.adapters.base import Page, Request
 from workers.addresses import AddressGuard
 from workers.errors import FetchError
 from workers.fetch import Fetcher, FetchLimits
-from workers.http import build_client
+from workers.http import ResponseCookies, build_client
 from workers.politeness import DEFAULT_USER_AGENT
 
 #: these tests' servers listen on loopback, allowed on purpose
@@ -205,3 +206,49 @@ def test_a_body_cut_short_is_truncated_and_retryable() -> None:
     error = asyncio.run(scenario())
     assert error.kind == "truncated" and error.retryable, error.message
     assert "body cut short" in error.message
+
+
+def test_cookies_a_site_sets_are_sent_back_once_and_only_to_it() -> None:
+    """The client's jar (`workers.http.ResponseCookies`) keeps what a page and a
+    redirect hop set and sends it on the next requests to that host, once; a response
+    without `Set-Cookie` changes nothing; another host gets none."""
+    shop, other = RecordingServer(), RecordingServer("127.0.0.2")  # cookies ignore ports
+    cookies: dict[str, list[str]] = {}
+
+    def sets(name: str, status_code: int = 200, location: str = "") -> Handler:
+        async def handler(request: web.Request) -> web.StreamResponse:
+            response = (web.Response(status=status_code, headers={"Location": location})
+                        if location else web.Response(text="<html>set</html>",
+                                                      content_type="text/html"))
+            response.set_cookie(name, "1", path="/")
+            return response
+        return handler
+
+    def shows(key: str) -> Handler:
+        async def handler(request: web.Request) -> web.StreamResponse:
+            cookies[key] = request.headers.getall("Cookie", [])
+            return web.Response(text="<html>shown</html>", content_type="text/html")
+        return handler
+
+    shop.route("/set", sets("page"))
+    shop.route("/hop", sets("hop", 302, "/after-hop"))
+    shop.route("/plain", shows("plain"))
+    shop.route("/after-hop", shows("after-hop"))
+    shop.route("/last", shows("last"))
+    other.route("/elsewhere", shows("elsewhere"))
+
+    async def scenario() -> dict[str, str]:
+        async with serving(shop, other), build_client(guard=LOOPBACK) as client:
+            assert isinstance(client.cookies, ResponseCookies)
+            fetcher = Fetcher(client, guard=LOOPBACK)
+            for server, path in ((shop, "/set"), (shop, "/plain"), (shop, "/hop"),
+                                 (shop, "/last"), (other, "/elsewhere")):
+                await fetcher.fetch(Request(server.url(path)), DEFAULT_USER_AGENT)
+            return dict(client.cookies)
+
+    kept = asyncio.run(scenario())
+    assert kept == {"page": "1", "hop": "1"}
+    assert cookies["plain"] == ["page=1"]
+    assert cookies["after-hop"] == ["page=1; hop=1"]
+    assert cookies["last"] == ["page=1; hop=1"]
+    assert cookies["elsewhere"] == []
