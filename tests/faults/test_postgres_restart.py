@@ -89,9 +89,19 @@ def test_postgres_restart_under_a_running_runner(tmp_path: Path) -> None:
         proc = box.start("--stop-deadline", "2")
         try:
             fast = sorted(box.fast_jobs)
-            wait_for(lambda: all(job_rows(box).get(j, {}).get("runs") for j in fast)
-                     and all(job_rows(box).get(j, {}).get("state") == "leased"
-                             for j in box.slow_jobs), "fast jobs recorded, slow ones in flight")
+            try:
+                wait_for(lambda: all(job_rows(box).get(j, {}).get("runs") for j in fast)
+                         and all(job_rows(box).get(j, {}).get("state") == "leased"
+                                 for j in box.slow_jobs),
+                         "fast jobs recorded, slow ones in flight")
+            except AssertionError as error:  # say what the runner and its read model did
+                proc.kill()
+                _, err = proc.communicate(timeout=30)
+                seen = {job: (row.get("state"), row.get("runs"), row.get("last_error"))
+                        for job, row in job_rows(box).items()}
+                raise AssertionError(f"{error}; fast {fast}, slow {sorted(box.slow_jobs)}; "
+                                     f"read model {seen}; runner stderr: {err[-3000:]}"
+                                     ) from None
             before = box.envelopes()
             pg.ctl("-m", "fast", "restart")  # every connection of the runner is cut
             runs = int(job_rows(box)[fast[0]]["runs"])  # type: ignore[call-overload]
