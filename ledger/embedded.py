@@ -5,14 +5,12 @@ One asyncio loop drives it; ledger calls go through one database thread
 (`crawl-ledger run` on more than one CPU) `ledger.crawl_process.CrawlProcess`, the
 same crawler in a child process, so crawling and recording run on two cores. The loop:
 
-1. catch the read models up when nothing is queued or running or a tick has
-   passed (under load the catch-up after each batch of results keeps them
-   current), reap expired leases;
-2. when the work queue runs low and half of `concurrency` is free, dispatch and
-   lease the next slot of due jobs in one save (`Scheduler.tick_and_lease`,
-   interleaved by host so no burst hits one store; at most three times
-   `concurrency` jobs are leased and not yet recorded; the jobs dispatched since
-   the read models' last catch-up are left out, so none is offered twice);
+1. catch the read models up when idle or a tick has passed (under load the
+   catch-up after the results keeps them current), reap expired leases;
+2. when the queue runs low and half of `concurrency` is free, dispatch and lease
+   the next slot of due jobs in one save (`Scheduler.tick_and_lease`, interleaved
+   by host; at most three times `concurrency` jobs leased and not yet recorded;
+   jobs dispatched since the last catch-up left out: `RecentDispatches`);
 3. workers crawl and record (`JobWorker.run_task`), waking the loop when done:
    `concurrency` crawls at once, and twice as many workers, so a result waiting
    for its group commit does not hold a crawl slot;
@@ -57,7 +55,7 @@ from runtime.ledger import Ledger
 from runtime.proxy_pool import ProxyKeeper
 from runtime.registry import INTERVAL as HEARTBEAT_INTERVAL
 from runtime.registry import Heartbeats, register
-from runtime.scheduler import Scheduler
+from runtime.scheduler import RecentDispatches, Scheduler
 from runtime.work import CrawlerPort, DbThread, JobWorker, first_line, worker_name
 
 __all__ = ["EmbeddedRunner", "Outage", "RunStats", "run_loop"]
@@ -130,10 +128,7 @@ class EmbeddedRunner:
         self.max_outage = max_outage
         self._stop_by: float | None = None  # loop time by which in-flight crawls must end
         self._finished = 0  # jobs finished so far: a change during a step means "not idle"
-        #: jobs this runner dispatched that a read model caught up before the dispatch
-        #: returned may still show as due: job id -> the dispatch's number (`_dispatches`)
-        self._unseen: dict[str, int] = {}
-        self._dispatches = 0
+        self._recent = RecentDispatches()  # left out of the next slots until caught up
         self._caught_up_at = float("-inf")  # loop time the last catch-up started
 
     def stop(self, deadline: float = DEFAULTS.stop_deadline) -> None:
@@ -299,12 +294,11 @@ class EmbeddedRunner:
 
     async def _catch_up(self) -> None:
         """Catch the read models up; afterwards they show every dispatch that returned
-        before it started (those jobs leave `_unseen`)."""
-        mark = self._dispatches
+        before it started."""
+        mark = self._recent.mark()
         self._caught_up_at = asyncio.get_running_loop().time()
         await self.projector.call(self.ledger.catch_up)
-        if self._unseen:
-            self._unseen = {job: n for job, n in self._unseen.items() if n > mark}
+        self._recent.seen(mark)
 
     async def _start(self) -> None:
         await self.db.call(register, self.ledger, self.holder, "embedded", self.concurrency,
@@ -319,16 +313,10 @@ class EmbeddedRunner:
             self._queue.put_nowait(job_id)
 
     async def _step(self) -> bool:
-        """One loop turn; True when nothing is due, queued or running.
-
-        The read models are caught up first when nothing is queued or running (the idle
-        decision reads them) or none started within a tick (changes made elsewhere, by
-        the API or the CLI, appear within a tick). Otherwise the catch-up after the
-        results (`_project`) keeps them current, and the jobs this runner dispatched
-        since are left out of the next slot (`_unseen`). (A catch-up on every turn as
-        well splits the same read-model writes into more, smaller transactions, each
-        with its own commit: ~0.5 s more CPU over the crawl bench's 3,000 results.)
-        """
+        """One loop turn; True when nothing is due, queued or running. It catches the
+        read models up only when nothing is queued or running (the idle decision reads
+        them) or none started within a tick (the API's changes show within a tick);
+        else `_project`'s catch-ups keep them current (docs/benchmarks.md)."""
         finished = self._finished
         loop_time = asyncio.get_running_loop().time()
         if (self._queue.empty() and self.stats.in_flight == 0
@@ -343,10 +331,9 @@ class EmbeddedRunner:
         # finished (each save has its cost) while the queue still holds enough to crawl
         if self._queue.qsize() < self.concurrency and room >= max(1, self.concurrency // 2):
             dispatched = await self.db.call(self.scheduler.tick_and_lease, now, self.holder,
-                                            self.lease_ttl, room, frozenset(self._unseen))
-            self._dispatches += 1
+                                            self.lease_ttl, room, self._recent.jobs())
+            self._recent.add(task.job_id for task in dispatched)
             for task in dispatched:
-                self._unseen[task.job_id] = self._dispatches
                 self._queue.put_nowait(task)
             self.stats.dispatched += len(dispatched)
         self.stats.queued = self._queue.qsize()

@@ -32,6 +32,31 @@ def interleave_by_host(rows: Iterable[Row]) -> list[Row]:
     return out
 
 
+class RecentDispatches:
+    """The jobs a runner dispatched that its read models may not show yet (they would
+    still look due): each is kept until a catch-up that started after its dispatch
+    returned has ended. Pass `jobs()` as `Scheduler.next_slot`'s `exclude`."""
+
+    def __init__(self) -> None:
+        self._dispatch = 0
+        self._jobs: dict[str, int] = {}  # job id -> the number of its dispatch
+
+    def add(self, job_ids: Iterable[str]) -> None:
+        self._dispatch += 1
+        self._jobs.update((job_id, self._dispatch) for job_id in job_ids)
+
+    def mark(self) -> int:
+        """Taken as a catch-up starts; `seen(mark)` once it has ended."""
+        return self._dispatch
+
+    def seen(self, mark: int) -> None:
+        if self._jobs:
+            self._jobs = {job: n for job, n in self._jobs.items() if n > mark}
+
+    def jobs(self) -> frozenset[str]:
+        return frozenset(self._jobs)
+
+
 class Scheduler:
     """Dispatches due jobs in slots of `slot_size` and reaps expired leases."""
 
