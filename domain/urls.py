@@ -50,16 +50,9 @@ def join_url(base: str, url: str) -> str:
 @lru_cache(maxsize=4_096)
 def normalize_url(url: str, base: str | None = None) -> str:
     """Canonical form of `url` (resolved against `base`); InvalidInput if not http(s)."""
-    absolute = (url or "").strip()
+    absolute = join_url(base, url.strip()) if base else (url or "").strip()
     before_fragment = absolute.partition("#")[0]  # the canonical form drops a fragment
     plain = _PLAIN.fullmatch(before_fragment)
-    if base and plain is None:
-        # relative, or not plain: resolve it. A plain absolute URL needs no joining:
-        # `urljoin` returns it as it is, or (same scheme as `base`) split and put
-        # together again, which changes at most its fragment, dropped here anyway
-        absolute = urljoin(base, absolute)
-        before_fragment = absolute.partition("#")[0]
-        plain = _PLAIN.fullmatch(before_fragment)
     if plain is not None and "/." not in before_fragment and int(plain.group(3) or 0) <= 65535:
         # already canonical but for the default port, an empty path and a fragment: what
         # w3lib's canonicalize_url (~50 µs) would return, at a fraction of the cost

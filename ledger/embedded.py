@@ -184,7 +184,7 @@ class EmbeddedRunner:
             projecting.cancel()
             await asyncio.gather(projecting, return_exceptions=True)
             try:
-                await self.projector.call(self.ledger.catch_up)
+                await self._catch_up()
             except Exception as error:
                 if not unavailable(error):
                     raise
@@ -261,7 +261,7 @@ class EmbeddedRunner:
     async def _fetch_images(self, step: ImageStep) -> None:
         try:
             while True:
-                await self.projector.call(self.ledger.catch_up)  # the last batch's records
+                await self._catch_up()  # the last batch's records
                 batch = await step.run_batch()
                 self.stats.note_images(batch)
                 if batch.recorded == 0 and not await step.has_pending():
@@ -304,11 +304,11 @@ class EmbeddedRunner:
         await self.db.call(register, self.ledger, self.holder, "embedded", self.concurrency,
                            ["all"], self.clock.now())
         self._heartbeats = await self.projector.call(Heartbeats, self.ledger.db)
-        await self.projector.call(self.ledger.catch_up)
+        await self._catch_up()
         if self.recover:
             reaped = await self.db.call(self.scheduler.recover_orphans, self.clock.now())
             self.stats.reaped += len(reaped)
-            await self.projector.call(self.ledger.catch_up)
+            await self._catch_up()
         for job_id in await self.db.call(self.scheduler.dispatched):
             self._queue.put_nowait(job_id)
 
