@@ -62,7 +62,9 @@ def build_client(
             limit=max_connections, keepalive_timeout=30.0,
             ssl=transport.ssl_context, resolver=GuardedResolver(guard, resolver),
         )
-        return aiohttp.ClientSession(connector=connector)
+        # one cookie jar, the httpx client's (`ResponseCookies`): aiohttp's own would keep
+        # and send cookies of named hosts a second time, and refuse those of IP hosts
+        return aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar())
 
     egress = _proxy(proxy) if proxy else None
     transport = AiohttpTransport(limits=limits, proxy=egress, client=session)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import pytest
 from aiohttp import web
+from aiohttp.abc import AbstractResolver, ResolveResult
 from http_fixtures import (
     Handler,
     RecordingServer,
@@ -208,11 +210,36 @@ def test_a_body_cut_short_is_truncated_and_retryable() -> None:
     assert "body cut short" in error.message
 
 
-def test_cookies_a_site_sets_are_sent_back_once_and_only_to_it() -> None:
+class Names(AbstractResolver):
+    """Resolves the names of `NAMED` to their loopback addresses."""
+
+    async def resolve(self, host: str, port: int = 0,
+                      family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]:
+        return [{"hostname": host, "host": NAMED[host], "port": port, "family": socket.AF_INET,
+                 "proto": 0, "flags": socket.AI_NUMERICHOST}]
+
+    async def close(self) -> None:
+        return None
+
+
+#: host names for the two servers' addresses (aiohttp's own jar would keep cookies of
+#: named hosts, but not of IP addresses)
+NAMED = {"shop.test": "127.0.0.1", "elsewhere.test": "127.0.0.2"}
+
+
+async def _named(host: str) -> list[str]:
+    return [NAMED[host]]
+
+
+@pytest.mark.parametrize("named", [False, True], ids=["ip-hosts", "named-hosts"])
+def test_cookies_a_site_sets_are_sent_back_once_and_only_to_it(named: bool) -> None:
     """The client's jar (`workers.http.ResponseCookies`) keeps what a page and a
-    redirect hop set and sends it on the next requests to that host, once; a response
-    without `Set-Cookie` changes nothing; another host gets none."""
+    redirect hop set and sends it on the next requests to that host, once (one jar:
+    aiohttp's session keeps none); a response without `Set-Cookie` changes nothing;
+    another host gets none."""
     shop, other = RecordingServer(), RecordingServer("127.0.0.2")  # cookies ignore ports
+    names = {shop: "shop.test", other: "elsewhere.test"} if named else {}
+    guard = AddressGuard(["127.0.0.0/8"], resolve=_named) if named else LOOPBACK
     cookies: dict[str, list[str]] = {}
 
     def sets(name: str, status_code: int = 200, location: str = "") -> Handler:
@@ -237,13 +264,17 @@ def test_cookies_a_site_sets_are_sent_back_once_and_only_to_it() -> None:
     shop.route("/last", shows("last"))
     other.route("/elsewhere", shows("elsewhere"))
 
+    def url(server: RecordingServer, path: str) -> str:
+        return f"http://{names[server]}:{server.port}{path}" if named else server.url(path)
+
     async def scenario() -> dict[str, str]:
-        async with serving(shop, other), build_client(guard=LOOPBACK) as client:
+        async with serving(shop, other), build_client(
+                guard=guard, resolver=Names() if named else None) as client:
             assert isinstance(client.cookies, ResponseCookies)
-            fetcher = Fetcher(client, guard=LOOPBACK)
+            fetcher = Fetcher(client, guard=guard)
             for server, path in ((shop, "/set"), (shop, "/plain"), (shop, "/hop"),
                                  (shop, "/last"), (other, "/elsewhere")):
-                await fetcher.fetch(Request(server.url(path)), DEFAULT_USER_AGENT)
+                await fetcher.fetch(Request(url(server, path)), DEFAULT_USER_AGENT)
             return dict(client.cookies)
 
     kept = asyncio.run(scenario())
