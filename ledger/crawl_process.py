@@ -30,7 +30,9 @@ request and one answer, matched by number, any number in flight:
   proxies); `egress.pool` here keeps them for the runner's `ProxyKeeper`, and
   `pool.update` sends the ledger's view to the child.
 
-    python -m ledger.crawl_process FD    (started by `CrawlProcess`, never by hand)
+The child's side, and the framing both ends use, is `ledger.crawl_child`:
+
+    python -m ledger.crawl_child FD    (started by `CrawlProcess`, never by hand)
 """
 
 from __future__ import annotations
@@ -39,10 +41,7 @@ import asyncio
 import itertools
 import logging
 import os
-import pickle
-import signal
 import socket
-import struct
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -52,6 +51,7 @@ from typing import Any
 import structlog
 
 from domain.values import CrawlOutcome, CrawlTask, ImageFailure, Policy
+from ledger.crawl_child import frame, read_frame
 from ledger.settings import Settings
 from workers.errors import failure
 from workers.images import DownloadedImage
@@ -61,7 +61,6 @@ __all__ = ["CrawlProcess", "ChildExited", "use_crawl_process"]
 
 log = logging.getLogger(__name__)
 
-_HEADER = struct.Struct("!I")
 #: how long a closing child has to finish before it is killed
 _EXIT_TIMEOUT = 10.0
 
@@ -77,16 +76,6 @@ def use_crawl_process(choice: bool | None) -> bool:
         return choice
     affinity = getattr(os, "sched_getaffinity", None)  # Linux; elsewhere the machine's count
     return (len(affinity(0)) if affinity is not None else os.cpu_count() or 1) > 1
-
-
-def _frame(message: Any) -> bytes:
-    body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    return _HEADER.pack(len(body)) + body
-
-
-async def _read(reader: asyncio.StreamReader) -> Any:
-    (size,) = _HEADER.unpack(await reader.readexactly(_HEADER.size))
-    return pickle.loads(await reader.readexactly(size))  # noqa: S301 - our own child's socket
 
 
 class RemotePool:
@@ -213,7 +202,7 @@ class CrawlProcess:
 
     def _send(self, message: Any) -> None:
         if self._writer is not None and not self._writer.is_closing():
-            self._writer.write(_frame(message))
+            self._writer.write(frame(message))
 
     async def _ensure_started(self) -> None:
         if self._closing:
@@ -229,7 +218,7 @@ class CrawlProcess:
         ours, theirs = socket.socketpair()
         try:
             process = self._process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "ledger.crawl_process", str(theirs.fileno()),
+                sys.executable, "-m", "ledger.crawl_child", str(theirs.fileno()),
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
         except BaseException:
             ours.close()
@@ -238,9 +227,9 @@ class CrawlProcess:
             theirs.close()
         reader, writer = await asyncio.open_connection(sock=ours)
         self._writer = writer
-        writer.write(_frame(("start", self.settings)))
+        writer.write(frame(("start", self.settings)))
         try:
-            ready = await _read(reader)
+            ready = await read_frame(reader)
         except (asyncio.IncompleteReadError, ConnectionError):
             writer.close()
             code = await process.wait()
@@ -263,7 +252,7 @@ class CrawlProcess:
         fail (a new child, started meanwhile, has its own `pending`)."""
         try:
             while True:
-                kind, number, value = await _read(reader)
+                kind, number, value = await read_frame(reader)
                 if kind == "pool":
                     self.egress.pool.report(*value)
                     continue
@@ -292,110 +281,3 @@ def _fail(pending: dict[int, asyncio.Future[Any]], error: ChildExited) -> None:
         if not answer.done():
             answer.set_exception(error)
     pending.clear()
-
-
-# -- the child's side ---------------------------------------------------------------------
-
-class _Child:
-    """Serves calls on the socket with one `Crawler` until the socket closes."""
-
-    def __init__(self, crawler: Any, writer: asyncio.StreamWriter) -> None:
-        self.crawler = crawler
-        self.writer = writer
-        self.running: dict[int, asyncio.Task[None]] = {}
-
-    async def serve(self, reader: asyncio.StreamReader) -> None:
-        try:
-            while True:
-                kind, number, *args = await _read(reader)
-                if kind == "cancel":
-                    task = self.running.pop(number, None)
-                    if task is not None:
-                        task.cancel()
-                elif kind == "pool":
-                    pool = self._pool()
-                    if pool is not None:
-                        pool.update(args[0])
-                else:
-                    self.running[number] = asyncio.create_task(self._answer(kind, number, args))
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass  # the parent closed the socket (or ended): stop
-        finally:
-            for task in self.running.values():
-                task.cancel()
-            await asyncio.gather(*self.running.values(), return_exceptions=True)
-
-    async def _answer(self, kind: str, number: int, args: list[Any]) -> None:
-        try:
-            if kind == "crawl":
-                task, context = args
-                with structlog.contextvars.bound_contextvars(**context):
-                    value = await self.crawler.crawl(task)
-            elif kind == "image":
-                value = await self.crawler.fetch_image(*args)
-            elif kind == "stats":
-                from runtime.registry import process_stats  # at the first heartbeat, not start
-
-                value = process_stats()
-            else:
-                raise ValueError(f"unknown call {kind!r}")
-            message: Any = ("ok", number, value)
-        except asyncio.CancelledError:
-            return
-        except Exception as error:  # noqa: BLE001 - the caller gets it, as in-process
-            message = ("error", number, f"{type(error).__name__}: {error}")
-        finally:
-            self.running.pop(number, None)
-        try:
-            frame = _frame(message)
-        except Exception as error:  # noqa: BLE001 - an answer that cannot be sent is an error
-            frame = _frame(("error", number, f"the answer could not be sent: {error}"))
-        pool = self._pool()
-        if pool is not None and pool.proxies():
-            self.writer.write(_frame(("pool", 0, (pool.drain_changes(), pool.proxies()))))
-        self.writer.write(frame)
-        try:
-            await self.writer.drain()
-        except ConnectionError:
-            pass  # the parent is gone: `serve` ends on the closed socket
-
-    def _pool(self) -> Any:
-        egress = self.crawler.egress
-        return egress.pool if egress is not None else None
-
-
-async def _child(fd: int) -> None:
-    from ledger.crawlers import crawler_for
-
-    reader, writer = await asyncio.open_connection(sock=socket.socket(fileno=fd))
-    kind, settings = await _read(reader)
-    if kind != "start":
-        raise SystemExit(f"crawl process: expected start, got {kind!r}")
-    async with crawler_for(settings) as crawler:
-        writer.write(_frame(("ready",)))
-        await writer.drain()
-        await _Child(crawler, writer).serve(reader)
-    writer.close()
-
-
-def main(argv: list[str]) -> int:
-    import uvloop  # the loop the runner and the crawler are measured on
-
-    from ledger.logs import configure_logging
-    from ledger.redact import redacting_output
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_IGN)  # the parent decides when crawls stop
-    with redacting_output(os.environ):
-        try:
-            configure_logging(os.environ, "run")
-            uvloop.run(_child(int(argv[0])))
-        except Exception as error:  # noqa: BLE001 - one line, as the CLI reports an error
-            lines = str(error).strip().splitlines() or [type(error).__name__]
-            print(f"crawl-ledger: the crawl process: {lines[0]}", file=sys.stderr)
-            return 1
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover - the child's entry point
-    sys.exit(main(sys.argv[1:]))

@@ -1,5 +1,5 @@
 """`CrawlProcess`: the embedded runner's crawler in a real child process, crawling real
-loopback servers (the child is `python -m ledger.crawl_process`, as in production)."""
+loopback servers (the child is `python -m ledger.crawl_child`, as in production)."""
 
 from __future__ import annotations
 
