@@ -40,7 +40,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import os
 import socket
 import subprocess
 import sys
@@ -51,6 +50,7 @@ from typing import Any
 import structlog
 
 from domain.values import CrawlOutcome, CrawlTask, ImageFailure, Policy
+from ledger.cpus import available_cpus
 from ledger.crawl_child import frame, read_frame
 from ledger.settings import Settings
 from workers.errors import failure
@@ -71,11 +71,11 @@ class ChildExited(Exception):
 
 def use_crawl_process(choice: bool | None) -> bool:
     """Whether the runner crawls in a child process: `choice`, or (None) when this
-    process may run on more than one CPU (on one, the child only adds its messages)."""
+    process may use more than one CPU (`ledger.cpus`: its affinity and its cgroup's CPU
+    quota; on one, the child only adds its messages)."""
     if choice is not None:
         return choice
-    affinity = getattr(os, "sched_getaffinity", None)  # Linux; elsewhere the machine's count
-    return (len(affinity(0)) if affinity is not None else os.cpu_count() or 1) > 1
+    return available_cpus() > 1
 
 
 class RemotePool:

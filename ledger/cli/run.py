@@ -39,7 +39,8 @@ def register(sub: Any) -> None:
                           "a second signal exits at once")
     run.add_argument("--crawl-process", action=argparse.BooleanOptionalAction, default=None,
                      help="crawl in a child process, so crawling and recording use two CPUs "
-                          "(default: when this process may use more than one)")
+                          "(default: when this process may use more than one: its CPU affinity and "
+                          "its cgroup's CPU quota)")
     add_metrics_port(run)
     run.set_defaults(handler=run_embedded)
 
