@@ -2,8 +2,12 @@
 
 Projections and queries write portable SQL with `?` placeholders and
 `INSERT … ON CONFLICT … DO UPDATE` (both engines speak it); the PostgreSQL
-adapter rewrites the placeholders. Each adapter holds one connection
-guarded by a lock, so threads of the embedded runner can share it.
+adapter rewrites the placeholders. Each adapter writes through one connection
+guarded by a lock, so threads of the embedded runner can share it, and reads
+(`query`) through a few read-only connections of their own (`Readers`): a read
+neither waits for a write transaction (a catch-up) to end nor holds one up, since
+SQLite in WAL mode and PostgreSQL both read a committed snapshot beside a writer.
+A read sees every write committed before it started.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import re
 import sqlite3
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -54,6 +58,8 @@ class Database(ABC):
     def transaction(self) -> Iterator[Tx]: ...
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """The rows of one read-only statement (a write is refused), as committed when
+        it started."""
         with self.transaction() as tx:
             return tx.execute(sql, params)
 
@@ -65,6 +71,52 @@ class Database(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+
+class Readers:
+    """Read-only connections opened on demand, at most `size` in use at once (a reader
+    beyond waits for one to come back); one that failed is closed, not reused."""
+
+    def __init__(self, connect: Callable[[], Any], usable: Callable[[Any], bool],
+                 size: int = 8) -> None:
+        self._connect = connect
+        self._usable = usable
+        self._slots = threading.BoundedSemaphore(size)
+        self._lock = threading.Lock()
+        self._idle: list[Any] = []
+        self._closed = False
+
+    @contextmanager
+    def connection(self) -> Iterator[Any]:
+        with self._slots:
+            with self._lock:
+                if self._closed:
+                    raise RuntimeError("the read-model database is closed")
+                conn = self._idle.pop() if self._idle else None
+            conn = conn if conn is not None else self._connect()
+            ok = False
+            try:
+                yield conn
+                ok = True
+            finally:
+                with self._lock:
+                    keep = ok and not self._closed and self._usable(conn)
+                    if keep:
+                        self._idle.append(conn)
+                if not keep:
+                    conn.close()
+
+    def discard_idle(self) -> None:
+        """Close the idle connections (the next readers open new ones)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        self.discard_idle()
 
 
 class _SQLiteTx(Tx):
@@ -97,6 +149,22 @@ class SQLiteDatabase(Database):
         # 512 KiB instead of SQLite's 2 MiB: the file cache holds the pages anyway, and a
         # runner's peak RSS counts every connection's cache (eventstore.sqlite_factory)
         self._conn.execute("PRAGMA cache_size=-512")
+        # an in-memory database is this connection's alone: its reads take the lock too
+        self._readers = (None if self.path in ("", ":memory:") or self.path.startswith("file:")
+                         else Readers(self._reader, lambda conn: True))
+
+    def _reader(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
+                               timeout=30)
+        conn.execute("PRAGMA query_only=ON")
+        conn.execute("PRAGMA cache_size=-512")
+        return conn
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        if self._readers is None:
+            return super().query(sql, params)
+        with self._readers.connection() as conn:  # autocommit: the statement's own snapshot
+            return _SQLiteTx(conn).execute(sql, params)
 
     @contextmanager
     def transaction(self) -> Iterator[Tx]:
@@ -115,6 +183,8 @@ class SQLiteDatabase(Database):
         return {r["name"] for r in rows}
 
     def close(self) -> None:
+        if self._readers is not None:
+            self._readers.close()
         with self._lock:
             self._conn.close()
 
@@ -194,6 +264,30 @@ class PostgresDatabase(Database):
         self._conninfo = conninfo
         self._lock = threading.RLock()
         self._conn = self._connect()
+        self._readers = Readers(self._reader, lambda conn: not (conn.closed or conn.broken))
+
+    def _reader(self) -> Any:
+        import psycopg
+
+        conn = psycopg.connect(self._conninfo, autocommit=True)
+        conn.execute(f"SET search_path TO {self.schema}")
+        conn.execute("SET default_transaction_read_only = on")
+        return conn
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        import psycopg
+
+        for again in (True, False):
+            with self._readers.connection() as conn:  # autocommit: the statement's snapshot
+                try:
+                    return _PostgresTx(conn).execute(sql, params)
+                except psycopg.OperationalError:
+                    if not (again and conn.broken):
+                        raise
+                    # the server closed it (a restart): so it did the idle ones; a read
+                    # can be made again on a new connection
+                    self._readers.discard_idle()
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def _connect(self) -> Any:
         import psycopg
@@ -226,5 +320,6 @@ class PostgresDatabase(Database):
         return {r["table_name"] for r in rows}
 
     def close(self) -> None:
+        self._readers.close()
         with self._lock:
             self._conn.close()
