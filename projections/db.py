@@ -78,7 +78,7 @@ class Readers:
     beyond waits for one to come back); one that failed is closed, not reused."""
 
     def __init__(self, connect: Callable[[], Any], usable: Callable[[Any], bool],
-                 size: int = 8) -> None:
+                 size: int = 4) -> None:
         self._connect = connect
         self._usable = usable
         self._slots = threading.BoundedSemaphore(size)
