@@ -30,53 +30,39 @@ def root(tmp_path: Path) -> Path:
     return tmp_path / "cg"
 
 
-def test_v2_quota_of_the_process_cgroup(proc: Path, root: Path) -> None:
-    proc.write_text("0::/app.slice/crawl.service\n")
-    tree(root, {"cgroup.controllers": "cpu io memory",
-                "cpu.max": "max 100000\n",
-                "app.slice/cpu.max": "max 100000\n",
-                "app.slice/crawl.service/cpu.max": "150000 100000\n"})
-    assert cgroup_quota(proc, root) == 1.5
+#: (id, /proc/self/cgroup, the files under the cgroup mount, the quota expected)
+LAYOUTS = [
+    ("v2: the process's cgroup", "0::/app.slice/crawl.service\n",
+     {"cgroup.controllers": "cpu io memory", "cpu.max": "max 100000\n",
+      "app.slice/cpu.max": "max 100000\n",
+      "app.slice/crawl.service/cpu.max": "150000 100000\n"}, 1.5),
+    ("v2: the smallest of the ancestors", "0::/app.slice/crawl.service\n",
+     {"cgroup.controllers": "cpu", "app.slice/cpu.max": "50000 100000\n",
+      "app.slice/crawl.service/cpu.max": "max 100000\n"}, 0.5),
+    ("v2: no quota anywhere", "0::/app.slice\n",
+     {"cgroup.controllers": "cpu", "cpu.max": "max 100000\n",
+      "app.slice/cpu.max": "max 100000\n"}, None),
+    # a container sees the host's path in /proc/self/cgroup, its own cgroup at the root
+    ("v2: inside a container", "0::/system.slice/docker-0123abcd.scope\n",
+     {"cgroup.controllers": "cpu", "cpu.max": "100000 100000\n"}, 1.0),
+    # v1 for cpu beside a v2 mount without the cpu controller (this machine's layout)
+    ("v1: hybrid hierarchy", "4:memory:/x\n2:cpu,cpuacct:/batch\n0::/\n",
+     {"unified/cgroup.controllers": "hugetlb",
+      "cpu,cpuacct/cpu.cfs_quota_us": "-1\n", "cpu,cpuacct/cpu.cfs_period_us": "100000\n",
+      "cpu,cpuacct/batch/cpu.cfs_quota_us": "200000\n",
+      "cpu,cpuacct/batch/cpu.cfs_period_us": "100000\n"}, 2.0),
+    ("v1: no quota", "1:cpu:/\n",
+     {"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),
+]
 
 
-def test_v2_the_smallest_quota_of_the_ancestors_counts(proc: Path, root: Path) -> None:
-    proc.write_text("0::/app.slice/crawl.service\n")
-    tree(root, {"cgroup.controllers": "cpu",
-                "app.slice/cpu.max": "50000 100000\n",
-                "app.slice/crawl.service/cpu.max": "max 100000\n"})
-    assert cgroup_quota(proc, root) == 0.5
-
-
-def test_v2_no_quota_anywhere_is_none(proc: Path, root: Path) -> None:
-    proc.write_text("0::/app.slice\n")
-    tree(root, {"cgroup.controllers": "cpu", "cpu.max": "max 100000\n",
-                "app.slice/cpu.max": "max 100000\n"})
-    assert cgroup_quota(proc, root) is None
-
-
-def test_v2_inside_a_container_the_mount_is_the_cgroup(proc: Path, root: Path) -> None:
-    """A container sees the host's path in /proc/self/cgroup, its own cgroup at the root."""
-    proc.write_text("0::/system.slice/docker-0123abcd.scope\n")
-    tree(root, {"cgroup.controllers": "cpu", "cpu.max": "100000 100000\n"})
-    assert cgroup_quota(proc, root) == 1.0
-
-
-def test_v1_hybrid_hierarchy(proc: Path, root: Path) -> None:
-    """cgroup v1 for cpu beside a v2 mount without the cpu controller (this machine's
-    layout): the v1 quota counts."""
-    proc.write_text("4:memory:/x\n2:cpu,cpuacct:/batch\n0::/\n")
-    tree(root, {"unified/cgroup.controllers": "hugetlb",
-                "cpu,cpuacct/cpu.cfs_quota_us": "-1\n",
-                "cpu,cpuacct/cpu.cfs_period_us": "100000\n",
-                "cpu,cpuacct/batch/cpu.cfs_quota_us": "200000\n",
-                "cpu,cpuacct/batch/cpu.cfs_period_us": "100000\n"})
-    assert cgroup_quota(proc, root) == 2.0
-
-
-def test_v1_no_quota_is_none(proc: Path, root: Path) -> None:
-    proc.write_text("1:cpu:/\n")
-    tree(root, {"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"})
-    assert cgroup_quota(proc, root) is None
+@pytest.mark.parametrize(("cgroup", "files", "quota"), [case[1:] for case in LAYOUTS],
+                         ids=[case[0] for case in LAYOUTS])
+def test_the_quota_of_each_layout(proc: Path, root: Path, cgroup: str,
+                                  files: dict[str, str], quota: float | None) -> None:
+    proc.write_text(cgroup)
+    tree(root, files)
+    assert cgroup_quota(proc, root) == quota
 
 
 @pytest.mark.parametrize("files", [
