@@ -58,8 +58,9 @@ class Database(ABC):
     def transaction(self) -> Iterator[Tx]: ...
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        """The rows of one read-only statement (a write is refused), as committed when
-        it started."""
+        """The rows of one statement, as committed when it started. Both adapters read
+        on read-only connections of their own (a write is refused there); this default
+        reads in a transaction of the writer's (an in-memory SQLite database's reads)."""
         with self.transaction() as tx:
             return tx.execute(sql, params)
 
