@@ -1,8 +1,14 @@
 """The raw archive: response bodies stored content-addressed in the data dir.
 
-A body is stored gzip-compressed at `<data_dir>/raw/ab/cd/<sha256>.gz`, named
+A body is stored gzip-compressed at `<data_dir>/raw/ab/<sha256>.gz`, named
 by the sha256 of the *raw* (uncompressed) body, and referred to as
 `sha256:<hex>`. Writes are atomic (temporary file + rename) and idempotent.
+
+One level of 256 directories, as git's loose objects: a second level (`ab/cd/`, 65,536
+directories) made a new directory, an inode and a 4 KiB block, for nearly every page
+of an archive's first ~100,000 pages, and a `mkdir` cost as much CPU as the file's own
+creation. Bodies stored under `ab/cd/` (archives written with two levels) are still
+read; a body stored there again is written under `ab/`.
 
 A crawl's `raw_ref` is the ref of its page when it fetched one page; when it
 fetched several, it is the ref of a small JSON manifest listing every page's
@@ -54,14 +60,14 @@ class RawArchive:
         self._root = Path(data_dir) / "raw"
         self._root_name = str(self._root)
         self._level = compresslevel
-        #: `ab/cd` directories known to exist: no mkdir (a syscall) for them again
+        #: `ab` directories known to exist: no mkdir (a syscall) for them again
         self._dirs: set[str] = set()
 
     def put(self, body: bytes) -> str:
         """Store `body` (once) and return its ref `sha256:<hex>`."""
         hexdigest = hashlib.sha256(body).hexdigest()
         # plain strings and os calls: pathlib's objects cost more than the stat
-        directory = os.path.join(self._root_name, hexdigest[:2], hexdigest[2:4])
+        directory = os.path.join(self._root_name, hexdigest[:2])
         name = f"{hexdigest}.gz"
         if not os.path.exists(os.path.join(directory, name)):
             self._write_atomically(directory, name, gzip.compress(body, self._level, mtime=0))
@@ -71,7 +77,11 @@ class RawArchive:
         """The body stored under `raw_ref`, verified against its hash."""
         path = self.path_of(raw_ref)
         try:
-            body = gzip.decompress(path.read_bytes())
+            try:
+                stored = path.read_bytes()
+            except FileNotFoundError:
+                stored = self._two_level_path(path).read_bytes()
+            body = gzip.decompress(stored)
         except FileNotFoundError:
             raise ArchiveError(f"{raw_ref}: not in the archive") from None
         except (OSError, EOFError) as exc:
@@ -104,7 +114,12 @@ class RawArchive:
         hexdigest = raw_ref.removeprefix(_PREFIX)
         if not raw_ref.startswith(_PREFIX) or not _HEX64.fullmatch(hexdigest):
             raise ArchiveError(f"malformed raw ref {raw_ref!r}")
-        return self._root / hexdigest[:2] / hexdigest[2:4] / f"{hexdigest}.gz"
+        return self._root / hexdigest[:2] / f"{hexdigest}.gz"
+
+    @staticmethod
+    def _two_level_path(path: Path) -> Path:
+        """Where an archive written with two directory levels keeps `path`'s body."""
+        return path.parent / path.name[2:4] / path.name
 
     def _write_atomically(self, directory: str, name: str, data: bytes) -> None:
         if directory not in self._dirs:

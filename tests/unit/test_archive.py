@@ -18,9 +18,35 @@ def test_put_returns_sha256_ref_and_stores_gzip_at_content_path(tmp_path: Path) 
     ref = archive.put(BODY)
     digest = hashlib.sha256(BODY).hexdigest()
     assert ref == f"sha256:{digest}"
-    path = tmp_path / "raw" / digest[:2] / digest[2:4] / f"{digest}.gz"
+    path = tmp_path / "raw" / digest[:2] / f"{digest}.gz"
     assert gzip.decompress(path.read_bytes()) == BODY
     assert archive.get(ref) == BODY
+    assert [p.name for p in (tmp_path / "raw").iterdir()] == [digest[:2]]
+
+
+def test_one_directory_level_for_many_bodies(tmp_path: Path) -> None:
+    archive = RawArchive(tmp_path)
+    refs = [archive.put(f"page {n}".encode()) for n in range(600)]
+    directories = [p for p in (tmp_path / "raw").iterdir()]
+    assert len(directories) <= 256
+    assert all(f.is_file() for d in directories for f in d.iterdir())
+    assert [archive.get(ref) for ref in refs] == [f"page {n}".encode() for n in range(600)]
+
+
+def test_bodies_stored_under_two_levels_are_read(tmp_path: Path) -> None:
+    """An archive written with `raw/ab/cd/<sha256>.gz` keeps working."""
+    digest = hashlib.sha256(BODY).hexdigest()
+    old = tmp_path / "raw" / digest[:2] / digest[2:4] / f"{digest}.gz"
+    old.parent.mkdir(parents=True)
+    old.write_bytes(gzip.compress(BODY))
+    archive = RawArchive(tmp_path)
+    assert archive.get(f"sha256:{digest}") == BODY
+    old.write_bytes(gzip.compress(b"tampered"))
+    with pytest.raises(ArchiveError, match="do not match"):
+        archive.get(f"sha256:{digest}")
+    # stored again: under one level, and read from there
+    assert archive.put(BODY) == f"sha256:{digest}"
+    assert archive.get(f"sha256:{digest}") == BODY
 
 
 def test_put_is_idempotent_and_leaves_no_temporary_files(tmp_path: Path) -> None:
