@@ -38,6 +38,7 @@ import collections
 import cProfile
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -70,6 +71,20 @@ SCRATCH: list[Path] = []
 def scratch_dir(prefix: str) -> Path:
     SCRATCH.append(Path(tempfile.mkdtemp(prefix=prefix)))
     return SCRATCH[-1]
+
+
+def process_cpu(pid: int | None = None) -> float:
+    """User + system CPU seconds of this process, or (Linux) of process `pid` so far."""
+    if pid is None:
+        times = os.times()
+        return times.user + times.system
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_per_page(seconds: float, pages: int) -> float:
+    """ms of CPU a page."""
+    return round(seconds / max(pages, 1) * 1000, 2)
 
 
 def remove_scratch() -> None:
@@ -115,12 +130,16 @@ def bench_ours(server: Server, per_host: int, profile: str | None = None) -> dic
     profiler = cProfile.Profile() if profile else None
     if profiler:
         profiler.enable()
+    cpu, served = process_cpu(), process_cpu(server.pid)
     elapsed, results = run_loop(
         _crawl_all(urls, data_dir, per_host, per_host * len(server.bases)))
+    cpu, served = process_cpu() - cpu, process_cpu(server.pid) - served
     if profiler:
         profiler.disable()
         profiler.dump_stats(profile)  # type: ignore[arg-type]
-    return {"pages": results["ok"], "elapsed": elapsed, "results": dict(results)}
+    return {"pages": results["ok"], "elapsed": elapsed, "results": dict(results),
+            "cpu_ms": {"process": cpu_per_page(cpu, len(urls)),
+                       "server": cpu_per_page(served, len(urls))}}
 
 
 # -- (b) the embedded path ---------------------------------------------------------
@@ -148,17 +167,25 @@ def bench_embedded(server: Server, per_host: int) -> dict[str, Any]:
         marks: dict[str, float] = {}
         latencies = _instrument(ledger, db_seconds, marks)
 
+        child_cpu = 0.0
+
         async def run() -> Any:
+            nonlocal child_cpu
             async with runner_crawler(settings, IN_CHILD) as crawler:
                 crawler.crawl = _first_call(crawler.crawl, marks)  # type: ignore[method-assign]
                 runner = EmbeddedRunner(ledger, crawler, clock,
                                         concurrency=per_host * len(server.bases),
                                         tick_seconds=0.05, recover_orphans=False)
-                return await runner.run(until_idle=True)
+                stats = await runner.run(until_idle=True)
+                pid = getattr(crawler, "pid", None)  # the crawl process, from its start
+                child_cpu = process_cpu(pid) if pid is not None else 0.0
+                return stats
 
+        cpu, served = process_cpu(), process_cpu(server.pid)
         started = time.perf_counter()
         stats = run_loop(run())
         elapsed = time.perf_counter() - started
+        cpu, served = process_cpu() - cpu, process_cpu(server.pid) - served
         counts = ledger.read.job_counts()
     finally:
         ledger.close()
@@ -167,10 +194,15 @@ def bench_embedded(server: Server, per_host: int) -> dict[str, Any]:
     # result recorded, the crawl process's start, the runner's and their exit outside
     # (shown as `whole_run`)
     window = marks["last_record"] - marks["first_crawl"]
+    asked = len(server.urls())
     return {"pages": stats.succeeded, "elapsed": window, "whole_run": round(elapsed, 2),
             "failures": dict(stats.failures),
             "jobs": counts, "latency_p50": _pct(latencies, 50),
             "latency_p99": _pct(latencies, 99), "latency_n": len(latencies),
+            "cpu_ms": {"process": cpu_per_page(cpu + child_cpu, asked),
+                       "runner": cpu_per_page(cpu, asked),
+                       "crawl_process": cpu_per_page(child_cpu, asked),
+                       "server": cpu_per_page(served, asked)},
             "db_seconds": {name: round(value, 1) for name, value in db_seconds.most_common()}}
 
 
@@ -269,19 +301,26 @@ def bench_scrapy(server: Server, python: str, per_host: int) -> dict[str, Any]:
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as urls_file:
         urls_file.write("\n".join(server.urls()))
     try:
+        cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+        served = process_cpu(server.pid)
         started = time.perf_counter()
         done = subprocess.run(
             [python, str(ROOT / "bench" / "scrapy_peer.py"), urls_file.name,
              "--concurrency", str(per_host * len(server.bases)), "--per-host", str(per_host)],
             capture_output=True, text=True, timeout=1800)
         whole_run = time.perf_counter() - started
+        served = process_cpu(server.pid) - served
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        spent = after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime
     finally:
         os.unlink(urls_file.name)
     if done.returncode != 0:
         raise RuntimeError(f"scrapy_peer failed:\n{done.stderr[-2000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
     return {"pages": result["items"], "elapsed": result["elapsed"],
-            "whole_run": round(whole_run, 2), "robots_forbidden": result["robots_forbidden"]}
+            "whole_run": round(whole_run, 2), "robots_forbidden": result["robots_forbidden"],
+            "cpu_ms": {"process": cpu_per_page(spent, len(server.urls())),
+                       "server": cpu_per_page(served, len(server.urls()))}}
 
 
 # -- driver ------------------------------------------------------------------------
@@ -360,6 +399,17 @@ def _table(rows: dict[str, list[dict[str, Any]]], scrapy_missing: bool) -> None:
               f" interpreter, start and exit): (b) {whole['embedded']:,.0f},"
               f" (c) {whole['scrapy']:,.0f} pages/min,"
               f" {whole['embedded'] / whole['scrapy']:.2f}x")
+    cpu = {name: statistics.median(r["cpu_ms"]["process"] for r in rows[name])
+           for name in ("ours", "embedded", "scrapy") if rows.get(name)}
+    served = statistics.median(r["cpu_ms"]["server"] for runs in rows.values() for r in runs)
+    print("\nCPU a page, ms (whole processes, user + system, medians; the page server's"
+          f" {served:.2f} ms apart): " + ", ".join(
+              f"{labels[name][:3]} {value:.2f}" for name, value in cpu.items()))
+    if rows.get("embedded") and IN_CHILD is not False:
+        runner = statistics.median(r["cpu_ms"]["runner"] for r in rows["embedded"])
+        child = statistics.median(r["cpu_ms"]["crawl_process"] for r in rows["embedded"])
+        print(f"  (b): the runner {runner:.2f}, its crawl process {child:.2f}; on two cores (b)"
+              f" can at best take max(runner, crawl process, all of it / 2) of wall time a page")
     if "embedded" in rows:
         p50 = statistics.median(r["latency_p50"] for r in rows["embedded"]) * 1000
         p99 = statistics.median(r["latency_p99"] for r in rows["embedded"]) * 1000

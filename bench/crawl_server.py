@@ -93,6 +93,10 @@ class Server:
         if self._process.is_alive():
             self._process.terminate()
 
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid
+
     def urls_by_host(self) -> list[list[str]]:
         """Pages spread over the hosts; every PRIVATE_EVERY-th is a /private/ URL."""
         by_host: list[list[str]] = [[] for _ in self.bases]
