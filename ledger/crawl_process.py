@@ -9,7 +9,9 @@ run at once.
 
 The two talk over a private socket pair, in length-prefixed pickles (both ends are this
 program; nothing else can reach the socket). Each call — `crawl`, `fetch_image` — is one
-request and one answer, matched by number, any number in flight:
+request and one answer, matched by number, any number in flight. Each end reads frames as
+they arrive (`crawl_child.Frames`, an asyncio protocol) and sends the frames of one loop
+turn in one write:
 
 - **Politeness stays whole.** The one child holds every host's robots.txt, schedule and
   backoff, as the in-process crawler does.
@@ -51,7 +53,7 @@ import structlog
 
 from domain.values import CrawlOutcome, CrawlTask, ImageFailure, Policy
 from ledger.cpus import available_cpus
-from ledger.crawl_child import frame, read_frame
+from ledger.crawl_child import Frames
 from ledger.settings import Settings
 from workers.errors import failure
 from workers.images import DownloadedImage
@@ -122,7 +124,7 @@ class CrawlProcess:
         self._numbers = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._process: asyncio.subprocess.Process | None = None
-        self._writer: asyncio.StreamWriter | None = None
+        self._frames: Frames | None = None
         self._reading: asyncio.Task[None] | None = None
         self._starting: asyncio.Task[None] | None = None
         self._closing = False
@@ -170,9 +172,9 @@ class CrawlProcess:
         """Ask the child to exit (it finishes nothing: callers have their answers or were
         cancelled), wait for it, kill it after `_EXIT_TIMEOUT`."""
         self._closing = True
-        process, writer = self._process, self._writer
-        if writer is not None:
-            writer.close()
+        process, frames = self._process, self._frames
+        if frames is not None:
+            frames.close()
         if process is not None and process.returncode is None:
             try:
                 await asyncio.wait_for(process.wait(), _EXIT_TIMEOUT)
@@ -201,8 +203,8 @@ class CrawlProcess:
             raise
 
     def _send(self, message: Any) -> None:
-        if self._writer is not None and not self._writer.is_closing():
-            self._writer.write(frame(message))
+        if self._frames is not None:
+            self._frames.send(message)
 
     async def _ensure_started(self) -> None:
         if self._closing:
@@ -225,48 +227,47 @@ class CrawlProcess:
             raise
         finally:
             theirs.close()
-        reader, writer = await asyncio.open_connection(sock=ours)
-        self._writer = writer
-        writer.write(frame(("start", self.settings)))
-        try:
-            ready = await read_frame(reader)
-        except (asyncio.IncompleteReadError, ConnectionError):
-            writer.close()
+        _, frames = await asyncio.get_running_loop().create_connection(Frames, sock=ours)
+        self._frames = frames
+        frames.send(("start", self.settings))
+        ready = await frames.first()
+        if ready is None:
+            frames.close()
             code = await process.wait()
             raise ChildExited(f"the crawl process exited at start (exit status {code}); "
-                              f"its error is on stderr") from None
+                              f"its error is on stderr")
         if ready != ("ready",):
-            writer.close()
+            frames.close()
             raise ChildExited(f"the crawl process answered {ready!r} at start")
         self.started += 1
-        self._pending = {}
-        self._reading = asyncio.create_task(self._read_answers(process, reader, writer,
-                                                               self._pending))
+        pending = self._pending = {}
+        frames.listen(lambda message: self._answer(pending, message))
+        self._reading = asyncio.create_task(self._watch(process, frames, pending))
         if self.egress.pool.configs is not None:  # a new child after one died
             self._send(("pool", 0, self.egress.pool.configs))
 
-    async def _read_answers(self, process: asyncio.subprocess.Process,
-                            reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                            pending: dict[int, asyncio.Future[Any]]) -> None:
-        """Answers from one child, until its socket closes; then its calls still waiting
-        fail (a new child, started meanwhile, has its own `pending`)."""
+    def _answer(self, pending: dict[int, asyncio.Future[Any]], message: Any) -> None:
+        """One message from a child: an answer to one of its calls, or its pool's news."""
+        kind, number, value = message
+        if kind == "pool":
+            self.egress.pool.report(*value)
+            return
+        answer = pending.pop(number, None)
+        if answer is None or answer.done():
+            return  # cancelled meanwhile
+        if kind == "ok":
+            answer.set_result(value)
+        else:
+            answer.set_exception(RuntimeError(f"in the crawl process: {value}"))
+
+    async def _watch(self, process: asyncio.subprocess.Process, frames: Frames,
+                     pending: dict[int, asyncio.Future[Any]]) -> None:
+        """Until one child's socket closes; then its calls still waiting fail (a new
+        child, started meanwhile, has its own `pending`)."""
         try:
-            while True:
-                kind, number, value = await read_frame(reader)
-                if kind == "pool":
-                    self.egress.pool.report(*value)
-                    continue
-                answer = pending.pop(number, None)
-                if answer is None or answer.done():
-                    continue  # cancelled meanwhile
-                if kind == "ok":
-                    answer.set_result(value)
-                else:
-                    answer.set_exception(RuntimeError(f"in the crawl process: {value}"))
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
+            await frames.closed
         finally:
-            writer.close()
+            frames.close()
             code = await process.wait()
             if not self._closing:
                 log.error("the crawl process exited (status %s) with %d calls in flight; the "
