@@ -82,6 +82,13 @@ def process_cpu(pid: int | None = None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def server_cpu(server: Any) -> float:
+    """The page server's CPU seconds so far; 0.0 for a server seen only by its addresses
+    (`memory_bench`'s measured processes)."""
+    pid = getattr(server, "pid", None)
+    return process_cpu(pid) if pid is not None else 0.0
+
+
 def cpu_per_page(seconds: float, pages: int) -> float:
     """ms of CPU a page."""
     return round(seconds / max(pages, 1) * 1000, 2)
@@ -130,10 +137,10 @@ def bench_ours(server: Server, per_host: int, profile: str | None = None) -> dic
     profiler = cProfile.Profile() if profile else None
     if profiler:
         profiler.enable()
-    cpu, served = process_cpu(), process_cpu(server.pid)
+    cpu, served = process_cpu(), server_cpu(server)
     elapsed, results = run_loop(
         _crawl_all(urls, data_dir, per_host, per_host * len(server.bases)))
-    cpu, served = process_cpu() - cpu, process_cpu(server.pid) - served
+    cpu, served = process_cpu() - cpu, server_cpu(server) - served
     if profiler:
         profiler.disable()
         profiler.dump_stats(profile)  # type: ignore[arg-type]
@@ -181,11 +188,11 @@ def bench_embedded(server: Server, per_host: int) -> dict[str, Any]:
                 child_cpu = process_cpu(pid) if pid is not None else 0.0
                 return stats
 
-        cpu, served = process_cpu(), process_cpu(server.pid)
+        cpu, served = process_cpu(), server_cpu(server)
         started = time.perf_counter()
         stats = run_loop(run())
         elapsed = time.perf_counter() - started
-        cpu, served = process_cpu() - cpu, process_cpu(server.pid) - served
+        cpu, served = process_cpu() - cpu, server_cpu(server) - served
         counts = ledger.read.job_counts()
     finally:
         ledger.close()
@@ -194,7 +201,7 @@ def bench_embedded(server: Server, per_host: int) -> dict[str, Any]:
     # result recorded, the crawl process's start, the runner's and their exit outside
     # (shown as `whole_run`)
     window = marks["last_record"] - marks["first_crawl"]
-    asked = len(server.urls())
+    asked = sum(map(len, server.urls_by_host()))
     return {"pages": stats.succeeded, "elapsed": window, "whole_run": round(elapsed, 2),
             "failures": dict(stats.failures),
             "jobs": counts, "latency_p50": _pct(latencies, 50),
@@ -302,14 +309,14 @@ def bench_scrapy(server: Server, python: str, per_host: int) -> dict[str, Any]:
         urls_file.write("\n".join(server.urls()))
     try:
         cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
-        served = process_cpu(server.pid)
+        served = server_cpu(server)
         started = time.perf_counter()
         done = subprocess.run(
             [python, str(ROOT / "bench" / "scrapy_peer.py"), urls_file.name,
              "--concurrency", str(per_host * len(server.bases)), "--per-host", str(per_host)],
             capture_output=True, text=True, timeout=1800)
         whole_run = time.perf_counter() - started
-        served = process_cpu(server.pid) - served
+        served = server_cpu(server) - served
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         spent = after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime
     finally:
