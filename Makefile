@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench setup setup-test
+.PHONY: demo test bench screenshots setup setup-test
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ demo: setup
 test: setup-test
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/pytest
+
+# the README's dashboard images, from the browser tests
+screenshots: setup-test
+	LEDGER_SCREENSHOTS=docs/screenshots $(BIN)/pytest -q tests/e2e/test_dashboard.py
 
 bench: setup-test
 	$(BIN)/python bench/crawl_bench.py

@@ -5,8 +5,9 @@ Flows: sign in; filter jobs; bulk-pause three jobs and find `Paused` in each
 timeline; hover a point of a product's chart; a new event appears on a job page
 without a reload; a read-scope user sees no action and is refused if it posts one;
 every page is usable at 1280 px and 390 px and loads nothing from outside the
-server. Each page's screenshot is written to docs/screenshots/ (the README shows
-them).
+server. Each page is screenshotted: into `LEDGER_SCREENSHOTS` when it is set (`make
+screenshots` sets it to docs/screenshots/, the README's images), else into a temporary
+directory, so a test run leaves the checkout as it was.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from ledger.bootstrap import Ledger
 from ledger.demo import DemoConfig, run_embedded_demo
 from ledger.settings import Settings
 
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+#: where screenshots go: `LEDGER_SCREENSHOTS`, else the session's temporary directory
+SHOTS: list[Path] = []
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 if not Path(CHROMIUM).exists():
@@ -37,6 +39,16 @@ if not Path(CHROMIUM).exists():
                 allow_module_level=True)
 
 sync_api = pytest.importorskip("playwright.sync_api")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    asked = os.environ.get("LEDGER_SCREENSHOTS")
+    directory = Path(asked) if asked else tmp_path_factory.mktemp("screenshots")
+    directory.mkdir(parents=True, exist_ok=True)
+    SHOTS.append(directory)
+    yield directory
+    SHOTS.remove(directory)
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +98,7 @@ class Visit:
         self.page.wait_for_url(f"{self.base}/jobs")
 
     def shot(self, name: str) -> None:
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        self.page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+        self.page.screenshot(path=str(SHOTS[-1] / f"{name}.png"), full_page=True)
 
     def outside(self) -> list[str]:
         return [url for url in self.requested
