@@ -53,6 +53,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from crawl_server import PRIVATE_EVERY, Server  # noqa: E402
+from embedded_probes import first_call, instrument, percentile  # noqa: E402
 from uvloop import run as run_loop  # noqa: E402  (asyncio.run on uvloop, as the runner)
 
 #: the embedded runner's crawler: None = as `crawl-ledger run` chooses (a child process
@@ -172,14 +173,14 @@ def bench_embedded(server: Server, per_host: int) -> dict[str, Any]:
         ledger.catch_up()
         db_seconds = collections.Counter[str]()
         marks: dict[str, float] = {}
-        latencies = _instrument(ledger, db_seconds, marks)
+        latencies = instrument(ledger, db_seconds, marks)
 
         child_cpu = 0.0
 
         async def run() -> Any:
             nonlocal child_cpu
             async with runner_crawler(settings, IN_CHILD) as crawler:
-                crawler.crawl = _first_call(crawler.crawl, marks)  # type: ignore[method-assign]
+                crawler.crawl = first_call(crawler.crawl, marks)  # type: ignore[method-assign]
                 runner = EmbeddedRunner(ledger, crawler, clock,
                                         concurrency=per_host * len(server.bases),
                                         tick_seconds=0.05, recover_orphans=False)
@@ -204,85 +205,13 @@ def bench_embedded(server: Server, per_host: int) -> dict[str, Any]:
     asked = sum(map(len, server.urls_by_host()))
     return {"pages": stats.succeeded, "elapsed": window, "whole_run": round(elapsed, 2),
             "failures": dict(stats.failures),
-            "jobs": counts, "latency_p50": _pct(latencies, 50),
-            "latency_p99": _pct(latencies, 99), "latency_n": len(latencies),
+            "jobs": counts, "latency_p50": percentile(latencies, 50),
+            "latency_p99": percentile(latencies, 99), "latency_n": len(latencies),
             "cpu_ms": {"process": cpu_per_page(cpu + child_cpu, asked),
                        "runner": cpu_per_page(cpu, asked),
                        "crawl_process": cpu_per_page(child_cpu, asked),
                        "server": cpu_per_page(served, asked)},
             "db_seconds": {name: round(value, 1) for name, value in db_seconds.most_common()}}
-
-
-def _first_call(crawl: Any, marks: dict[str, float]) -> Any:
-    """`crawl`, noting when it was first called in `marks["first_crawl"]`."""
-    async def crawling(*args: Any, **kwargs: Any) -> Any:
-        marks.setdefault("first_crawl", time.perf_counter())
-        return await crawl(*args, **kwargs)
-    return crawling
-
-
-def _instrument(ledger: Any, db_seconds: collections.Counter[str],
-                marks: dict[str, float]) -> list[float]:
-    """Record -> read-model latencies, by wrapping the two calls on the database thread;
-    `marks["last_record"]`: when the last result was recorded."""
-    app = ledger.app
-    recorded: dict[str, float] = {}
-    latencies: list[float] = []
-
-    def wrap_record(record: Any) -> Any:
-        def recording(job_id: Any, *args: Any, **kwargs: Any) -> Any:
-            result = record(job_id, *args, **kwargs)
-            recorded[str(job_id)] = marks["last_record"] = time.perf_counter()
-            return result
-        return recording
-
-    catch_up = ledger.catch_up
-
-    def catching_up() -> int:
-        pending = list(recorded.values())
-        recorded.clear()
-        count = catch_up()
-        done = time.perf_counter()
-        latencies.extend(done - at for at in pending)
-        return count
-
-    def wrap_group(record_many: Any) -> Any:
-        def recording(items: Any) -> Any:
-            answers = record_many(items)
-            done = marks["last_record"] = time.perf_counter()
-            recorded.update((str(item.job_id), done) for item in items)
-            return answers
-        return recording
-
-    app.record_success = wrap_record(app.record_success)
-    app.record_failure = wrap_record(app.record_failure)
-    app.record_many = wrap_group(app.record_many)
-    ledger.catch_up = catching_up
-    for name in ("lease", "record_many", "record_success", "dispatch_due", "dispatch_and_lease",
-                 "reap_expired_leases"):
-        setattr(app, name, _timed(name, getattr(app, name), db_seconds))
-    ledger.catch_up = _timed("catch_up", ledger.catch_up, db_seconds)
-    ledger.read.due_jobs = _timed("due_jobs", ledger.read.due_jobs, db_seconds)
-    ledger.read.expired_leases = _timed("expired_leases", ledger.read.expired_leases, db_seconds)
-    return latencies
-
-
-def _timed(name: str, call: Any, seconds: collections.Counter[str]) -> Any:
-    """`call`, adding its duration to `seconds[name]` (where the database thread's time goes)."""
-    def timed(*args: Any, **kwargs: Any) -> Any:
-        started = time.perf_counter()
-        try:
-            return call(*args, **kwargs)
-        finally:
-            seconds[name] += time.perf_counter() - started
-    return timed
-
-
-def _pct(values: list[float], pct: int) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * pct / 100))]
 
 
 # -- (c) Scrapy --------------------------------------------------------------------
