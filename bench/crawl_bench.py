@@ -83,10 +83,11 @@ def process_cpu(pid: int | None = None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def server_cpu(server: Any) -> float:
-    """The page server's CPU seconds so far; 0.0 for a server seen only by its addresses
-    (`memory_bench`'s measured processes)."""
-    pid = getattr(server, "pid", None)
+def cpu_of(runs_in: Any) -> float:
+    """CPU seconds so far of the process behind `runs_in` (its `pid`: the page server, the
+    crawl process); 0.0 when it has none (a server `memory_bench`'s measured processes see
+    only by its addresses, a crawler in this process)."""
+    pid = getattr(runs_in, "pid", None)
     return process_cpu(pid) if pid is not None else 0.0
 
 
@@ -138,10 +139,10 @@ def bench_ours(server: Server, per_host: int, profile: str | None = None) -> dic
     profiler = cProfile.Profile() if profile else None
     if profiler:
         profiler.enable()
-    cpu, served = process_cpu(), server_cpu(server)
+    cpu, served = process_cpu(), cpu_of(server)
     elapsed, results = run_loop(
         _crawl_all(urls, data_dir, per_host, per_host * len(server.bases)))
-    cpu, served = process_cpu() - cpu, server_cpu(server) - served
+    cpu, served = process_cpu() - cpu, cpu_of(server) - served
     if profiler:
         profiler.disable()
         profiler.dump_stats(profile)  # type: ignore[arg-type]
@@ -185,15 +186,14 @@ def bench_embedded(server: Server, per_host: int) -> dict[str, Any]:
                                         concurrency=per_host * len(server.bases),
                                         tick_seconds=0.05, recover_orphans=False)
                 stats = await runner.run(until_idle=True)
-                pid = getattr(crawler, "pid", None)  # the crawl process, from its start
-                child_cpu = process_cpu(pid) if pid is not None else 0.0
+                child_cpu = cpu_of(crawler)  # the crawl process, from its start
                 return stats
 
-        cpu, served = process_cpu(), server_cpu(server)
+        cpu, served = process_cpu(), cpu_of(server)
         started = time.perf_counter()
         stats = run_loop(run())
         elapsed = time.perf_counter() - started
-        cpu, served = process_cpu() - cpu, server_cpu(server) - served
+        cpu, served = process_cpu() - cpu, cpu_of(server) - served
         counts = ledger.read.job_counts()
     finally:
         ledger.close()
@@ -238,14 +238,14 @@ def bench_scrapy(server: Server, python: str, per_host: int) -> dict[str, Any]:
         urls_file.write("\n".join(server.urls()))
     try:
         cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
-        served = server_cpu(server)
+        served = cpu_of(server)
         started = time.perf_counter()
         done = subprocess.run(
             [python, str(ROOT / "bench" / "scrapy_peer.py"), urls_file.name,
              "--concurrency", str(per_host * len(server.bases)), "--per-host", str(per_host)],
             capture_output=True, text=True, timeout=1800)
         whole_run = time.perf_counter() - started
-        served = server_cpu(server) - served
+        served = cpu_of(server) - served
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         spent = after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime
     finally:

@@ -28,8 +28,6 @@ from ledger.bootstrap import Ledger
 from ledger.demo import DemoConfig, run_embedded_demo
 from ledger.settings import Settings
 
-#: where screenshots go: `LEDGER_SCREENSHOTS`, else the session's temporary directory
-SHOTS: list[Path] = []
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 if not Path(CHROMIUM).exists():
@@ -46,9 +44,8 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     asked = os.environ.get("LEDGER_SCREENSHOTS")
     directory = Path(asked) if asked else tmp_path_factory.mktemp("screenshots")
     directory.mkdir(parents=True, exist_ok=True)
-    SHOTS.append(directory)
+    Visit.shots = directory
     yield directory
-    SHOTS.remove(directory)
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +79,9 @@ def browser() -> Iterator[Any]:
 class Visit:
     """A browser context signed in (or not) that records every request it makes."""
 
+    #: where `shot` writes (the `shots` fixture: `LEDGER_SCREENSHOTS` or a temporary dir)
+    shots: Path
+
     def __init__(self, browser: Any, base: str, width: int = 1280) -> None:
         self.base = base
         self.context = browser.new_context(base_url=base, viewport={"width": width,
@@ -98,7 +98,7 @@ class Visit:
         self.page.wait_for_url(f"{self.base}/jobs")
 
     def shot(self, name: str) -> None:
-        self.page.screenshot(path=str(SHOTS[-1] / f"{name}.png"), full_page=True)
+        self.page.screenshot(path=str(self.shots / f"{name}.png"), full_page=True)
 
     def outside(self) -> list[str]:
         return [url for url in self.requested
