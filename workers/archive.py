@@ -1,14 +1,34 @@
 """The raw archive: response bodies stored content-addressed in the data dir.
 
-A body is stored gzip-compressed at `<data_dir>/raw/ab/<sha256>.gz`, named
-by the sha256 of the *raw* (uncompressed) body, and referred to as
-`sha256:<hex>`. Writes are atomic (temporary file + rename) and idempotent.
+A body is named by the sha256 of its raw (uncompressed) bytes and referred to as
+`sha256:<hex>`. Under `<data_dir>/raw/`:
 
-One level of 256 directories, as git's loose objects: a second level (`ab/cd/`, 65,536
-directories) made a new directory, an inode and a 4 KiB block, for nearly every page
-of an archive's first ~100,000 pages, and a `mkdir` cost as much CPU as the file's own
-creation. Bodies stored under `ab/cd/` (archives written with two levels) are still
-read; a body stored there again is written under `ab/`.
+    packs/<name>.pack   bodies appended one after another, each a gzip member behind
+                        a 40-byte header; a pack has one writer (a `RawArchive`, from
+                        its first new body on) and is only ever appended to
+    index.sqlite        sha256 -> (pack, offset, length) of every packed body
+    ab/<sha256>.gz      one file a body: archives written before packs (and
+                        `ab/cd/<sha256>.gz`, older still); read, never written
+
+Why packs: a file a page cost more than compressing the page (an inode, a directory
+entry, a temporary name and a rename), and on ext4 up to ~1 ms of system time a
+page while the kernel searched its block groups for free inodes
+(docs/benchmarks.md). Appending to an open file is one `write`.
+
+A record: `CLR1`, the body's 32-byte sha256, the member's length (4 bytes, little
+endian), the gzip member. `dd` and `gzip -d` read one; `scan` walks a pack by its
+headers, which is how the index is rebuilt (`reindex`).
+
+Order and durability: `put` appends the record and commits its index row before
+it returns the ref, so a ref handed out (and recorded in an event) is readable by
+every process. A writer that died between the two left a record at its pack's end
+that the index does not know; `get` of a ref it does not find walks every pack
+past the end its index has covered and indexes each complete record whose bytes
+match its hash (a torn record ends the walk and is never indexed).
+
+Deduplication: `put` skips a body whose hash is in the index (or stored as a
+one-level file). Two processes storing the same new body at the same moment each
+append it; the index keeps the first (the bytes are the same).
 
 A crawl's `raw_ref` is the ref of its page when it fetched one page; when it
 fetched several, it is the ref of a small JSON manifest listing every page's
@@ -19,12 +39,16 @@ ref in order (`crawl_ref`; `page_refs` resolves either form). Its
 from __future__ import annotations
 
 import contextlib
-import gzip
 import hashlib
 import json
 import os
 import re
-from collections.abc import Sequence
+import sqlite3
+import struct
+import threading
+import time
+import zlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 __all__ = ["ArchiveError", "RawArchive", "content_hash", "ref_of"]
@@ -32,7 +56,24 @@ __all__ = ["ArchiveError", "RawArchive", "content_hash", "ref_of"]
 _PREFIX = "sha256:"
 _MANIFEST_MARK = "crawl-ledger-manifest"
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-_TEMPORARY_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+_MAGIC = b"CLR1"
+_HEADER = struct.Struct("<4s32sI")   # magic, sha256 digest, gzip member length
+_GZIP = 31                            # zlib's wbits for a gzip member (header + trailer)
+_PACK_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
+               | getattr(os, "O_CLOEXEC", 0))
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS packs (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    indexed_end INTEGER NOT NULL          -- bytes from the start walked and indexed
+);
+CREATE TABLE IF NOT EXISTS bodies (
+    digest BLOB PRIMARY KEY,
+    pack INTEGER NOT NULL REFERENCES packs (id),
+    offset INTEGER NOT NULL,              -- of the gzip member
+    length INTEGER NOT NULL
+) WITHOUT ROWID;
+"""
 
 
 class ArchiveError(Exception):
@@ -52,41 +93,52 @@ def content_hash(bodies: Sequence[bytes]) -> str:
 
 
 class RawArchive:
-    """Content-addressed body store under `<data_dir>/raw`."""
+    """Content-addressed body store under `<data_dir>/raw`, safe to share between the
+    threads of a process and between processes (each appends to packs of its own)."""
 
     # Level 1: a 16 KB page in ~0.1 ms instead of ~0.5 ms at 5, for ~10 % more
     # bytes; the archive's refs and contents are the same at any level.
-    def __init__(self, data_dir: Path | str, compresslevel: int = 1) -> None:
+    def __init__(self, data_dir: Path | str, compresslevel: int = 1,
+                 pack_bytes: int = 1 << 30) -> None:
         self._root = Path(data_dir) / "raw"
-        self._root_name = str(self._root)
+        self._packs = self._root / "packs"
         self._level = compresslevel
-        #: `ab` directories known to exist: no mkdir (a syscall) for them again
-        self._dirs: set[str] = set()
+        self._pack_bytes = pack_bytes
+        self._lock = threading.Lock()
+        self._pid = -1
+        self._db: sqlite3.Connection | None = None
+        self._pack: _Pack | None = None
+        #: whether the archive holds one-level files (else `put` does not look for them)
+        self._loose = any(len(p.name) == 2 for p in _entries(self._root) if p.is_dir())
 
     def put(self, body: bytes) -> str:
         """Store `body` (once) and return its ref `sha256:<hex>`."""
-        hexdigest = hashlib.sha256(body).hexdigest()
-        # plain strings and os calls: pathlib's objects cost more than the stat
-        directory = os.path.join(self._root_name, hexdigest[:2])
-        name = f"{hexdigest}.gz"
-        if not os.path.exists(os.path.join(directory, name)):
-            self._write_atomically(directory, name, gzip.compress(body, self._level, mtime=0))
-        return _PREFIX + hexdigest
+        digest = hashlib.sha256(body).digest()
+        if not self._has(digest):
+            member = zlib.compress(body, self._level, _GZIP)
+            with self._lock:
+                db = self._index()
+                if _lookup(db, digest) is None:
+                    self._append(db, digest, member)
+        return _PREFIX + digest.hex()
 
     def get(self, raw_ref: str) -> bytes:
         """The body stored under `raw_ref`, verified against its hash."""
-        path = self.path_of(raw_ref)
+        digest = bytes.fromhex(self._hex(raw_ref))
+        stored = self._packed(digest)
+        if stored is None:
+            stored = self._loose_file(raw_ref)
+        if stored is None:
+            with contextlib.suppress(OSError, sqlite3.Error):  # e.g. a read-only copy
+                self.recover()
+            stored = self._packed(digest)
+        if stored is None:
+            raise ArchiveError(f"{raw_ref}: not in the archive")
         try:
-            try:
-                stored = path.read_bytes()
-            except FileNotFoundError:
-                stored = self._two_level_path(path).read_bytes()
-            body = gzip.decompress(stored)
-        except FileNotFoundError:
-            raise ArchiveError(f"{raw_ref}: not in the archive") from None
-        except (OSError, EOFError) as exc:
+            body = zlib.decompress(stored, _GZIP)
+        except zlib.error as exc:
             raise ArchiveError(f"{raw_ref}: unreadable: {exc}") from exc
-        if ref_of(body) != raw_ref:
+        if hashlib.sha256(body).digest() != digest:
             raise ArchiveError(f"{raw_ref}: stored bytes do not match the hash")
         return body
 
@@ -110,48 +162,216 @@ class RawArchive:
             return [raw_ref]
         return [str(ref) for ref in manifest["pages"]]
 
+    def recover(self) -> int:
+        """Index the complete, intact records past each pack's indexed end (a writer
+        died between a record and its index row); how many were indexed."""
+        found = 0
+        with self._lock:
+            db = self._index()
+            for path in sorted(_entries(self._packs)):
+                if path.suffix != ".pack":
+                    continue
+                pack_id, start = _pack_row(db, path.name)
+                end = start
+                with _transaction(db):
+                    for offset, digest, length in scan(path, start):
+                        found += db.execute("INSERT OR IGNORE INTO bodies VALUES (?, ?, ?, ?)",
+                                            (digest, pack_id, offset, length)).rowcount
+                        end = offset + length
+                    db.execute("UPDATE packs SET indexed_end = max(indexed_end, ?) WHERE id = ?",
+                               (end, pack_id))
+        return found
+
+    def reindex(self) -> int:
+        """Rebuild the index from the packs (after it was lost); bodies indexed."""
+        with self._lock:
+            db = self._index()
+            with _transaction(db):
+                db.execute("UPDATE packs SET indexed_end = 0")
+        return self.recover()
+
+    def close(self) -> None:
+        """Close the open pack and the index (a later `put` opens a new pack)."""
+        with self._lock:
+            if self._pid == os.getpid():
+                if self._pack is not None:
+                    self._pack.close()
+                if self._db is not None:
+                    self._db.close()
+            self._pack, self._db, self._pid = None, None, -1
+
     def path_of(self, raw_ref: str) -> Path:
+        """Where an archive written before packs keeps `raw_ref`'s body."""
+        hexdigest = self._hex(raw_ref)
+        return self._root / hexdigest[:2] / f"{hexdigest}.gz"
+
+    # -- internals ---------------------------------------------------------
+
+    @staticmethod
+    def _hex(raw_ref: str) -> str:
         hexdigest = raw_ref.removeprefix(_PREFIX)
         if not raw_ref.startswith(_PREFIX) or not _HEX64.fullmatch(hexdigest):
             raise ArchiveError(f"malformed raw ref {raw_ref!r}")
-        return self._root / hexdigest[:2] / f"{hexdigest}.gz"
+        return hexdigest
 
-    @staticmethod
-    def _two_level_path(path: Path) -> Path:
-        """Where an archive written with two directory levels keeps `path`'s body."""
-        return path.parent / path.name[2:4] / path.name
+    def _index(self) -> sqlite3.Connection:
+        """This process's connection to the index (made again in a forked child)."""
+        if self._pid != os.getpid():
+            self._pack, self._db = None, None  # the parent's: not ours to close
+            self._packs.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self._root / "index.sqlite", timeout=30,
+                                 isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+            self._db, self._pid = db, os.getpid()
+        assert self._db is not None
+        return self._db
 
-    def _write_atomically(self, directory: str, name: str, data: bytes) -> None:
-        if directory not in self._dirs:
-            os.makedirs(directory, exist_ok=True)
-            self._dirs.add(directory)
+    def _has(self, digest: bytes) -> bool:
+        with self._lock:
+            if _lookup(self._index(), digest) is not None:
+                return True
+        if self._loose:
+            hexdigest = digest.hex()
+            return os.path.exists(os.path.join(self._root, hexdigest[:2], hexdigest + ".gz"))
+        return False
+
+    def _append(self, db: sqlite3.Connection, digest: bytes, member: bytes) -> None:
+        """One record at the end of this writer's pack, then its index row."""
+        pack = self._pack
+        if pack is None or pack.end >= self._pack_bytes:
+            if pack is not None:
+                pack.close()
+            pack = self._pack = _Pack.create(self._packs, db)
+        offset = pack.end + _HEADER.size
         try:
-            fd, tmp = _create_temporary(directory, name)
-        except FileNotFoundError:  # the directory went away since: make it again
-            os.makedirs(directory, exist_ok=True)
-            fd, tmp = _create_temporary(directory, name)
-        try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-            finally:
-                os.close(fd)
-            # atomic; a concurrent writer wrote the same bytes
-            os.replace(tmp, os.path.join(directory, name))
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+            pack.write(_HEADER.pack(_MAGIC, digest, len(member)) + member)
+        except OSError:
+            # a partial record may end the pack: nothing is written after it
+            pack.close()
+            self._pack = None
             raise
+        with _transaction(db):
+            db.execute("INSERT OR IGNORE INTO bodies VALUES (?, ?, ?, ?)",
+                       (digest, pack.id, offset, len(member)))
+            db.execute("UPDATE packs SET indexed_end = max(indexed_end, ?) WHERE id = ?",
+                       (pack.end, pack.id))
 
-
-def _create_temporary(directory: str, name: str) -> tuple[int, str]:
-    """A new temporary file beside `name`, as `tempfile.mkstemp` makes one (O_EXCL,
-    0600, a random part), without its Python overhead: (fd, path)."""
-    for _ in range(100):
-        tmp = os.path.join(directory, f".{name}.{os.urandom(6).hex()}.tmp")
+    def _packed(self, digest: bytes) -> bytes | None:
         try:
-            return os.open(tmp, _TEMPORARY_FLAGS, 0o600), tmp
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free temporary name in {directory}")
+            with self._lock:
+                found = _lookup(self._index(), digest)
+        except (OSError, sqlite3.Error):
+            return None  # no index here (a read-only copy of an older archive)
+        if found is None:
+            return None
+        name, offset, length = found
+        try:
+            with open(self._packs / name, "rb") as file:
+                file.seek(offset)
+                return file.read(length)
+        except OSError as exc:
+            raise ArchiveError(f"sha256:{digest.hex()}: unreadable pack {name}: {exc}") from exc
+
+    def _loose_file(self, raw_ref: str) -> bytes | None:
+        path = self.path_of(raw_ref)
+        for candidate in (path, path.parent / path.name[2:4] / path.name):
+            try:
+                return candidate.read_bytes()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise ArchiveError(f"{raw_ref}: unreadable: {exc}") from exc
+        return None
+
+
+class _Pack:
+    """The pack a writer appends to: its open file and how long it is."""
+
+    def __init__(self, pack_id: int, fd: int) -> None:
+        self.id, self.fd, self.end = pack_id, fd, 0
+
+    @classmethod
+    def create(cls, directory: Path, db: sqlite3.Connection) -> _Pack:
+        for _ in range(100):
+            name = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}-{os.urandom(4).hex()}.pack"
+            try:
+                fd = os.open(directory / name, _PACK_FLAGS, 0o600)
+            except FileExistsError:
+                continue
+            with _transaction(db):
+                pack_id = db.execute("INSERT INTO packs (name, indexed_end) VALUES (?, 0)",
+                                     (name,)).lastrowid
+            assert pack_id is not None
+            return cls(pack_id, fd)
+        raise FileExistsError(f"no free pack name in {directory}")
+
+    def write(self, record: bytes) -> None:
+        view = memoryview(record)
+        while view:
+            written = os.write(self.fd, view)
+            self.end += written
+            view = view[written:]
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+def scan(path: Path, start: int = 0) -> Iterator[tuple[int, bytes, int]]:
+    """(offset, sha256 digest, length) of each complete record of the pack at `path`
+    from `start` whose member decompresses to bytes of that hash; ends at the first
+    record that is torn, damaged or not a record."""
+    with open(path, "rb") as file:
+        file.seek(start)
+        while True:
+            header = file.read(_HEADER.size)
+            if len(header) < _HEADER.size:
+                return
+            magic, digest, length = _HEADER.unpack(header)
+            member = file.read(length)
+            if magic != _MAGIC or len(member) < length:
+                return
+            try:
+                intact = hashlib.sha256(zlib.decompress(member, _GZIP)).digest() == digest
+            except zlib.error:
+                intact = False
+            if not intact:
+                return
+            yield file.tell() - length, digest, length
+
+
+def _lookup(db: sqlite3.Connection, digest: bytes) -> tuple[str, int, int] | None:
+    row = db.execute("SELECT packs.name, bodies.offset, bodies.length FROM bodies "
+                     "JOIN packs ON packs.id = bodies.pack WHERE digest = ?",
+                     (digest,)).fetchone()
+    return None if row is None else (str(row[0]), int(row[1]), int(row[2]))
+
+
+def _pack_row(db: sqlite3.Connection, name: str) -> tuple[int, int]:
+    """(id, indexed end) of the pack named `name`, known to the index from now on."""
+    with _transaction(db):
+        db.execute("INSERT OR IGNORE INTO packs (name, indexed_end) VALUES (?, 0)", (name,))
+        row = db.execute("SELECT id, indexed_end FROM packs WHERE name = ?", (name,)).fetchone()
+    return int(row[0]), int(row[1])
+
+
+@contextlib.contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction (the connection is in autocommit mode otherwise)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _entries(directory: Path) -> list[Path]:
+    try:
+        return list(directory.iterdir())
+    except FileNotFoundError:
+        return []

@@ -95,8 +95,9 @@ class Crawler:
         return self._egress
 
     def close(self) -> None:
-        """End the archive threads (after the writes in progress)."""
+        """End the archive threads (after the writes in progress) and close the archive."""
         self._io.shutdown(wait=True)
+        self._archive.close()
 
     async def crawl(self, task: CrawlTask) -> CrawlOutcome:
         """The outcome of crawling `task`; failures are values, never raised."""

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import multiprocessing
+import struct
+import zlib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -13,24 +17,56 @@ from workers.archive import ArchiveError, RawArchive, content_hash, ref_of
 BODY = b"<html><body>Blue Dream 3.5g $45</body></html>"
 
 
-def test_put_returns_sha256_ref_and_stores_gzip_at_content_path(tmp_path: Path) -> None:
+def packs(root: Path) -> list[Path]:
+    return sorted((root / "raw" / "packs").glob("*.pack"))
+
+
+def records(pack: Path) -> list[tuple[bytes, bytes]]:
+    """(sha256 digest, body) of every record of `pack`, read by its format alone."""
+    data, found, at = pack.read_bytes(), [], 0
+    while at < len(data):
+        magic, digest, length = struct.unpack_from("<4s32sI", data, at)
+        assert magic == b"CLR1"
+        found.append((digest, gzip.decompress(data[at + 40:at + 40 + length])))
+        at += 40 + length
+    return found
+
+
+def test_put_returns_sha256_ref_and_appends_a_gzip_record_to_a_pack(tmp_path: Path) -> None:
     archive = RawArchive(tmp_path)
     ref = archive.put(BODY)
-    digest = hashlib.sha256(BODY).hexdigest()
-    assert ref == f"sha256:{digest}"
-    path = tmp_path / "raw" / digest[:2] / f"{digest}.gz"
-    assert gzip.decompress(path.read_bytes()) == BODY
+    digest = hashlib.sha256(BODY)
+    assert ref == f"sha256:{digest.hexdigest()}"
+    [pack] = packs(tmp_path)
+    assert records(pack) == [(digest.digest(), BODY)]
     assert archive.get(ref) == BODY
-    assert [p.name for p in (tmp_path / "raw").iterdir()] == [digest[:2]]
+    assert sorted(p.name for p in (tmp_path / "raw").iterdir() if p.is_dir()) == ["packs"]
 
 
-def test_one_directory_level_for_many_bodies(tmp_path: Path) -> None:
+def test_many_bodies_go_to_one_pack_and_a_new_one_past_its_size(tmp_path: Path) -> None:
+    archive = RawArchive(tmp_path, pack_bytes=4096)
+    bodies = [f"page {n} ".encode() * 50 for n in range(60)]
+    refs = [archive.put(body) for body in bodies]
+    assert len(packs(tmp_path)) > 1
+    assert all(pack.stat().st_size < 4096 + 600 for pack in packs(tmp_path))
+    stored = [body for pack in packs(tmp_path) for _, body in records(pack)]
+    assert sorted(stored) == sorted(bodies)
+    assert [archive.get(ref) for ref in refs] == bodies
+    archive.close()
+    assert [RawArchive(tmp_path).get(ref) for ref in refs] == bodies
+
+
+def test_bodies_stored_one_file_each_are_read_and_not_stored_again(tmp_path: Path) -> None:
+    """An archive written a file a body (`raw/ab/<sha256>.gz`) keeps working."""
+    digest = hashlib.sha256(BODY).hexdigest()
+    old = tmp_path / "raw" / digest[:2] / f"{digest}.gz"
+    old.parent.mkdir(parents=True)
+    old.write_bytes(gzip.compress(BODY))
     archive = RawArchive(tmp_path)
-    refs = [archive.put(f"page {n}".encode()) for n in range(600)]
-    directories = [p for p in (tmp_path / "raw").iterdir()]
-    assert len(directories) <= 256
-    assert all(f.is_file() for d in directories for f in d.iterdir())
-    assert [archive.get(ref) for ref in refs] == [f"page {n}".encode() for n in range(600)]
+    assert archive.get(f"sha256:{digest}") == BODY
+    assert archive.put(BODY) == f"sha256:{digest}"
+    assert packs(tmp_path) == []
+    assert archive.get(archive.put(b"new")) == b"new"
 
 
 def test_bodies_stored_under_two_levels_are_read(tmp_path: Path) -> None:
@@ -44,19 +80,94 @@ def test_bodies_stored_under_two_levels_are_read(tmp_path: Path) -> None:
     old.write_bytes(gzip.compress(b"tampered"))
     with pytest.raises(ArchiveError, match="do not match"):
         archive.get(f"sha256:{digest}")
-    # stored again: under one level, and read from there
+    # stored again: in a pack, and read from there
     assert archive.put(BODY) == f"sha256:{digest}"
     assert archive.get(f"sha256:{digest}") == BODY
 
 
-def test_put_is_idempotent_and_leaves_no_temporary_files(tmp_path: Path) -> None:
+def test_put_is_idempotent_across_archives_of_one_data_dir(tmp_path: Path) -> None:
+    first, second = RawArchive(tmp_path), RawArchive(tmp_path)
+    ref = first.put(BODY)
+    assert second.put(BODY) == ref and first.put(BODY) == ref
+    assert [len(records(pack)) for pack in packs(tmp_path)] == [1]
+    assert second.get(ref) == BODY
+
+
+def _write_bodies(data_dir: str, start: int) -> list[str]:
+    archive = RawArchive(data_dir)
+    refs = [archive.put(f"shared {n}".encode()) for n in range(50)]
+    refs += [archive.put(f"own {start + n}".encode()) for n in range(50)]
+    archive.close()
+    return refs
+
+
+def test_processes_write_one_archive_at_once(tmp_path: Path) -> None:
+    with multiprocessing.get_context("spawn").Pool(3) as pool:
+        written = pool.starmap(_write_bodies, [(str(tmp_path), n * 1000) for n in range(3)])
     archive = RawArchive(tmp_path)
-    ref = archive.put(BODY)
-    path = archive.path_of(ref)
-    before = path.stat()
-    assert archive.put(BODY) == ref
-    assert path.stat().st_ino == before.st_ino and path.stat().st_mtime_ns == before.st_mtime_ns
-    assert [p.name for p in path.parent.iterdir()] == [path.name]
+    for refs in written:
+        assert [archive.get(ref) for ref in refs[:50]] == [f"shared {n}".encode() for n in range(50)]
+    own = sorted(archive.get(ref) for refs in written for ref in refs[50:])
+    assert own == sorted(f"own {s + n}".encode() for s in (0, 1000, 2000) for n in range(50))
+    assert len(packs(tmp_path)) == 3
+
+
+def test_a_record_written_but_not_indexed_is_found_and_a_torn_one_is_not(
+        tmp_path: Path) -> None:
+    """A writer that died between appending a record and its index row."""
+    archive = RawArchive(tmp_path)
+    archive.put(b"indexed")
+    archive.close()
+    [pack] = packs(tmp_path)
+    member = gzip.compress(BODY)
+    intact = struct.pack("<4s32sI", b"CLR1", hashlib.sha256(BODY).digest(), len(member)) + member
+    torn = intact[:-5]
+    with pack.open("ab") as file:
+        file.write(intact + torn)
+    reader = RawArchive(tmp_path)
+    assert reader.get(ref_of(BODY)) == BODY
+    assert reader.recover() == 0  # indexed once; the torn copy never
+    with pytest.raises(ArchiveError, match="not in the archive"):
+        reader.get(ref_of(b"never stored"))
+
+
+def test_a_damaged_record_is_not_indexed(tmp_path: Path) -> None:
+    archive = RawArchive(tmp_path)
+    archive.put(b"first")
+    archive.close()
+    [pack] = packs(tmp_path)
+    member = gzip.compress(b"other bytes")  # under BODY's hash: not what it claims
+    with pack.open("ab") as file:
+        file.write(struct.pack("<4s32sI", b"CLR1", hashlib.sha256(BODY).digest(),
+                               len(member)) + member)
+    reader = RawArchive(tmp_path)
+    with pytest.raises(ArchiveError, match="not in the archive"):
+        reader.get(ref_of(BODY))
+    # stored for real afterwards: found (in a pack of the new writer)
+    assert reader.get(reader.put(BODY)) == BODY
+
+
+def test_the_index_is_rebuilt_from_the_packs(tmp_path: Path) -> None:
+    archive = RawArchive(tmp_path, pack_bytes=2048)
+    refs = [archive.put(f"body {n} ".encode() * 40) for n in range(30)]
+    archive.close()
+    for name in ("index.sqlite", "index.sqlite-wal", "index.sqlite-shm"):
+        (tmp_path / "raw" / name).unlink(missing_ok=True)
+    rebuilt = RawArchive(tmp_path)
+    assert rebuilt.reindex() == 30
+    assert [rebuilt.get(ref) for ref in refs] == [f"body {n} ".encode() * 40 for n in range(30)]
+    assert rebuilt.put(f"body {0} ".encode() * 40) == refs[0]
+    assert sum(len(records(pack)) for pack in packs(tmp_path)) == 30
+
+
+def test_put_from_several_threads(tmp_path: Path) -> None:
+    archive = RawArchive(tmp_path)
+    bodies = [f"page {n % 40}".encode() for n in range(400)]
+    with ThreadPoolExecutor(4) as pool:
+        refs = list(pool.map(archive.put, bodies))
+    assert refs == [ref_of(body) for body in bodies]
+    assert sorted(body for pack in packs(tmp_path) for _, body in records(pack)) == sorted(
+        set(bodies))
 
 
 def test_empty_body(tmp_path: Path) -> None:
@@ -66,9 +177,18 @@ def test_empty_body(tmp_path: Path) -> None:
 
 def test_get_detects_tampering(tmp_path: Path) -> None:
     archive = RawArchive(tmp_path)
-    ref = archive.put(BODY)
-    archive.path_of(ref).write_bytes(gzip.compress(b"something else"))
+    ref = archive.put(b"x" * 1000)
+    [pack] = packs(tmp_path)
+    data = bytearray(pack.read_bytes())
+    other = zlib.compress(b"y" * 1000, 1, 31)  # as the archive compresses
+    assert len(other) == len(data) - 40
+    data[40:] = other
+    pack.write_bytes(bytes(data))
     with pytest.raises(ArchiveError, match="do not match"):
+        archive.get(ref)
+    data[50:60] = b"\0" * 10
+    pack.write_bytes(bytes(data))
+    with pytest.raises(ArchiveError, match="unreadable"):
         archive.get(ref)
 
 
