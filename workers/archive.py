@@ -49,9 +49,10 @@ import threading
 import time
 import zlib
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["ArchiveError", "RawArchive", "content_hash", "ref_of"]
+__all__ = ["ArchiveError", "RawArchive", "Verification", "content_hash", "ref_of"]
 
 _PREFIX = "sha256:"
 _MANIFEST_MARK = "crawl-ledger-manifest"
@@ -90,6 +91,20 @@ def content_hash(bodies: Sequence[bytes]) -> str:
     for body in bodies:
         digest.update(body)
     return _PREFIX + digest.hexdigest()
+
+
+@dataclass
+class Verification:
+    """What `RawArchive.verify` found: intact bodies, and every problem as one line."""
+
+    packs: int = 0
+    records: int = 0
+    loose_files: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def intact(self) -> bool:
+        return not self.problems
 
 
 class RawArchive:
@@ -190,6 +205,46 @@ class RawArchive:
                 db.execute("UPDATE packs SET indexed_end = 0")
         return self.recover()
 
+    def verify(self) -> Verification:
+        """Read every stored body back and check it against its hash; check that every
+        index row points at such a body. A pack's end that is not a whole record is a
+        problem, except on a pack a writer of this archive still appends to."""
+        found = Verification()
+        intact: dict[str, set[tuple[int, int]]] = {}
+        for path in sorted(_entries(self._packs)):
+            if path.suffix != ".pack":
+                continue
+            found.packs += 1
+            spans = intact[path.name] = set()
+            end = 0
+            for offset, _digest, length in scan(path):
+                spans.add((offset, length))
+                end = offset + length
+            found.records += len(spans)
+            size = path.stat().st_size
+            if end < size and not (self._pack is not None and path.name == self._pack.name):
+                found.problems.append(f"pack {path.name}: bytes {end}..{size} are not an "
+                                      "intact record (torn or damaged); the records before "
+                                      "them are read")
+        with self._lock:
+            rows = self._index().execute(
+                "SELECT packs.name, bodies.offset, bodies.length, bodies.digest FROM bodies "
+                "JOIN packs ON packs.id = bodies.pack").fetchall()
+        for name, offset, length, digest in rows:
+            if (offset, length) not in intact.get(name, ()):
+                found.problems.append(f"index: sha256:{bytes(digest).hex()} points at pack "
+                                      f"{name} offset {offset}, not an intact record there")
+        for path in sorted(self._root.glob("[0-9a-f][0-9a-f]/**/*.gz")):
+            found.loose_files += 1
+            try:
+                body = zlib.decompress(path.read_bytes(), _GZIP)
+            except (OSError, zlib.error) as exc:
+                found.problems.append(f"file {path}: unreadable ({exc})")
+                continue
+            if hashlib.sha256(body).hexdigest() != path.name.removesuffix(".gz"):
+                found.problems.append(f"file {path}: bytes do not match the name's hash")
+        return found
+
     def close(self) -> None:
         """Close the open pack and the index (a later `put` opens a new pack)."""
         with self._lock:
@@ -289,8 +344,8 @@ class RawArchive:
 class _Pack:
     """The pack a writer appends to: its open file and how long it is."""
 
-    def __init__(self, pack_id: int, fd: int) -> None:
-        self.id, self.fd, self.end = pack_id, fd, 0
+    def __init__(self, pack_id: int, name: str, fd: int) -> None:
+        self.id, self.name, self.fd, self.end = pack_id, name, fd, 0
 
     @classmethod
     def create(cls, directory: Path, db: sqlite3.Connection) -> _Pack:
@@ -304,7 +359,7 @@ class _Pack:
                 pack_id = db.execute("INSERT INTO packs (name, indexed_end) VALUES (?, 0)",
                                      (name,)).lastrowid
             assert pack_id is not None
-            return cls(pack_id, fd)
+            return cls(pack_id, name, fd)
         raise FileExistsError(f"no free pack name in {directory}")
 
     def write(self, record: bytes) -> None:

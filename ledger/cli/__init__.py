@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "ledger.cli.events",
     "ledger.cli.projections",
     "ledger.cli.extract",
+    "ledger.cli.raw",
     "ledger.cli.simulate",
     "ledger.cli.run",
     "ledger.cli.relay",
