@@ -2,10 +2,12 @@
 
 The library inserts a batch as one array of a composite type, which psycopg
 dumps as text, escaping every state byte by byte in Python (~50 µs an event,
-most of a 500-product save). `BinaryInsertRecorder` sends four binary-format
-arrays (ids, versions, topics, states): the same rows at C speed, with the
-library's table lock, NOTIFY and `RETURNING notification_id`, and with the save's
-snapshots in a savepoint of the same transaction (one commit a save).
+most of a 500-product save). `BinaryInsertRecorder` sends a save's events by
+binary `COPY` (psycopg writes the rows in C; no row comes back), with the
+library's table lock and NOTIFY before it and the save's snapshots in a savepoint
+of the same transaction (one commit a save); the library's own path (tracking
+records, database functions) sends four binary-format arrays (ids, versions,
+topics, states) with `RETURNING notification_id`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from eventsourcing.postgres import (
 )
 from psycopg.pq import TransactionStatus
 from psycopg.rows import tuple_row
-from psycopg.sql import SQL, Identifier
+from psycopg.sql import SQL, Identifier, Literal
 
 from domain.envelope import StoredRow
 from eventstore.base import Backend, ImportRow, Snapshots, not_empty, snapshots_not_written
@@ -168,14 +170,54 @@ def _binary_columns(stored_events: Sequence[StoredEvent]) -> tuple[list[Any], ..
 
 
 class BinaryInsertRecorder(PostgresApplicationRecorder):
-    """The library's PostgreSQL recorder, inserting a batch as four binary arrays."""
+    """The library's PostgreSQL recorder, inserting a save's events by binary COPY."""
 
     def __init__(self, datastore: PostgresDatastore, *,
                  events_table_name: str = "stored_events") -> None:
         super().__init__(datastore, events_table_name=events_table_name)
         self.binary_insert_statement = _binary_insert(datastore, events_table_name,
                                                       " RETURNING notification_id")
+        table = SQL("{schema}.{table}").format(schema=Identifier(datastore.schema),
+                                               table=Identifier(events_table_name))
+        self.copy_statement = SQL(
+            "COPY {table} (originator_id, originator_version, topic, state) "
+            "FROM STDIN (FORMAT BINARY)").format(table=table)
+        self.last_id_statement = SQL("SELECT currval(pg_get_serial_sequence({name}, "
+                                     "'notification_id'))").format(
+            name=Literal(f"{Identifier(datastore.schema).as_string(None)}."
+                         f"{Identifier(events_table_name).as_string(None)}"))
+        self._copy_types = [datastore.originator_id_type, "int8", "text", "bytea"]
 
+    def insert_events(self, stored_events: Sequence[StoredEvent],
+                      **kwargs: Any) -> Sequence[int] | None:
+        """The library's steps (the table lock, NOTIFY, the insert, the save's snapshots,
+        one commit) with the events sent by binary COPY: ~1.5 µs less a row than the
+        binary arrays, and no returned row a row. The ids are the sequence's last
+        `len(stored_events)` values: under the table's EXCLUSIVE lock no other
+        transaction draws from it, so one save's ids are consecutive."""
+        if self.datastore.enable_db_functions or kwargs.get("tracking") is not None:
+            inserted: Sequence[int] | None = super().insert_events(stored_events, **kwargs)
+            return inserted
+        snapshots: Snapshots | None = kwargs.get("snapshots")
+        ids: list[int] = []
+        with self.datastore.get_connection() as conn, conn.transaction(), \
+                conn.cursor(row_factory=tuple_row) as curs:
+            if stored_events:
+                with conn.pipeline():
+                    self._lock_table(curs)  # type: ignore[arg-type]
+                    self._notify_channel(curs)  # type: ignore[arg-type]
+                with curs.copy(self.copy_statement) as copy:
+                    copy.set_types(self._copy_types)
+                    write = copy.write_row
+                    for e in stored_events:
+                        write((e.originator_id, e.originator_version, e.topic, e.state))
+                last = int(curs.execute(self.last_id_statement).fetchone()[0])  # type: ignore[index]
+                ids = list(range(last - len(stored_events) + 1, last + 1))
+            if snapshots:
+                _insert_snapshots(conn, *snapshots)
+        return ids
+
+    # the library's path (tracking records, database functions): binary arrays
     def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent],
                               **_: Any) -> None:
         self._lock_table(curs)
@@ -189,7 +231,6 @@ class BinaryInsertRecorder(PostgresApplicationRecorder):
         if snapshots:
             _insert_snapshots(curs.connection, *snapshots)
         return ids
-
 
 class BinarySnapshotRecorder(PostgresAggregateRecorder):
     """The library's PostgreSQL aggregate recorder (the snapshot table) with the same

@@ -7,6 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from uuid import UUID, uuid4
 
+import pytest
+
 from domain.crawl_job import CrawlJob
 from domain.store import Store
 from eventstore import Backend, PostgresBackend, SQLiteBackend
@@ -104,3 +106,24 @@ def test_an_insert_returns_the_notification_ids_it_took(ledger: Ledger) -> None:
     assert [(UUID(str(r[1])), r[2], bytes(r[4])) for r in rows] == \
         [(e.originator_id, e.originator_version, e.state) for e in events]
     assert recorder.insert_events([]) in ([], None)
+
+
+def test_an_insert_that_conflicts_stores_none_of_its_events(ledger: Ledger) -> None:
+    """A save whose batch repeats a stored (id, version) fails whole (COPY on PostgreSQL,
+    one `executemany` on SQLite): nothing of it is in the log, and the next save's ids
+    follow the log's last one."""
+    from eventsourcing.persistence import IntegrityError, StoredEvent
+
+    recorder = ledger.app.recorder
+    taken = StoredEvent(uuid4(), 1, "domain.store:Store.Enabled", b'{"n":1}')
+    recorder.insert_events([taken])
+    before = recorder.max_notification_id() or 0
+    fresh = [StoredEvent(uuid4(), 1, "domain.store:Store.Enabled", b'{"n":2}')
+             for _ in range(30)]
+    with pytest.raises(IntegrityError):
+        recorder.insert_events([*fresh[:10], taken, *fresh[10:]])
+    assert ledger.backend.notification_rows(recorder, before, 100) == []
+    ids = recorder.insert_events(fresh)
+    rows = ledger.backend.notification_rows(recorder, before, 100)
+    assert list(ids or []) == [r[0] for r in rows] and len(rows) == 30
+    assert [r[0] for r in rows] == sorted(r[0] for r in rows)
