@@ -105,10 +105,33 @@ def plain_json(value: Any) -> bytes | None:
     `json.dumps(value, separators=(",", ":")).encode()` writes it (ASCII, non-ASCII
     escaped), or None where orjson would write it differently."""
     try:
-        data = orjson.dumps(_typed(value, {}, {}))
+        _plain(value)
+        data = orjson.dumps(value)
     except (_Unfit, TypeError, RecursionError):  # an int past 64 bits, a lone surrogate
         return None
     return data if data.isascii() and b"\x7f" not in data else None
+
+
+def _plain(value: Any) -> None:
+    """Raise `_Unfit` unless `value` holds only what orjson writes as `json` does: dicts,
+    lists, tuples, str, int, bool, None and floats written without an exponent (a check
+    only: `_typed` without hooks, minus the copy)."""
+    kind = type(value)
+    if kind is dict:
+        items: Any = value.values()
+    elif kind is list or kind is tuple:
+        items = value
+    elif kind is float:
+        if value == 0.0 or 1e-4 <= abs(value) < 1e16:
+            return
+        raise _Unfit
+    elif kind in _SCALARS:
+        return
+    else:
+        raise _Unfit
+    for item in items:
+        if type(item) not in _SCALARS:
+            _plain(item)
 
 
 class LedgerMapper(Mapper[Any]):

@@ -61,7 +61,7 @@ def wire_value(env: Envelope, ledger_id: str | None = None) -> bytes:
     """The message value: the public envelope's JSON, stamped with the event store's identity.
 
     The bytes `json.dumps` writes (`Envelope.to_json`), by orjson where that is
-    provably the same (`plain_json`: ~0.3 instead of ~7 µs an event)."""
+    provably the same (`plain_json`: ~1.6 instead of ~5.2 µs for a price observation)."""
     data = env.__dict__ if ledger_id is None else {**env.__dict__, "ledger_id": ledger_id}
     fast = plain_json(data)
     return fast if fast is not None else json.dumps(data, separators=(",", ":")).encode()
