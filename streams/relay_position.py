@@ -55,8 +55,17 @@ class RelayPositionStore:
     def save(self, position: int, gaps: list[int], recorded_at: str,
              offsets: Offsets | None = None) -> None:
         """Advance to `position`, recording `gaps` (skipped ids) and the next Kafka offset
-        per topic-partition after what was published, in one transaction."""
+        per topic-partition after what was published, in one transaction.
+
+        On PostgreSQL the commit does not wait for its WAL flush (`synchronous_commit`
+        off for this transaction only; ~3 % of the relay's time, the producer idle
+        meanwhile): a database crash may lose the last saves, and the relay then
+        publishes those batches again from the older position, which at-least-once
+        delivery allows (consumers dedupe on `event_id`). Never a position ahead
+        of what the broker acknowledged."""
         with self.db.transaction() as tx:
+            if self.db.dialect == "postgres":
+                tx.execute("SET LOCAL synchronous_commit TO off")
             tx.executemany(
                 f"INSERT INTO {OFFSETS_TABLE} (name, topic, part, next_offset) VALUES (?, ?, ?, ?) "
                 f"ON CONFLICT (name, topic, part) DO UPDATE SET next_offset = CASE "
