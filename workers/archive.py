@@ -67,7 +67,7 @@ _ZSTD, _GZIP_MARK = b"CLZ1", b"CLR1"  # a record's compression
 _HEADER = struct.Struct("<4s32sI")   # compression, sha256 digest, compressed length
 _MARKS = (_ZSTD, _GZIP_MARK)
 _GZIP = 31                            # zlib's wbits for a gzip member (header + trailer)
-_MAX_BODY = 1 << 31                   # the largest body a frame without its size may give
+_MAX_BODY = 256 << 20                 # far above any fetch's or bot submission's limit
 _PACK_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
                | getattr(os, "O_CLOEXEC", 0))
 _SCHEMA = """
@@ -246,7 +246,7 @@ class RawArchive:
         for path in sorted(self._root.glob("[0-9a-f][0-9a-f]/**/*.gz")):
             found.loose_files += 1
             try:
-                body = zlib.decompress(path.read_bytes(), _GZIP)
+                body = _decompress(_GZIP_MARK, path.read_bytes())
             except (OSError, zlib.error) as exc:
                 found.problems.append(f"file {path}: unreadable ({exc})")
                 continue
@@ -400,14 +400,17 @@ def scan(path: Path, start: int = 0) -> Iterator[tuple[int, bytes, int]]:
     from `start` whose member decompresses to bytes of that hash; ends at the first
     record that is torn, damaged or not a record."""
     with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
         file.seek(start)
         while True:
             header = file.read(_HEADER.size)
             if len(header) < _HEADER.size:
                 return
             mark, digest, length = _HEADER.unpack(header)
+            if mark not in _MARKS or file.tell() + length > size:
+                return
             member = file.read(length)
-            if mark not in _MARKS or len(member) < length:
+            if len(member) < length:
                 return
             try:
                 intact = hashlib.sha256(_decompress(mark, member)).digest() == digest
@@ -419,10 +422,20 @@ def scan(path: Path, start: int = 0) -> Iterator[tuple[int, bytes, int]]:
 
 
 def _decompress(mark: bytes, stored: bytes) -> bytes:
+    """The body of a record, refusing one that would be larger than `_MAX_BODY` (a
+    damaged or crafted frame must not make a reader allocate what it claims)."""
     if mark == _ZSTD:
-        # a frame written by `put` names its size; the limit holds for any other
+        size = zstandard.frame_content_size(stored)  # -1: the frame does not say
+        if size > _MAX_BODY:
+            raise zstandard.ZstdError(f"a frame of {size} bytes: larger than any body")
         return zstandard.ZstdDecompressor().decompress(stored, max_output_size=_MAX_BODY)
-    return zlib.decompress(stored, _GZIP)
+    inflate = zlib.decompressobj(_GZIP)
+    body = inflate.decompress(stored, _MAX_BODY + 1)
+    if len(body) > _MAX_BODY:
+        raise zlib.error("a gzip member larger than any body")
+    if not inflate.eof:
+        raise zlib.error("an incomplete gzip member")
+    return body
 
 
 def _lookup(db: sqlite3.Connection, digest: bytes) -> tuple[str, int, int] | None:

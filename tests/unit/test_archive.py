@@ -231,3 +231,35 @@ def test_content_hash_is_sha256_over_bodies_in_order() -> None:
     assert content_hash([BODY]) == ref_of(BODY)
     assert content_hash([b"ab", b"c"]) == "sha256:" + hashlib.sha256(b"abc").hexdigest()
     assert content_hash([b"a", b"b"]) != content_hash([b"b", b"a"])
+
+
+def test_a_record_claiming_a_huge_body_is_refused_before_it_is_inflated(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A damaged or crafted pack must not make a reader allocate what a header or a
+    frame claims: a length past the pack's end ends the walk unread, a frame naming a
+    size larger than any body is unreadable, and so is a gzip member inflating past it."""
+    archive = RawArchive(tmp_path)
+    small, large = archive.put(b"small"), archive.put(b"z" * 100_000)
+    archive.close()
+    [pack] = packs(tmp_path)
+    with pack.open("ab") as file:  # a header naming 4 GiB - 1 of member, 10 bytes after it
+        file.write(struct.pack("<4s32sI", b"CLZ1", hashlib.sha256(BODY).digest(),
+                               0xFFFFFFFF) + b"0123456789")
+    reader = RawArchive(tmp_path)
+    assert reader.recover() == 0
+    with pytest.raises(ArchiveError, match="not in the archive"):
+        reader.get(ref_of(BODY))
+    monkeypatch.setattr("workers.archive._MAX_BODY", 50_000)
+    with pytest.raises(ArchiveError, match="unreadable: a frame of 100000 bytes"):
+        reader.get(large)
+    digest = hashlib.sha256(b"y" * 100_000).hexdigest()
+    loose = tmp_path / "raw" / digest[:2] / f"{digest}.gz"
+    loose.parent.mkdir()
+    loose.write_bytes(gzip.compress(b"y" * 100_000))
+    with pytest.raises(ArchiveError, match="unreadable: a gzip member larger"):
+        RawArchive(tmp_path).get(f"sha256:{digest}")
+    assert reader.get(small) == b"small"
+    loose.write_bytes(gzip.compress(b"y" * 100_000)[:-20])
+    monkeypatch.setattr("workers.archive._MAX_BODY", 256 << 20)
+    with pytest.raises(ArchiveError, match="unreadable: an incomplete gzip member"):
+        RawArchive(tmp_path).get(f"sha256:{digest}")
