@@ -68,13 +68,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ledger.redact import redacting_output
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    with redacting_output(os.environ):  # no password reaches the terminal (ledger/redact.py)
-        args = build_parser(argv).parse_args(argv)
-        try:
-            configure_logging(os.environ, args.command)
-            return int(args.handler(args) or 0)
-        except Exception as error:  # noqa: BLE001 - every error becomes one clear line
-            return report(error)
+    try:
+        with redacting_output(os.environ):  # no password reaches the terminal (ledger/redact.py)
+            args = build_parser(argv).parse_args(argv)
+            try:
+                configure_logging(os.environ, args.command)
+                return int(args.handler(args) or 0)
+            except BrokenPipeError:
+                raise
+            except Exception as error:  # noqa: BLE001 - every error becomes one clear line
+                return report(error)
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """The output's reader went away (`… | head`): stop quietly, as a Unix tool stopped
+    by SIGPIPE does (exit 141), with stdout on /dev/null so that the interpreter's last
+    flush of what is still buffered does not fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141
 
 
 if __name__ == "__main__":  # pragma: no cover
