@@ -109,6 +109,7 @@ class Verification:
     records: int = 0
     loose_files: int = 0
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def intact(self) -> bool:
@@ -216,8 +217,11 @@ class RawArchive:
 
     def verify(self) -> Verification:
         """Read every stored body back and check it against its hash; check that every
-        index row points at such a body. A pack's end that is not a whole record is a
-        problem, except on a pack a writer of this archive still appends to."""
+        index row points at such a body. A record whose bytes are all there but do not
+        match its hash (or are not a record) is a problem; a pack that ends in a record
+        cut short (a writer stopped mid-write: power loss, a full disk; or one still
+        writing) is a note: the records before it are intact and nothing is lost that a
+        ref was handed out for."""
         found = Verification()
         intact: dict[str, set[tuple[int, int]]] = {}
         for path in sorted(_entries(self._packs)):
@@ -231,10 +235,14 @@ class RawArchive:
                 end = offset + length
             found.records += len(spans)
             size = path.stat().st_size
-            if end < size and not (self._pack is not None and path.name == self._pack.name):
+            if end < size and _cut_short(path, end, size):
+                found.notes.append(f"pack {path.name}: ends in a record cut short at byte "
+                                   f"{end} ({size - end} bytes); the records before it are "
+                                   "intact")
+            elif end < size:
                 found.problems.append(f"pack {path.name}: bytes {end}..{size} are not an "
-                                      "intact record (torn or damaged); the records before "
-                                      "them are read")
+                                      "intact record (damaged); the records before them "
+                                      "are read")
         with self._lock:
             rows = self._index().execute(
                 "SELECT packs.name, bodies.offset, bodies.length, bodies.digest FROM bodies "
@@ -419,6 +427,18 @@ def scan(path: Path, start: int = 0) -> Iterator[tuple[int, bytes, int]]:
             if not intact:
                 return
             yield file.tell() - length, digest, length
+
+
+def _cut_short(path: Path, end: int, size: int) -> bool:
+    """Whether the bytes of `path` from `end` are a record's beginning whose rest never
+    arrived (rather than a whole record that is damaged)."""
+    with open(path, "rb") as file:
+        file.seek(end)
+        header = file.read(_HEADER.size)
+    if len(header) < _HEADER.size:  # a header cut short: its mark (or what is left of it)
+        return any(mark.startswith(header[:4]) for mark in _MARKS)
+    mark, _digest, length = _HEADER.unpack(header)
+    return mark in _MARKS and end + _HEADER.size + length > size
 
 
 def _decompress(mark: bytes, stored: bytes) -> bytes:

@@ -63,8 +63,10 @@ def verify_archive(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"packs": found.packs, "records": found.records,
                     "loose_files": found.loose_files, "problems": found.problems,
-                    "intact": found.intact})
+                    "notes": found.notes, "intact": found.intact})
     else:
+        for note in found.notes:
+            print(f"note: {note}")
         for problem in found.problems:
             print(problem)
         print(f"{found.records} record(s) in {found.packs} pack(s), {found.loose_files} "

@@ -7,6 +7,8 @@ import hashlib
 import multiprocessing
 import os
 import struct
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -263,3 +265,55 @@ def test_a_record_claiming_a_huge_body_is_refused_before_it_is_inflated(
     monkeypatch.setattr("workers.archive._MAX_BODY", 256 << 20)
     with pytest.raises(ArchiveError, match="unreadable: an incomplete gzip member"):
         RawArchive(tmp_path).get(f"sha256:{digest}")
+
+
+def test_verify_notes_a_record_cut_short_and_reports_a_damaged_one(tmp_path: Path) -> None:
+    archive = RawArchive(tmp_path)
+    refs = [archive.put(f"body {n}".encode()) for n in range(3)]
+    archive.close()
+    [pack] = packs(tmp_path)
+    whole = pack.read_bytes()
+    member = zstandard.ZstdCompressor().compress(BODY)
+    with pack.open("ab") as file:  # power lost mid-write: a header and half its frame
+        file.write(struct.pack("<4s32sI", b"CLZ1", hashlib.sha256(BODY).digest(),
+                               len(member)) + member[:len(member) // 2])
+    found = RawArchive(tmp_path).verify()
+    assert (found.intact, found.records, found.problems) == (True, 3, [])
+    assert [note.split(": ", 1)[1] for note in found.notes] == [
+        f"ends in a record cut short at byte {len(whole)} "
+        f"({40 + len(member) // 2} bytes); the records before it are intact"]
+    pack.write_bytes(whole + b"CL")  # a header cut short after two bytes of its mark
+    assert RawArchive(tmp_path).verify().notes and RawArchive(tmp_path).verify().intact
+    garbage = b"garbage, not a record at all, past the last one"
+    pack.write_bytes(whole + garbage)
+    found = RawArchive(tmp_path).verify()
+    assert not found.intact and found.notes == []
+    assert found.problems == [f"pack {pack.name}: bytes {len(whole)}..{len(whole) + len(garbage)} are "
+                              "not an intact record (damaged); the records before them are read"]
+    assert [RawArchive(tmp_path).get(ref) for ref in refs] == [b"body 0", b"body 1", b"body 2"]
+
+
+_WRITER = """
+import sys
+from workers.archive import RawArchive
+archive = RawArchive(sys.argv[1])
+for n in range(1_000_000):
+    print(n, archive.put(b"page %d " % n * 40), flush=True)
+"""
+
+
+def test_every_ref_a_killed_writer_handed_out_is_readable(tmp_path: Path) -> None:
+    """kill -9 at any point of a writer's loop (between a record and its index row
+    included): every ref it printed reads back, and the archive verifies."""
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path)],
+                              stdout=subprocess.PIPE, cwd=Path(__file__).resolve().parents[2])
+    assert writer.stdout is not None
+    handed_out = [writer.stdout.readline().split() for _ in range(300)]
+    writer.kill()
+    writer.wait()
+    writer.stdout.close()
+    archive = RawArchive(tmp_path)
+    for n, ref in handed_out:
+        assert archive.get(ref.decode()) == b"page %d " % int(n) * 40
+    found = archive.verify()
+    assert found.intact and found.records >= 300, found
