@@ -122,8 +122,11 @@ class RawArchive:
 
     # zstd's default level; the archive's refs and contents are the same at any level
     def __init__(self, data_dir: Path | str, compresslevel: int = 3,
-                 pack_bytes: int = 1 << 30) -> None:
+                 pack_bytes: int = 1 << 30, *, read_only: bool = False) -> None:
+        """`read_only`: never write to the archive (an auditor's tools, a read-only
+        copy): the index is read into memory and what `get` recovers stays there."""
         self._root = Path(data_dir) / "raw"
+        self._read_only = read_only
         self._packs = self._root / "packs"
         self._level = compresslevel
         self._pack_bytes = pack_bytes
@@ -138,6 +141,8 @@ class RawArchive:
 
     def put(self, body: bytes) -> str:
         """Store `body` (once) and return its ref `sha256:<hex>`."""
+        if self._read_only:
+            raise ArchiveError("the archive is open read-only")
         digest = hashlib.sha256(body).digest()
         if not self._has(digest):
             member = self._compressor().compress(body)
@@ -290,15 +295,38 @@ class RawArchive:
         """This process's connection to the index (made again in a forked child)."""
         if self._pid != os.getpid():
             self._pack, self._db = None, None  # the parent's: not ours to close
-            self._packs.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self._root / "index.sqlite", timeout=30,
-                                 isolation_level=None, check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
+            if self._read_only:
+                db = self._index_in_memory()
+            else:
+                self._packs.mkdir(parents=True, exist_ok=True)
+                db = sqlite3.connect(self._root / "index.sqlite", timeout=30,
+                                     isolation_level=None, check_same_thread=False)
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
             db.executescript(_SCHEMA)
             self._db, self._pid = db, os.getpid()
         assert self._db is not None
         return self._db
+
+    def _index_in_memory(self) -> sqlite3.Connection:
+        """A private copy of the index (empty where there is none). With no WAL file
+        beside it (no writer has it open) the file is read as immutable: nothing is
+        created or locked. With one, it is opened read-only, which reads the WAL through
+        its shared-memory file; where that fails (a read-only copy), as immutable, without
+        the rows still in the WAL: `recover` finds their records again in the packs."""
+        db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        path = self._root / "index.sqlite"
+        if path.exists():
+            live = path.with_name(path.name + "-wal").exists()
+            for mode in ("mode=ro", "immutable=1") if live else ("immutable=1",):
+                try:
+                    with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?{mode}",
+                                                            uri=True)) as disk:
+                        disk.backup(db)
+                    break
+                except sqlite3.Error:
+                    continue
+        return db
 
     def _compressor(self) -> zstandard.ZstdCompressor:
         compressor: zstandard.ZstdCompressor | None = getattr(self._codecs, "zstd", None)

@@ -32,11 +32,12 @@ def register(sub: Any) -> None:
     reindex.set_defaults(handler=reindex_archive)
 
 
-def _archive() -> Any:
+def _archive(read_only: bool = True) -> Any:
+    """The data dir's archive; `get` and `verify` never write to what they read."""
     from ledger.settings import Settings
     from workers.archive import RawArchive
 
-    return RawArchive(Settings.from_env().data_dir)
+    return RawArchive(Settings.from_env().data_dir, read_only=read_only)
 
 
 def get_body(args: argparse.Namespace) -> int:
@@ -75,6 +76,6 @@ def verify_archive(args: argparse.Namespace) -> int:
 
 
 def reindex_archive(args: argparse.Namespace) -> int:
-    indexed = _archive().reindex()
+    indexed = _archive(read_only=False).reindex()
     print(f"{indexed} record(s) indexed again")
     return 0

@@ -317,3 +317,36 @@ def test_every_ref_a_killed_writer_handed_out_is_readable(tmp_path: Path) -> Non
         assert archive.get(ref.decode()) == b"page %d " % int(n) * 40
     found = archive.verify()
     assert found.intact and found.records >= 300, found
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def test_a_read_only_archive_reads_everything_and_writes_nothing(tmp_path: Path) -> None:
+    """An auditor's `raw get`/`raw verify`: the index read into memory, a record its
+    writer never indexed found in the pack, and not a byte of the archive changed."""
+    writer = RawArchive(tmp_path)
+    refs = [writer.put(f"body {n}".encode()) for n in range(5)]
+    writer.close()
+    [pack] = packs(tmp_path)
+    member = zstandard.ZstdCompressor().compress(BODY)
+    with pack.open("ab") as file:  # appended, never indexed
+        file.write(struct.pack("<4s32sI", b"CLZ1", hashlib.sha256(BODY).digest(),
+                               len(member)) + member)
+    before = _tree(tmp_path)
+    reader = RawArchive(tmp_path, read_only=True)
+    assert [reader.get(ref) for ref in refs] == [f"body {n}".encode() for n in range(5)]
+    assert reader.get(ref_of(BODY)) == BODY
+    with pytest.raises(ArchiveError, match="not in the archive"):
+        reader.get(ref_of(b"never stored"))
+    with pytest.raises(ArchiveError, match="read-only"):
+        reader.put(b"new")
+    assert reader.verify().intact
+    reader.close()
+    assert _tree(tmp_path) == before
+    empty = tmp_path / "nothing here"
+    with pytest.raises(ArchiveError, match="not in the archive"):
+        RawArchive(empty, read_only=True).get(ref_of(BODY))
+    assert not empty.exists()
