@@ -15,13 +15,7 @@ entry, a temporary name and a rename), and on ext4 up to ~1 ms of system time a
 page while the kernel searched its block groups for free inodes
 (docs/benchmarks.md). Appending to an open file is one `write`.
 
-A record: a 4-byte mark of its compression (`CLZ1`: a zstd frame, level 3; `CLR1`: a
-gzip member, which packs written before zstd hold and which is read alike), the body's
-32-byte sha256, the compressed length (4 bytes, little endian), the compressed bytes.
-`dd` and `zstd -d` (or `gzip -d`) read one; `scan` walks a pack by its headers, which
-is how the index is rebuilt (`reindex`). zstd: ~36 µs and ~3.4 KB for a 15 KB product
-page where gzip level 1 took ~94 µs and ~3.8 KB, and compressing was the largest part
-of archiving a page.
+The record format and the index are `workers.packs`'s.
 
 Order and durability: `put` appends the record and commits its index row before
 it returns the ref, so a ref handed out (and recorded in an event) is readable by
@@ -48,43 +42,35 @@ import json
 import os
 import re
 import sqlite3
-import struct
 import threading
-import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import zstandard
+
+from workers.packs import (
+    GZIP_MARK,
+    HEADER,
+    MARKS,
+    ZSTD,
+    Pack,
+    cut_short,
+    decompress,
+    index_in_memory,
+    lookup,
+    open_index,
+    pack_row,
+    scan,
+    transaction,
+)
 
 __all__ = ["ArchiveError", "RawArchive", "Verification", "content_hash", "ref_of"]
 
 _PREFIX = "sha256:"
 _MANIFEST_MARK = "crawl-ledger-manifest"
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-_ZSTD, _GZIP_MARK = b"CLZ1", b"CLR1"  # a record's compression
-_HEADER = struct.Struct("<4s32sI")   # compression, sha256 digest, compressed length
-_MARKS = (_ZSTD, _GZIP_MARK)
-_GZIP = 31                            # zlib's wbits for a gzip member (header + trailer)
-_MAX_BODY = 256 << 20                 # far above any fetch's or bot submission's limit
-_PACK_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
-               | getattr(os, "O_CLOEXEC", 0))
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS packs (
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE,
-    indexed_end INTEGER NOT NULL          -- bytes from the start walked and indexed
-);
-CREATE TABLE IF NOT EXISTS bodies (
-    digest BLOB PRIMARY KEY,
-    pack INTEGER NOT NULL REFERENCES packs (id),
-    offset INTEGER NOT NULL,              -- of the gzip member
-    length INTEGER NOT NULL
-) WITHOUT ROWID;
-"""
-
-
 class ArchiveError(Exception):
     """A ref that is malformed, missing, or whose stored bytes do not match it."""
 
@@ -135,7 +121,7 @@ class RawArchive:
         self._codecs = threading.local()
         self._pid = -1
         self._db: sqlite3.Connection | None = None
-        self._pack: _Pack | None = None
+        self._pack: Pack | None = None
         #: whether the archive holds one-level files (else `put` does not look for them)
         self._loose = any(len(p.name) == 2 for p in _entries(self._root) if p.is_dir())
 
@@ -148,7 +134,7 @@ class RawArchive:
             member = self._compressor().compress(body)
             with self._lock:
                 db = self._index()
-                if _lookup(db, digest) is None:
+                if lookup(db, digest) is None:
                     self._append(db, digest, member)
         return _PREFIX + digest.hex()
 
@@ -165,7 +151,7 @@ class RawArchive:
         if stored is None:
             raise ArchiveError(f"{raw_ref}: not in the archive")
         try:
-            body = _decompress(*stored)
+            body = decompress(*stored)
         except (zlib.error, zstandard.ZstdError) as exc:
             raise ArchiveError(f"{raw_ref}: unreadable: {exc}") from exc
         if hashlib.sha256(body).digest() != digest:
@@ -201,9 +187,9 @@ class RawArchive:
             for path in sorted(_entries(self._packs)):
                 if path.suffix != ".pack":
                     continue
-                pack_id, start = _pack_row(db, path.name)
+                pack_id, start = pack_row(db, path.name)
                 end = start
-                with _transaction(db):
+                with transaction(db):
                     for offset, digest, length in scan(path, start):
                         found += db.execute("INSERT OR IGNORE INTO bodies VALUES (?, ?, ?, ?)",
                                             (digest, pack_id, offset, length)).rowcount
@@ -216,7 +202,7 @@ class RawArchive:
         """Rebuild the index from the packs (after it was lost); bodies indexed."""
         with self._lock:
             db = self._index()
-            with _transaction(db):
+            with transaction(db):
                 db.execute("UPDATE packs SET indexed_end = 0")
         return self.recover()
 
@@ -240,7 +226,7 @@ class RawArchive:
                 end = offset + length
             found.records += len(spans)
             size = path.stat().st_size
-            if end < size and _cut_short(path, end, size):
+            if end < size and cut_short(path, end, size):
                 found.notes.append(f"pack {path.name}: ends in a record cut short at byte "
                                    f"{end} ({size - end} bytes); the records before it are "
                                    "intact")
@@ -259,7 +245,7 @@ class RawArchive:
         for path in sorted(self._root.glob("[0-9a-f][0-9a-f]/**/*.gz")):
             found.loose_files += 1
             try:
-                body = _decompress(_GZIP_MARK, path.read_bytes())
+                body = decompress(GZIP_MARK, path.read_bytes())
             except (OSError, zlib.error) as exc:
                 found.problems.append(f"file {path}: unreadable ({exc})")
                 continue
@@ -295,38 +281,10 @@ class RawArchive:
         """This process's connection to the index (made again in a forked child)."""
         if self._pid != os.getpid():
             self._pack, self._db = None, None  # the parent's: not ours to close
-            if self._read_only:
-                db = self._index_in_memory()
-            else:
-                self._packs.mkdir(parents=True, exist_ok=True)
-                db = sqlite3.connect(self._root / "index.sqlite", timeout=30,
-                                     isolation_level=None, check_same_thread=False)
-                db.execute("PRAGMA journal_mode=WAL")
-                db.execute("PRAGMA synchronous=NORMAL")
-            db.executescript(_SCHEMA)
+            db = index_in_memory(self._root) if self._read_only else open_index(self._root)
             self._db, self._pid = db, os.getpid()
         assert self._db is not None
         return self._db
-
-    def _index_in_memory(self) -> sqlite3.Connection:
-        """A private copy of the index (empty where there is none). With no WAL file
-        beside it (no writer has it open) the file is read as immutable: nothing is
-        created or locked. With one, it is opened read-only, which reads the WAL through
-        its shared-memory file; where that fails (a read-only copy), as immutable, without
-        the rows still in the WAL: `recover` finds their records again in the packs."""
-        db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        path = self._root / "index.sqlite"
-        if path.exists():
-            live = path.with_name(path.name + "-wal").exists()
-            for mode in ("mode=ro", "immutable=1") if live else ("immutable=1",):
-                try:
-                    with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?{mode}",
-                                                            uri=True)) as disk:
-                        disk.backup(db)
-                    break
-                except sqlite3.Error:
-                    continue
-        return db
 
     def _compressor(self) -> zstandard.ZstdCompressor:
         compressor: zstandard.ZstdCompressor | None = getattr(self._codecs, "zstd", None)
@@ -336,7 +294,7 @@ class RawArchive:
 
     def _has(self, digest: bytes) -> bool:
         with self._lock:
-            if _lookup(self._index(), digest) is not None:
+            if lookup(self._index(), digest) is not None:
                 return True
         if self._loose:
             hexdigest = digest.hex()
@@ -349,16 +307,16 @@ class RawArchive:
         if pack is None or pack.end >= self._pack_bytes:
             if pack is not None:
                 pack.close()
-            pack = self._pack = _Pack.create(self._packs, db)
-        offset = pack.end + _HEADER.size
+            pack = self._pack = Pack.create(self._packs, db)
+        offset = pack.end + HEADER.size
         try:
-            pack.write(_HEADER.pack(_ZSTD, digest, len(member)) + member)
+            pack.write(HEADER.pack(ZSTD, digest, len(member)) + member)
         except OSError:
             # a partial record may end the pack: nothing is written after it
             pack.close()
             self._pack = None
             raise
-        with _transaction(db):
+        with transaction(db):
             db.execute("INSERT OR IGNORE INTO bodies VALUES (?, ?, ?, ?)",
                        (digest, pack.id, offset, len(member)))
             db.execute("UPDATE packs SET indexed_end = max(indexed_end, ?) WHERE id = ?",
@@ -368,7 +326,7 @@ class RawArchive:
         """(compression mark, compressed bytes) of `digest`'s indexed record."""
         try:
             with self._lock:
-                found = _lookup(self._index(), digest)
+                found = lookup(self._index(), digest)
         except (OSError, sqlite3.Error):
             return None  # no index here (a read-only copy of an older archive)
         if found is None:
@@ -376,142 +334,26 @@ class RawArchive:
         name, offset, length = found
         try:
             with open(self._packs / name, "rb") as file:
-                file.seek(offset - _HEADER.size)
-                record = file.read(_HEADER.size + length)
+                file.seek(offset - HEADER.size)
+                record = file.read(HEADER.size + length)
         except OSError as exc:
             raise ArchiveError(f"sha256:{digest.hex()}: unreadable pack {name}: {exc}") from exc
-        mark, stored_digest, stored_length = _HEADER.unpack_from(record)
-        if mark not in _MARKS or stored_digest != digest or stored_length != length:
+        mark, stored_digest, stored_length = HEADER.unpack_from(record)
+        if mark not in MARKS or stored_digest != digest or stored_length != length:
             raise ArchiveError(f"sha256:{digest.hex()}: the index points at no record of it "
                                f"in pack {name} (offset {offset})")
-        return mark, record[_HEADER.size:]
+        return mark, record[HEADER.size:]
 
     def _loose_file(self, raw_ref: str) -> tuple[bytes, bytes] | None:
         path = self.path_of(raw_ref)
         for candidate in (path, path.parent / path.name[2:4] / path.name):
             try:
-                return _GZIP_MARK, candidate.read_bytes()
+                return GZIP_MARK, candidate.read_bytes()
             except FileNotFoundError:
                 continue
             except OSError as exc:
                 raise ArchiveError(f"{raw_ref}: unreadable: {exc}") from exc
         return None
-
-
-class _Pack:
-    """The pack a writer appends to: its open file and how long it is."""
-
-    def __init__(self, pack_id: int, name: str, fd: int) -> None:
-        self.id, self.name, self.fd, self.end = pack_id, name, fd, 0
-
-    @classmethod
-    def create(cls, directory: Path, db: sqlite3.Connection) -> _Pack:
-        for _ in range(100):
-            name = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}-{os.urandom(4).hex()}.pack"
-            try:
-                fd = os.open(directory / name, _PACK_FLAGS, 0o600)
-            except FileExistsError:
-                continue
-            with _transaction(db):
-                pack_id = db.execute("INSERT INTO packs (name, indexed_end) VALUES (?, 0)",
-                                     (name,)).lastrowid
-            assert pack_id is not None
-            return cls(pack_id, name, fd)
-        raise FileExistsError(f"no free pack name in {directory}")
-
-    def write(self, record: bytes) -> None:
-        view = memoryview(record)
-        while view:
-            written = os.write(self.fd, view)
-            self.end += written
-            view = view[written:]
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
-
-
-def scan(path: Path, start: int = 0) -> Iterator[tuple[int, bytes, int]]:
-    """(offset, sha256 digest, length) of each complete record of the pack at `path`
-    from `start` whose member decompresses to bytes of that hash; ends at the first
-    record that is torn, damaged or not a record."""
-    with open(path, "rb") as file:
-        size = os.fstat(file.fileno()).st_size
-        file.seek(start)
-        while True:
-            header = file.read(_HEADER.size)
-            if len(header) < _HEADER.size:
-                return
-            mark, digest, length = _HEADER.unpack(header)
-            if mark not in _MARKS or file.tell() + length > size:
-                return
-            member = file.read(length)
-            if len(member) < length:
-                return
-            try:
-                intact = hashlib.sha256(_decompress(mark, member)).digest() == digest
-            except (zlib.error, zstandard.ZstdError):
-                intact = False
-            if not intact:
-                return
-            yield file.tell() - length, digest, length
-
-
-def _cut_short(path: Path, end: int, size: int) -> bool:
-    """Whether the bytes of `path` from `end` are a record's beginning whose rest never
-    arrived (rather than a whole record that is damaged)."""
-    with open(path, "rb") as file:
-        file.seek(end)
-        header = file.read(_HEADER.size)
-    if len(header) < _HEADER.size:  # a header cut short: its mark (or what is left of it)
-        return any(mark.startswith(header[:4]) for mark in _MARKS)
-    mark, _digest, length = _HEADER.unpack(header)
-    return mark in _MARKS and end + _HEADER.size + length > size
-
-
-def _decompress(mark: bytes, stored: bytes) -> bytes:
-    """The body of a record, refusing one that would be larger than `_MAX_BODY` (a
-    damaged or crafted frame must not make a reader allocate what it claims)."""
-    if mark == _ZSTD:
-        size = zstandard.frame_content_size(stored)  # -1: the frame does not say
-        if size > _MAX_BODY:
-            raise zstandard.ZstdError(f"a frame of {size} bytes: larger than any body")
-        return zstandard.ZstdDecompressor().decompress(stored, max_output_size=_MAX_BODY)
-    inflate = zlib.decompressobj(_GZIP)
-    body = inflate.decompress(stored, _MAX_BODY + 1)
-    if len(body) > _MAX_BODY:
-        raise zlib.error("a gzip member larger than any body")
-    if not inflate.eof:
-        raise zlib.error("an incomplete gzip member")
-    return body
-
-
-def _lookup(db: sqlite3.Connection, digest: bytes) -> tuple[str, int, int] | None:
-    row = db.execute("SELECT packs.name, bodies.offset, bodies.length FROM bodies "
-                     "JOIN packs ON packs.id = bodies.pack WHERE digest = ?",
-                     (digest,)).fetchone()
-    return None if row is None else (str(row[0]), int(row[1]), int(row[2]))
-
-
-def _pack_row(db: sqlite3.Connection, name: str) -> tuple[int, int]:
-    """(id, indexed end) of the pack named `name`, known to the index from now on."""
-    with _transaction(db):
-        db.execute("INSERT OR IGNORE INTO packs (name, indexed_end) VALUES (?, 0)", (name,))
-        row = db.execute("SELECT id, indexed_end FROM packs WHERE name = ?", (name,)).fetchone()
-    return int(row[0]), int(row[1])
-
-
-@contextlib.contextmanager
-def _transaction(db: sqlite3.Connection) -> Iterator[None]:
-    """One write transaction (the connection is in autocommit mode otherwise)."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        with contextlib.suppress(sqlite3.Error):
-            db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
 
 
 def _entries(directory: Path) -> list[Path]:

@@ -251,7 +251,7 @@ def test_a_record_claiming_a_huge_body_is_refused_before_it_is_inflated(
     assert reader.recover() == 0
     with pytest.raises(ArchiveError, match="not in the archive"):
         reader.get(ref_of(BODY))
-    monkeypatch.setattr("workers.archive._MAX_BODY", 50_000)
+    monkeypatch.setattr("workers.packs.MAX_BODY", 50_000)
     with pytest.raises(ArchiveError, match="unreadable: a frame of 100000 bytes"):
         reader.get(large)
     digest = hashlib.sha256(b"y" * 100_000).hexdigest()
@@ -262,7 +262,7 @@ def test_a_record_claiming_a_huge_body_is_refused_before_it_is_inflated(
         RawArchive(tmp_path).get(f"sha256:{digest}")
     assert reader.get(small) == b"small"
     loose.write_bytes(gzip.compress(b"y" * 100_000)[:-20])
-    monkeypatch.setattr("workers.archive._MAX_BODY", 256 << 20)
+    monkeypatch.setattr("workers.packs.MAX_BODY", 256 << 20)
     with pytest.raises(ArchiveError, match="unreadable: an incomplete gzip member"):
         RawArchive(tmp_path).get(f"sha256:{digest}")
 
