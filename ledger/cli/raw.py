@@ -33,11 +33,16 @@ def register(sub: Any) -> None:
 
 
 def _archive(read_only: bool = True) -> Any:
-    """The data dir's archive; `get` and `verify` never write to what they read."""
+    """The data dir's archive; `get` and `verify` never write to what they read. None
+    there (a mistyped `LEDGER_DATA_DIR`) is an error, not an empty archive to make."""
     from ledger.settings import Settings
     from workers.archive import RawArchive
 
-    return RawArchive(Settings.from_env().data_dir, read_only=read_only)
+    data_dir = Settings.from_env().data_dir
+    if not (data_dir / "raw").is_dir():
+        raise CommandError(f"no archive of pages at {data_dir / 'raw'} "
+                           "(is LEDGER_DATA_DIR the data dir a crawl ran with?)")
+    return RawArchive(data_dir, read_only=read_only)
 
 
 def get_body(args: argparse.Namespace) -> int:

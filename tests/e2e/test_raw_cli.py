@@ -24,6 +24,12 @@ def test_an_auditor_reads_back_and_verifies_what_a_run_archived(
         assert not check or result.returncode == 0, result.stderr
         return result
 
+    for action in (["get", "sha256:" + "0" * 64], ["verify"], ["reindex"]):
+        nothing = cli("raw", *action, check=False)  # no crawl yet: no archive to read or make
+        assert nothing.returncode == 2 and nothing.stderr.decode().startswith(
+            "crawl-ledger: error: no archive of pages at "), nothing.stderr
+    assert not (tmp_path / "data" / "raw").exists()
+
     store = json.loads(cli("stores", "add", "Shop", shop, "--platform", "generic",
                            "--json").stdout)
     for path in ("/lamp", "/chair"):
