@@ -232,6 +232,7 @@ class BinaryInsertRecorder(PostgresApplicationRecorder):
             _insert_snapshots(curs.connection, *snapshots)
         return ids
 
+
 class BinarySnapshotRecorder(PostgresAggregateRecorder):
     """The library's PostgreSQL aggregate recorder (the snapshot table) with the same
     binary batch insert: snapshots hold whole aggregate states, the largest rows we write."""

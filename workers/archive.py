@@ -71,6 +71,8 @@ __all__ = ["ArchiveError", "RawArchive", "Verification", "content_hash", "ref_of
 _PREFIX = "sha256:"
 _MANIFEST_MARK = "crawl-ledger-manifest"
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
 class ArchiveError(Exception):
     """A ref that is malformed, missing, or whose stored bytes do not match it."""
 
@@ -184,9 +186,7 @@ class RawArchive:
         found = 0
         with self._lock:
             db = self._index()
-            for path in sorted(_entries(self._packs)):
-                if path.suffix != ".pack":
-                    continue
+            for path in self._pack_files():
                 pack_id, start = pack_row(db, path.name)
                 end = start
                 with transaction(db):
@@ -215,9 +215,7 @@ class RawArchive:
         ref was handed out for."""
         found = Verification()
         intact: dict[str, set[tuple[int, int]]] = {}
-        for path in sorted(_entries(self._packs)):
-            if path.suffix != ".pack":
-                continue
+        for path in self._pack_files():
             found.packs += 1
             spans = intact[path.name] = set()
             end = 0
@@ -286,6 +284,9 @@ class RawArchive:
         assert self._db is not None
         return self._db
 
+    def _pack_files(self) -> list[Path]:
+        return sorted(self._packs.glob("*.pack"))
+
     def _compressor(self) -> zstandard.ZstdCompressor:
         compressor: zstandard.ZstdCompressor | None = getattr(self._codecs, "zstd", None)
         if compressor is None:
@@ -338,6 +339,9 @@ class RawArchive:
                 record = file.read(HEADER.size + length)
         except OSError as exc:
             raise ArchiveError(f"sha256:{digest.hex()}: unreadable pack {name}: {exc}") from exc
+        if len(record) < HEADER.size + length:  # the pack was cut after it was indexed
+            raise ArchiveError(f"sha256:{digest.hex()}: pack {name} ends before its record "
+                               f"(offset {offset})")
         mark, stored_digest, stored_length = HEADER.unpack_from(record)
         if mark not in MARKS or stored_digest != digest or stored_length != length:
             raise ArchiveError(f"sha256:{digest.hex()}: the index points at no record of it "
