@@ -9,10 +9,12 @@ method (`filter_kwargs_for_method_params`), copies them, constructs the event,
 checks it against the aggregate (`mutate`) and calls the method with the
 event's attributes (`apply`): ~9 µs an event, a quarter of recording a catalog
 result. `LedgerAggregate` replaces each such method, once the library has
-defined its event class, by a plain function doing the same steps with the
-names worked out once: the same event class with the same attributes, the
-method's body run with the same values before the version and `modified_on`
-move, the event appended to the pending events (~4 µs). The event's `__dict__`
+defined its event class, by a function generated with the method's own
+parameters (Python binds the arguments, and words a wrong call, as for the
+method itself) doing the same steps: the same event class with the same
+attributes, the method's body run with the same values before the version and
+`modified_on` move, the event appended to the pending events (~2 µs; a closure
+mapping the arguments to names itself took ~4 µs). The event's `__dict__`
 is written at once, its fields in the dataclass's order (the stored JSON's key
 order), instead of through the frozen dataclass's `__init__` (one
 `object.__setattr__` a field); `DomainEvent.__post_init__`'s one check, a UUID
@@ -76,38 +78,11 @@ def fast_command(decorator: CommandMethodDecorator) -> Callable[..., None] | Non
     names = tuple(p.name for p in parameters)
     fields = set(inspect.signature(event_cls).parameters)
     if ("timestamp" in names or not set(names) <= fields
-            or any(p.kind is not p.POSITIONAL_OR_KEYWORD for p in parameters)):
+            or any(p.kind is not p.POSITIONAL_OR_KEYWORD for p in parameters)
+            or any(name.startswith("_l_") for name in names)
+            or not all(name.isidentifier() for name in names)):
         return None
-    defaults = tuple((p.name, p.default) for p in parameters if p.default is not p.empty)
-    create_timestamp = event_cls.create_timestamp
-    count = len(names)
-    construct = _constructor(event_cls, names)
-
-    def command(self: Any, *args: Any, **kwargs: Any) -> None:
-        if args:
-            if len(args) > count:
-                raise TypeError(f"{func.__qualname__}() takes {count} arguments "
-                                f"({len(args)} given)")
-            for name, value in zip(names, args, strict=False):
-                if name in kwargs:
-                    raise TypeError(f"{func.__qualname__}() got multiple values for "
-                                    f"argument '{name}'")
-                kwargs[name] = value
-        for name, value in defaults:
-            if name not in kwargs:
-                kwargs[name] = value
-        if len(kwargs) != count:
-            unexpected = sorted(kwargs.keys() - set(names))
-            missing = [name for name in names if name not in kwargs]
-            raise TypeError(f"{func.__qualname__}(): unexpected {unexpected}, "
-                            f"missing {missing}")
-        version = self.version + 1
-        new_event = construct(self.id, version, create_timestamp(), kwargs)
-        func(self, **kwargs)  # as `apply`: the body, before the version moves
-        self.version = version
-        self.modified_on = new_event.timestamp
-        self._pending_events.append(new_event)
-
+    command = _generated(func, event_cls, parameters)
     command.__name__ = func.__name__
     command.__qualname__ = func.__qualname__
     command.__doc__ = func.__doc__
@@ -120,11 +95,12 @@ def fast_command(decorator: CommandMethodDecorator) -> Callable[..., None] | Non
 BASE_FIELDS = ("originator_id", "originator_version", "timestamp")
 
 
-def _constructor(event_cls: Any, names: tuple[str, ...]
-                 ) -> Callable[[Any, int, Any, dict[str, Any]], Any]:
-    """(id, version, timestamp, the method's arguments) -> the event: its `__dict__`
-    written in field order where that is all its dataclass `__init__` would do (every
-    field given, `DomainEvent`'s `__post_init__`), else that `__init__`."""
+def _generated(func: Callable[..., None], event_cls: Any,
+               parameters: list[inspect.Parameter]) -> Callable[..., None]:
+    """The command as a function with the method's own parameters (Python binds the
+    arguments and words their errors): the event built, the body run with the same
+    values, then the version, `modified_on` and the pending events moved."""
+    names = [p.name for p in parameters]
     fields = tuple(f.name for f in dataclasses.fields(event_cls))
     rest = fields[len(BASE_FIELDS):]
     direct = (fields[:len(BASE_FIELDS)] == BASE_FIELDS and sorted(rest) == sorted(names)
@@ -132,20 +108,39 @@ def _constructor(event_cls: Any, names: tuple[str, ...]
               and event_cls.__dictoffset__ != 0  # instances keep their fields in __dict__
               and not any(isinstance(getattr(event_cls, name, None), MemberDescriptorType)
                           for name in fields))
-
-    def by_init(originator_id: Any, version: int, timestamp: Any, kwargs: dict[str, Any]) -> Any:
-        return event_cls(originator_id=originator_id, originator_version=version,
-                         timestamp=timestamp, **kwargs)
-
-    def by_dict(originator_id: Any, version: int, timestamp: Any, kwargs: dict[str, Any]) -> Any:
-        if type(originator_id) is not UUID:  # the check of DomainEvent.__post_init__
-            return by_init(originator_id, version, timestamp, kwargs)
-        state = {"originator_id": originator_id, "originator_version": version,
-                 "timestamp": timestamp}
-        for name in rest:
-            state[name] = kwargs[name]
-        new_event = object.__new__(event_cls)
-        object.__setattr__(new_event, "__dict__", state)
-        return new_event
-
-    return by_dict if direct else by_init
+    namespace: dict[str, Any] = {
+        "_l_func": func, "_l_cls": event_cls, "_l_stamp": event_cls.create_timestamp,
+        "_l_uuid": UUID, "_l_type": type, "_l_new": object.__new__, "_l_set": object.__setattr__}
+    signature = []
+    for p in parameters:
+        if p.default is p.empty:
+            signature.append(p.name)
+        else:
+            namespace[f"_l_default_{p.name}"] = p.default
+            signature.append(f"{p.name}=_l_default_{p.name}")
+    arguments = ", ".join(names)
+    by_init = ("_l_cls(originator_id=_l_self.id, originator_version=_l_version, "
+               "timestamp=_l_stamp(), " + ", ".join(f"{n}={n}" for n in names) + ")")
+    if direct:
+        state = ", ".join(f"{n!r}: {n}" for n in rest)
+        build = (f"    _l_id = _l_self.id\n"
+                 f"    if _l_type(_l_id) is not _l_uuid:\n"  # DomainEvent.__post_init__'s check
+                 f"        _l_event = {by_init}\n"
+                 f"    else:\n"
+                 f"        _l_event = _l_new(_l_cls)\n"
+                 f"        _l_set(_l_event, '__dict__', {{'originator_id': _l_id, "
+                 f"'originator_version': _l_version, 'timestamp': _l_stamp(), {state}}})\n")
+    else:
+        build = f"    _l_event = {by_init}\n"
+    source = (f"def {func.__name__}(_l_self, {', '.join(signature)}):\n"
+              f"    _l_version = _l_self.version + 1\n"
+              f"{build}"
+              f"    _l_func(_l_self, {arguments})\n"  # as `apply`: the body, before the version moves
+              f"    _l_self.version = _l_version\n"
+              f"    _l_self.modified_on = _l_event.timestamp\n"
+              f"    _l_self._pending_events.append(_l_event)\n")
+    exec(compile(source, f"<command {func.__qualname__}>", "exec"), namespace)  # noqa: S102
+    command = namespace[func.__name__]
+    # Python words a binding error with the code's qualified name: the method's
+    command.__code__ = command.__code__.replace(co_qualname=func.__qualname__)
+    return command  # type: ignore[no-any-return]
