@@ -134,6 +134,50 @@ class _SQLiteTx(Tx):
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self.conn.executemany(sql, rows)
 
+    def upsert(self, table: str, key: Sequence[str], columns: dict[str, str],
+               rows: Sequence[Sequence[Any]]) -> None:
+        """`Tx.upsert` with many rows a statement (`VALUES (…), (…), …`).
+
+        A table with a full-text index (`projections.search`) keeps it by triggers,
+        and FTS5 writes its pending terms out at the end of every statement: one
+        statement a row made each new product's document cost ~90 µs instead of
+        ~30 (and an update ~145 µs instead of ~45); plain tables gain a little too.
+        The rows go in order, as `executemany` sends them. Statements hold 2ⁿ rows
+        (at most `_ROWS_A_STATEMENT`, within SQLite's variable limit), so a table
+        needs a handful of statement texts, all kept in the connection's cache."""
+        if len(rows) < 2:
+            super().upsert(table, key, columns, rows)
+            return
+        names = list(columns)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in names if c not in key)
+        one = f"({', '.join('?' for _ in names)})"
+        head = f"INSERT INTO {table} ({', '.join(names)}) VALUES "
+        tail = f" ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
+        limit = self.conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+        start = 0
+        for size in _pieces(len(rows), _ROWS_A_STATEMENT, limit // len(names)):
+            part = rows[start:start + size]
+            start += size
+            self.conn.execute(head + ", ".join([one] * size) + tail,
+                              [value for row in part for value in row])
+
+
+#: the most rows one statement of `_SQLiteTx.upsert` inserts
+_ROWS_A_STATEMENT = 128
+
+
+def _pieces(count: int, most: int, fit: int) -> Iterator[int]:
+    """`count` as a sum of powers of two, each at most `most` and `fit` (and at least 1):
+    the largest first."""
+    size = 1
+    while size * 2 <= min(most, fit):
+        size *= 2
+    while count:
+        while size > count:
+            size //= 2
+        yield size
+        count -= size
+
 
 class SQLiteDatabase(Database):
     """Read models in an SQLite file (embedded deployment)."""
