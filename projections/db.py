@@ -41,11 +41,17 @@ class Tx(ABC):
     def upsert(self, table: str, key: Sequence[str], columns: dict[str, str],
                rows: Sequence[Sequence[Any]]) -> None:
         """Insert or replace many rows (values in `columns` order; keys unique)."""
-        names = list(columns)
-        updates = ", ".join(f"{c} = excluded.{c}" for c in names if c not in key)
-        self.executemany(f"INSERT INTO {table} ({', '.join(names)}) "
-                         f"VALUES ({', '.join('?' for _ in names)}) "
-                         f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}", rows)
+        self.executemany(upsert_statement(table, key, columns), rows)
+
+
+def upsert_statement(table: str, key: Sequence[str], columns: dict[str, str],
+                     rows: int = 1) -> str:
+    """`INSERT … VALUES (?, …)[, (?, …) …] ON CONFLICT (key) DO UPDATE` of `rows` rows."""
+    names = list(columns)
+    updates = ", ".join(f"{c} = excluded.{c}" for c in names if c not in key)
+    values = ", ".join([f"({', '.join('?' for _ in names)})"] * rows)
+    return (f"INSERT INTO {table} ({', '.join(names)}) VALUES {values} "
+            f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}")
 
 
 class Database(ABC):
@@ -148,17 +154,12 @@ class _SQLiteTx(Tx):
         if len(rows) < 2:
             super().upsert(table, key, columns, rows)
             return
-        names = list(columns)
-        updates = ", ".join(f"{c} = excluded.{c}" for c in names if c not in key)
-        one = f"({', '.join('?' for _ in names)})"
-        head = f"INSERT INTO {table} ({', '.join(names)}) VALUES "
-        tail = f" ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
         limit = self.conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
         start = 0
-        for size in _pieces(len(rows), _ROWS_A_STATEMENT, limit // len(names)):
+        for size in _pieces(len(rows), _ROWS_A_STATEMENT, limit // len(columns)):
             part = rows[start:start + size]
             start += size
-            self.conn.execute(head + ", ".join([one] * size) + tail,
+            self.conn.execute(upsert_statement(table, key, columns, size),
                               [value for row in part for value in row])
 
 
