@@ -88,7 +88,7 @@ def _typed(value: Any, hooks: dict[type, tuple[str, Any]], times: Times) -> Any:
     if kind in _SCALARS:
         return value
     if kind is float:
-        if value == 0.0 or 1e-4 <= abs(value) < 1e16:  # False for NaN and infinities
+        if _same_float(value):
             return value
         raise _Unfit
     return _hooked(value, hooks, times)
@@ -101,6 +101,12 @@ def _hooked(value: Any, hooks: dict[type, tuple[str, Any]], times: Times) -> Any
     data = hook[1](value)
     return {"_type_": hook[0],
             "_data_": data if type(data) in _SCALARS else _typed(data, hooks, times)}
+
+
+def _same_float(value: float) -> bool:
+    """Whether orjson writes the float as `json` does: no exponent (0.0, or 1e-4 up to
+    1e16); False for NaN and infinities."""
+    return value == 0.0 or 1e-4 <= abs(value) < 1e16
 
 
 def plain_json(value: Any) -> bytes | None:
@@ -125,7 +131,7 @@ def _plain(value: Any) -> None:
     elif kind is list or kind is tuple:
         items = value
     elif kind is float:
-        if value == 0.0 or 1e-4 <= abs(value) < 1e16:
+        if _same_float(value):
             return
         raise _Unfit
     elif kind in _SCALARS:
