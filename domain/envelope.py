@@ -206,7 +206,13 @@ def _kinds(topic: str) -> tuple[str, str]:
 _DATETIME = re.compile(rb'\{"_type_":"datetime_iso","_data_":'
                        rb'("\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d{6})?(\+00:00")\}')
 _OTHER = re.compile(rb'\{"_type_":"(?!datetime_iso"|uuid_hex")[^"\\]*","_data_":("[^"\\]*")\}')
-_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+# For the check below: every digit becomes 0 and every byte that can come just
+# before a JSON number ([ : , and whitespace) becomes ":"; a run of 19 digits
+# that starts a number's integer part then reads ':' or ':-' and 19 zeros. Runs
+# inside strings (a lease id is 32 random hex digits) no longer count.
+_DIGITS = bytes.maketrans(b"123456789[, \t\n\r", b"000000000::::::")
+_LONG_INT = b":" + b"0" * 19
+_LONG_NEGATIVE = b":-" + b"0" * 19
 
 
 def _untyped(batch: bytes) -> bytes:
@@ -220,9 +226,10 @@ def _untyped(batch: bytes) -> bytes:
 
 def _payloads(states: list[bytes]) -> list[Any]:
     batch = _untyped(b",".join(states).join((b"[", b"]")))
+    digits = batch.translate(_DIGITS)
     if (b'"_type_"' in batch  # a typed value left (another form, uuid, nested data)
             or b"\\u" in batch  # an escape could spell "_type_"
-            or b"0" * 19 in batch.translate(_DIGITS)):  # orjson reads ints past 64 bits as floats
+            or _LONG_INT in digits or _LONG_NEGATIVE in digits):  # orjson: ints past 64 bits
         return list(_BATCH.decode(b",".join(states).join((b"[", b"]")).decode()))
     payloads: list[Any] = orjson.loads(batch)
     return payloads

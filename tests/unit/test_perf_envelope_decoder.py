@@ -133,6 +133,13 @@ def test_odd_states(payload: dict[str, Any], corpus: list[StoredRow]) -> None:
     b'{"timestamp":"t","a":NaN,"b":Infinity,"c":-Infinity,"d":1e400}',
     b'{"timestamp":"t","a":1,"a":2}',
     b'{"timestamp":"t","s":"\\ud800"}',
+    # integers past 64 bits wherever a number can start: after [ , : and whitespace, negative
+    b'{"timestamp":"t","a":[12345678901234567890123]}',
+    b'{"timestamp":"t","a":[1,-18446744073709551616]}',
+    b'{"timestamp":"t","a": 18446744073709551616}',
+    b'{"timestamp":"t","a":\t-9223372036854775809,"b":"x"}',
+    b'{"timestamp":"t","a":\n99999999999999999999}',
+    b'{"timestamp":"t","a":\r99999999999999999999}',
 ])
 def test_hand_written_states(raw: bytes, corpus: list[StoredRow]) -> None:
     odd = row(10_000, {}, raw)
@@ -183,6 +190,19 @@ values = st.recursive(leaf, lambda inner: st.lists(inner, max_size=4)
 @given(st.lists(st.dictionaries(KEYS, values, max_size=6), min_size=1, max_size=8))
 def test_any_library_encoded_state(payloads: list[dict[str, Any]]) -> None:
     same([row(i, p) for i, p in enumerate(payloads)])
+
+
+def test_long_digit_runs_in_strings_take_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lease id is 32 random hex digits: now and then 19 of them are decimal."""
+    payloads: list[dict[str, Any]] = [
+        {"lease_id": "a1234567890123456789012345678901"},
+        {"url": "https://s.example/p/12345678901234567890123?v=-12345678901234567890"},
+        {"sku": "12345678901234567890123", "n": [1, -2, 3], "x": 1.2345678901234567},
+    ]
+    rows = [row(i, p) for i, p in enumerate(payloads)]
+    expected = from_stored_rows(rows)
+    monkeypatch.setattr(envelope, "_BATCH", None)
+    assert from_stored_rows(rows) == expected
 
 
 def test_library_states_take_the_fast_path(corpus: list[StoredRow],
