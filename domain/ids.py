@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from urllib.parse import urlsplit
 from uuid import UUID, uuid5
 
@@ -22,8 +23,20 @@ def job_id(kind: str, url_norm: str) -> UUID:
     return uuid5(NAMESPACE, f"job:{kind}:{url_norm}")
 
 
+#: how many product ids (and parsed ids) are remembered: a catalog's products are
+#: derived again at every crawl of it (uuid5 ~2.8 µs, a remembered one ~0.1 µs);
+#: ~400 bytes each at most
+KEPT = 16_384
+
+
+@lru_cache(maxsize=KEPT)
 def product_id(store: UUID | str, provider_product_id: str) -> UUID:
     return uuid5(NAMESPACE, f"product:{store}:{provider_product_id}")
+
+
+#: `UUID(text)` remembered (~0.9 µs a parse, ~0.07 µs remembered): a job lists its
+#: products' ids as text and each result compares them with what it saw
+parsed = lru_cache(maxsize=KEPT)(UUID)
 
 
 def worker_id(name: str) -> UUID:

@@ -326,7 +326,7 @@ def _touched(job: CrawlJob, keys: Mapping[str, UUID], outcome: CrawlSuccess
     takes its product out."""
     wanted = set(keys.values())
     counts_absence = job.kind == "catalog" or outcome.gone
-    absent = {UUID(p) for p in job.products} - wanted if counts_absence else set()
+    absent = {ids.parsed(p) for p in job.products} - wanted if counts_absence else set()
     return wanted, absent
 
 
