@@ -18,7 +18,7 @@ import json
 import os
 import socket
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -96,4 +96,11 @@ def postgres_lock(conninfo: str, dbname: str, schema: str, store: str,
                          "ON CONFLICT (only_row) DO UPDATE SET host = excluded.host, "
                          "pid = excluded.pid, since = excluded.since").format(table),
                      (holder.host, holder.pid, holder.since))
-        yield holder  # the session (and its lock) ends when the connection closes
+        try:
+            yield holder
+        finally:
+            # Closing the connection would free the lock too, but only once the server's
+            # backend has finished exiting, after the client has moved on: a runner
+            # started right after this one stopped could still find it held.
+            with suppress(psycopg.Error):  # a lost session has let go anyway
+                conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
