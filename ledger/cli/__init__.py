@@ -64,11 +64,12 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from ledger.cli.errors import report
-    from ledger.logs import configure_logging
-    from ledger.redact import redacting_output
 
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        from ledger.logs import configure_logging
+        from ledger.redact import redacting_output
+
         with redacting_output(os.environ):  # no password reaches the terminal (ledger/redact.py)
             args = build_parser(argv).parse_args(argv)
             try:
@@ -80,6 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return report(error)
     except BrokenPipeError:
         return _reader_gone()
+    except KeyboardInterrupt as error:  # Ctrl-C before a command handles it (imports, start)
+        return report(error)
 
 
 def _reader_gone() -> int:

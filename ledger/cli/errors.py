@@ -10,13 +10,13 @@ class CommandError(Exception):
 
 
 def report(error: BaseException) -> int:
+    if isinstance(error, KeyboardInterrupt):  # first: it may have cut an import short
+        print("crawl-ledger: interrupted", file=sys.stderr)
+        return 130
     from domain.errors import LedgerError
     from ledger.settings import ConfigError
 
     if isinstance(error, (CommandError, LedgerError, ConfigError)):
         print(f"crawl-ledger: error: {error}", file=sys.stderr)
         return 2
-    if isinstance(error, KeyboardInterrupt):
-        print("crawl-ledger: interrupted", file=sys.stderr)
-        return 130
     raise error

@@ -4,10 +4,11 @@ holder, and records nothing; once the holder is gone the store can be taken."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,17 @@ def test_a_second_holder_is_refused_with_the_holders_name(store_url: str, tmp_pa
         assert held.pid == os.getpid()
 
 
+def test_a_released_store_is_free_at_once(store_url: str, tmp_path: Path) -> None:
+    """A runner restarted right after the last one stopped takes the store (PostgreSQL
+    frees a closed session's lock only once its server process has exited: the lock is
+    given back before the connection closes)."""
+    for n in range(12):
+        # as `run` does: the store held while a ledger is open, both closed together
+        with backend_for(settings(store_url, tmp_path / f"run{n}")).runner_lock(
+                Holder.this_process()):
+            bootstrap(settings(store_url, tmp_path / f"run{n}")).close()
+
+
 def test_a_second_run_on_the_same_store_stops_at_once(
         store_url: str, tmp_path: Path, crawl_ledger_bin: str,
         cli_env: Callable[..., dict[str, str]]) -> None:
@@ -56,3 +68,31 @@ def test_a_second_run_on_the_same_store_stops_at_once(
         assert after.source.head() == before  # the refused runner recorded nothing
     finally:
         after.close()
+
+
+def test_ctrl_c_while_run_starts_is_one_line_and_frees_the_store(
+        store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C before the runner installs its own handler (while it connects and starts
+    its crawler) used to end `crawl-ledger run` with a Python traceback."""
+    import ledger.cli.run
+    from ledger.cli import main
+
+    entered: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def interrupted(*_: object) -> AsyncIterator[None]:
+        entered.append("crawler")
+        raise KeyboardInterrupt  # what a Ctrl-C raises on the loop's thread
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(ledger.cli.run, "runner_crawler", interrupted)
+    monkeypatch.setenv("LEDGER_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("LEDGER_STORE", store_url)
+    capsys.readouterr()
+    assert main(["run", "--until-idle"]) == 130
+    out, err = capsys.readouterr()
+    assert entered == ["crawler"]
+    assert err.strip().splitlines() == ["crawl-ledger: interrupted"]
+    with backend_for(settings(store_url, tmp_path / "other")).runner_lock(Holder.this_process()):
+        pass  # the interrupted run let go of the store
