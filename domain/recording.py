@@ -206,23 +206,24 @@ class ResultRecording:
             return [], [], []
         seen, keys = (self._observed.get((job.id, id(outcome)))
                       or _observed_products(job.store_id, outcome))
-        wanted, absent = _touched(job, keys, outcome)
+        wanted, absent, wanted_text = _touched(job, keys, outcome)
         loaded = self._load_products(wanted | absent)
         changed: list[Product] = []
+        job_ref = str(job.id)
         for pid, obs in seen.items():
             product_uuid = keys[pid]
             if product_uuid not in loaded:
-                loaded[product_uuid] = Product.discover(job.store_id, obs, str(job.id), now)
+                loaded[product_uuid] = Product.discover(job.store_id, obs, job_ref, now)
             product = loaded[product_uuid]
-            product.observe(obs, str(job.id), job.attempt, outcome.content_hash,
+            product.observe(obs, job_ref, job.attempt, outcome.content_hash,
                             outcome.extractor_version, now)
             changed.append(product)
         for product_uuid in absent & loaded.keys():
             product = loaded[product_uuid]
             lapse = product.gone if outcome.gone else product.miss
-            lapse(str(job.id), now)
+            lapse(job_ref, now)
             changed.append(product)
-        new_ids = sorted(str(p) for p in wanted if str(p) not in job.products)
+        new_ids = sorted(wanted_text.difference(job.products))
         return [p for p in changed if p.pending_events], list(loaded.values()), new_ids
 
     def _load_products(self, product_ids: set[UUID]) -> dict[UUID, Product]:
@@ -302,7 +303,8 @@ class ResultRecording:
             return set()
         if isinstance(outcome, CrawlSuccess):
             seen = self._observed[(job.id, id(outcome))] = _observed_products(job.store_id, outcome)
-            return set.union(*_touched(job, seen[1], outcome))
+            wanted, absent, _ = _touched(job, seen[1], outcome)
+            return wanted | absent
         if job.consecutive_failures + 1 == FAILURES_FOR_UNKNOWN_STOCK:
             return {UUID(p) for p in job.products}
         return set()
@@ -320,18 +322,16 @@ def _observed_products(store_id: str, outcome: CrawlSuccess) -> Observed:
 
 
 def _touched(job: CrawlJob, keys: Mapping[str, UUID], outcome: CrawlSuccess
-             ) -> tuple[set[UUID], set[UUID]]:
-    """The products a result observes (`keys`: their ids by provider product id), and
-    those it finds absent: a catalog crawl misses what it no longer lists; a gone page
-    takes its product out."""
+             ) -> tuple[set[UUID], set[UUID], set[str]]:
+    """The products a result observes (`keys`: their ids by provider product id), those
+    it finds absent (a catalog crawl misses what it no longer lists; a gone page takes
+    its product out), and the observed ids as text (as the job lists its products)."""
     wanted = set(keys.values())
-    counts_absence = job.kind == "catalog" or outcome.gone
-    if not counts_absence:
-        return wanted, set()
-    # text against text first (str() of a UUID is about half the cost of parsing one);
-    # parsed are only the products not seen, and `- wanted` keeps the result exact
-    seen = {str(u) for u in wanted}
-    return wanted, {UUID(p) for p in job.products if p not in seen} - wanted
+    wanted_text = {str(u) for u in wanted}  # str() of a UUID: about half a parse's cost
+    if not (job.kind == "catalog" or outcome.gone):
+        return wanted, set(), wanted_text
+    # parsed are only the products not seen; `- wanted` keeps the result exact
+    return wanted, {UUID(p) for p in job.products if p not in wanted_text} - wanted, wanted_text
 
 
 def _uuid(value: str) -> UUID | None:
