@@ -66,7 +66,7 @@ from workers.packs import (
     transaction,
 )
 
-__all__ = ["ArchiveError", "RawArchive", "Verification", "content_hash", "ref_of"]
+__all__ = ["ArchiveError", "RawArchive", "Verification", "content_hash", "manifest", "ref_of"]
 
 _PREFIX = "sha256:"
 _MANIFEST_MARK = "crawl-ledger-manifest"
@@ -87,6 +87,12 @@ def content_hash(bodies: Sequence[bytes]) -> str:
     for body in bodies:
         digest.update(body)
     return _PREFIX + digest.hexdigest()
+
+
+def manifest(page_refs: Sequence[str]) -> bytes:
+    """The body of the manifest listing a crawl's page refs in order (its raw_ref is
+    this body's ref)."""
+    return json.dumps({_MANIFEST_MARK: 1, "pages": list(page_refs)}, sort_keys=True).encode()
 
 
 @dataclass
@@ -129,16 +135,28 @@ class RawArchive:
 
     def put(self, body: bytes) -> str:
         """Store `body` (once) and return its ref `sha256:<hex>`."""
+        return self.put_many([body])[0]
+
+    def put_many(self, bodies: Sequence[bytes]) -> list[str]:
+        """Store each body (once) and return their refs, in order. The new ones are
+        appended and their index rows committed in one transaction: committing is
+        most of storing a page, and a group commits once. Every ref returned is
+        readable; when this raises (a full disk), none is handed out."""
         if self._read_only:
             raise ArchiveError("the archive is open read-only")
-        digest = hashlib.sha256(body).digest()
-        if not self._has(digest):
-            member = self._compressor().compress(body)
+        digests = [hashlib.sha256(body).digest() for body in bodies]
+        new: dict[bytes, bytes] = {}
+        for digest, body in zip(digests, bodies, strict=True):
+            if digest not in new and not self._has(digest):
+                new[digest] = body
+        if new:
+            compressor = self._compressor()
+            members = [(digest, compressor.compress(body)) for digest, body in new.items()]
             with self._lock:
                 db = self._index()
-                if lookup(db, digest) is None:
-                    self._append(db, digest, member)
-        return _PREFIX + digest.hex()
+                self._append(db, [(digest, member) for digest, member in members
+                                  if lookup(db, digest) is None])
+        return [_PREFIX + digest.hex() for digest in digests]
 
     def get(self, raw_ref: str) -> bytes:
         """The body stored under `raw_ref`, verified against its hash."""
@@ -164,8 +182,7 @@ class RawArchive:
         """The crawl's raw_ref: the page's own ref, or a manifest of several."""
         if len(page_refs) == 1:
             return page_refs[0]
-        manifest = {_MANIFEST_MARK: 1, "pages": list(page_refs)}
-        return self.put(json.dumps(manifest, sort_keys=True).encode())
+        return self.put(manifest(page_refs))
 
     def page_refs(self, raw_ref: str) -> list[str]:
         """The page refs behind a crawl's raw_ref (a manifest or one page)."""
@@ -302,26 +319,35 @@ class RawArchive:
             return os.path.exists(os.path.join(self._root, hexdigest[:2], hexdigest + ".gz"))
         return False
 
-    def _append(self, db: sqlite3.Connection, digest: bytes, member: bytes) -> None:
-        """One record at the end of this writer's pack, then its index row."""
-        pack = self._pack
-        if pack is None or pack.end >= self._pack_bytes:
-            if pack is not None:
-                pack.close()
-            pack = self._pack = Pack.create(self._packs, db)
-        offset = pack.end + HEADER.size
+    def _append(self, db: sqlite3.Connection, records: list[tuple[bytes, bytes]]) -> None:
+        """(digest, compressed body) records at the end of this writer's pack, then
+        their index rows, in one transaction. A write that fails (a full disk) still
+        indexes the records written before it, and raises."""
+        rows: list[tuple[bytes, int, int, int]] = []
+        ends: dict[int, int] = {}
         try:
-            pack.write(HEADER.pack(ZSTD, digest, len(member)) + member)
-        except OSError:
-            # a partial record may end the pack: nothing is written after it
-            pack.close()
-            self._pack = None
-            raise
-        with transaction(db):
-            db.execute("INSERT OR IGNORE INTO bodies VALUES (?, ?, ?, ?)",
-                       (digest, pack.id, offset, len(member)))
-            db.execute("UPDATE packs SET indexed_end = max(indexed_end, ?) WHERE id = ?",
-                       (pack.end, pack.id))
+            for digest, member in records:
+                pack = self._pack
+                if pack is None or pack.end >= self._pack_bytes:
+                    if pack is not None:
+                        pack.close()
+                    pack = self._pack = Pack.create(self._packs, db)
+                offset = pack.end + HEADER.size
+                try:
+                    pack.write(HEADER.pack(ZSTD, digest, len(member)) + member)
+                except OSError:
+                    # a partial record may end the pack: nothing is written after it
+                    pack.close()
+                    self._pack = None
+                    raise
+                rows.append((digest, pack.id, offset, len(member)))
+                ends[pack.id] = pack.end
+        finally:
+            if rows:
+                with transaction(db):
+                    db.executemany("INSERT OR IGNORE INTO bodies VALUES (?, ?, ?, ?)", rows)
+                    db.executemany("UPDATE packs SET indexed_end = max(indexed_end, ?) "
+                                   "WHERE id = ?", [(end, pack_id) for pack_id, end in ends.items()])
 
     def _packed(self, digest: bytes) -> tuple[bytes, bytes] | None:
         """(compression mark, compressed bytes) of `digest`'s indexed record."""

@@ -14,7 +14,6 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
@@ -25,7 +24,8 @@ from domain.values import CrawlFailure, CrawlOutcome, CrawlSuccess, CrawlTask, I
 from workers.adapters.base import Adapter, Extraction, ExtractionError, Page, Request
 from workers.adapters.registry import Registry
 from workers.addresses import AddressGuard
-from workers.archive import RawArchive, content_hash
+from workers.archive import RawArchive, content_hash, manifest
+from workers.archive_writer import ArchiveWriter
 from workers.egress import Egress
 from workers.errors import FetchError, failure
 from workers.fetch import Decode, Fetcher, FetchLimits, decode_body
@@ -41,8 +41,6 @@ _DEFAULT_LIMITS = FetchLimits()
 _DEFAULT_CONFIG = PolitenessConfig()
 _NEEDS_PRODUCTS = frozenset({"catalog", "product_page"})
 _T = TypeVar("_T")
-#: threads writing to the raw archive (see `Crawler.__init__`)
-ARCHIVE_THREADS = 2
 #: links (feeds) and stores (locators) one crawl hands on; the rest are only counted
 MAX_LINKS = 10_000
 
@@ -84,10 +82,8 @@ class Crawler:
         self._adapters = adapters
         self._max_pages = max_pages
         self._clock = clock
-        # The archive's own threads: file creation is most of a write, and it is the
-        # kernel's time (the GIL is free). Few threads, so they rarely hold the GIL the
-        # event loop waits for; `close` ends them.
-        self._io = ThreadPoolExecutor(ARCHIVE_THREADS, thread_name_prefix="archive")
+        # pages are archived off the event loop, on the writer's thread, in groups
+        self._writer = ArchiveWriter(archive)
 
     @property
     def egress(self) -> Egress | None:
@@ -95,8 +91,8 @@ class Crawler:
         return self._egress
 
     def close(self) -> None:
-        """End the archive threads (after the writes in progress) and close the archive."""
-        self._io.shutdown(wait=True)
+        """End the archive's thread (after the writes in progress) and close the archive."""
+        self._writer.close()
         self._archive.close()
 
     async def crawl(self, task: CrawlTask) -> CrawlOutcome:
@@ -138,9 +134,9 @@ class Crawler:
             self._check_pagination(request, seen, len(crawl.pages))
             page = await self._fetch(request, task, crawl)
             extraction = self._extract(adapter, page, task, crawl)
-        # one page is its own ref; several store a manifest: file I/O, off the event loop
+        # one page is its own ref; several store a manifest
         raw_ref = (crawl.refs[0] if len(crawl.refs) == 1
-                   else await self._off_loop(self._archive.crawl_ref, crawl.refs))
+                   else await self._writer.put(manifest(crawl.refs)))
         return self._outcome(task, adapter, crawl, raw_ref)
 
     async def _fetch(self, request: Request, task: CrawlTask, crawl: _Pages) -> Page:
@@ -148,8 +144,7 @@ class Crawler:
         # before politeness: a refused address gets no robots.txt request either
         await self._guard.check(request.url, request.method)
         page = await self._fetch_routed(request, policy)
-        # file I/O and compression off the event loop
-        crawl.refs.append(await self._off_loop(self._archive.put, page.body))
+        crawl.refs.append(await self._writer.put(page.body))
         crawl.pages.append(page)
         return page
 
@@ -165,10 +160,6 @@ class Crawler:
                              "egress proxy and this worker has no proxy pool")
         async with self._egress.route(policy, request.url):
             return await fetch()
-
-    async def _off_loop(self, call: Callable[[_T], str], argument: _T) -> str:
-        """`call(argument)` on the archive's threads (no context copy: it needs none)."""
-        return await asyncio.get_running_loop().run_in_executor(self._io, call, argument)
 
     def _detect(self, page: Page) -> Adapter:
         adapter = self._adapters.detect(page)

@@ -350,3 +350,64 @@ def test_a_read_only_archive_reads_everything_and_writes_nothing(tmp_path: Path)
     with pytest.raises(ArchiveError, match="not in the archive"):
         RawArchive(empty, read_only=True).get(ref_of(BODY))
     assert not empty.exists()
+
+
+def _commits(archive: RawArchive) -> list[str]:
+    """The index's COMMITs from now on (the archive's own connection)."""
+    seen: list[str] = []
+    archive._index().set_trace_callback(  # noqa: SLF001 - what the index executes
+        lambda statement: seen.append(statement) if statement == "COMMIT" else None)
+    return seen
+
+
+def test_put_many_stores_a_group_once_each_and_commits_it_once(tmp_path: Path) -> None:
+    archive = RawArchive(tmp_path)
+    stored = archive.put(b"stored before")
+    bodies = [f"page {n % 15}".encode() for n in range(30)] + [b"stored before"]
+    commits = _commits(archive)
+    refs = archive.put_many(bodies)
+    assert refs == [ref_of(body) for body in bodies] and refs[-1] == stored
+    assert commits == ["COMMIT"]
+    assert sorted(body for pack in packs(tmp_path) for _, body in records(pack)) == sorted(
+        {*bodies})
+    other = RawArchive(tmp_path)  # committed: another archive reads every ref at once
+    assert [other.get(ref) for ref in refs] == bodies and other.recover() == 0
+
+
+def test_put_many_past_a_pack_s_size_indexes_every_pack(tmp_path: Path) -> None:
+    archive = RawArchive(tmp_path, pack_bytes=2048)
+    bodies = [f"page {n} ".encode() + os.urandom(300) for n in range(40)]
+    refs = archive.put_many(bodies)
+    assert len(packs(tmp_path)) > 3
+    archive.close()
+    reader = RawArchive(tmp_path)
+    assert reader.recover() == 0  # every record of every pack indexed up to its end
+    assert [reader.get(ref) for ref in refs] == bodies
+
+
+def test_a_group_whose_write_fails_raises_and_keeps_what_was_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    archive = RawArchive(tmp_path)
+    archive.put(b"first")
+    from workers import packs as pack_module
+
+    write, calls = pack_module.Pack.write, []
+
+    def full_disk(pack: pack_module.Pack, record: bytes) -> None:
+        calls.append(record)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        write(pack, record)
+
+    monkeypatch.setattr(pack_module.Pack, "write", full_disk)
+    bodies = [f"body {n}".encode() for n in range(5)]
+    with pytest.raises(OSError, match="No space left"):
+        archive.put_many(bodies)
+    monkeypatch.undo()
+    reader = RawArchive(tmp_path)
+    assert reader.recover() == 0  # the two written before the failure are indexed
+    assert [reader.get(ref_of(body)) for body in bodies[:2]] == bodies[:2]
+    with pytest.raises(ArchiveError, match="not in the archive"):
+        reader.get(ref_of(bodies[2]))
+    assert archive.put_many(bodies) == [ref_of(body) for body in bodies]  # a new pack
+    assert [RawArchive(tmp_path).get(ref_of(body)) for body in bodies] == bodies
