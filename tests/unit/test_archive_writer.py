@@ -78,7 +78,7 @@ def test_a_failed_group_fails_each_of_its_puts_and_the_next_group_is_stored(
         tmp_path: Path) -> None:
     archive = Recording(tmp_path)
 
-    async def scenario() -> tuple[str, list[object], list[str]]:
+    async def scenario() -> tuple[str, list[str | BaseException], list[str]]:
         writer = ArchiveWriter(archive)
         archive.fail = (b"lost", OSError(28, "No space left on device"))
         archive.hold.clear()
