@@ -13,8 +13,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
+from types import FrameType
+from typing import Any
 
 COMMAND_MODULES = (
     "ledger.cli.stores",
@@ -63,6 +67,11 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with _Termination() as termination:
+        return _main(argv, termination)
+
+
+def _main(argv: Sequence[str] | None, termination: _Termination) -> int:
     from ledger.cli.errors import report
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -82,7 +91,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _reader_gone()
     except KeyboardInterrupt as error:  # Ctrl-C before a command handles it (imports, start)
-        return report(error)
+        return report(error, terminated=termination.received)
+
+
+class _Termination:
+    """SIGTERM ends a command as Ctrl-C does (the cleanup on the way out runs, one line,
+    `crawl-ledger: terminated`, status 143) until the command handles it itself (`run`'s
+    graceful stop, `serve`, `relay`): by default it would kill the process on the spot,
+    silently, while `run` connects or starts its crawl process."""
+
+    def __init__(self) -> None:
+        self.received = False
+        self._previous: Any = None
+
+    def __enter__(self) -> _Termination:
+        if threading.current_thread() is threading.main_thread():  # signals go there only
+            self._previous = signal.signal(signal.SIGTERM, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
+
+    def _handle(self, _signum: int, frame: FrameType | None) -> None:
+        self.received = True
+        on_interrupt = signal.getsignal(signal.SIGINT)
+        if callable(on_interrupt):
+            # Python's (raises KeyboardInterrupt) or a running asyncio loop's (cancels its
+            # main task, so the command's `finally` blocks run, then raises it)
+            on_interrupt(signal.SIGINT, frame)
+        else:
+            raise KeyboardInterrupt  # SIGINT ignored (a background job): still stop
 
 
 def _reader_gone() -> int:

@@ -4,6 +4,7 @@ holder, and records nothing; once the holder is gone the store can be taken."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import socket
@@ -96,3 +97,39 @@ def test_ctrl_c_while_run_starts_is_one_line_and_frees_the_store(
     assert err.strip().splitlines() == ["crawl-ledger: interrupted"]
     with backend_for(settings(store_url, tmp_path / "other")).runner_lock(Holder.this_process()):
         pass  # the interrupted run let go of the store
+
+
+def test_sigterm_while_run_starts_is_one_line_and_frees_the_store(
+        store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """SIGTERM (a deploy, `docker stop`) before the runner installs its graceful stop
+    used to kill `crawl-ledger run` on the spot, silently (status 143, nothing said).
+    Now it ends as Ctrl-C does: the crawler's and the ledger's cleanup run, one line."""
+    import signal
+
+    import ledger.cli.run
+    from ledger.cli import main
+
+    closed: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def terminated(*_: object) -> AsyncIterator[None]:
+        os.kill(os.getpid(), signal.SIGTERM)  # delivered to this, the main, thread
+        try:
+            await asyncio.Event().wait()  # what the signal interrupts: the start
+            yield  # pragma: no cover
+        finally:
+            closed.append("crawler")
+
+    monkeypatch.setattr(ledger.cli.run, "runner_crawler", terminated)
+    monkeypatch.setenv("LEDGER_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("LEDGER_STORE", store_url)
+    before = signal.getsignal(signal.SIGTERM)
+    capsys.readouterr()
+    assert main(["run", "--until-idle"]) == 143
+    _, err = capsys.readouterr()
+    assert closed == ["crawler"]
+    assert err.strip().splitlines() == ["crawl-ledger: terminated"]
+    assert signal.getsignal(signal.SIGTERM) is before  # main gives the signal back
+    with backend_for(settings(store_url, tmp_path / "other")).runner_lock(Holder.this_process()):
+        pass  # the terminated run let go of the store
