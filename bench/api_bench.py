@@ -68,7 +68,8 @@ class Walk:
     (`params`, `advance`), or in process when called with a page function."""
 
     def __init__(self, page: Callable[..., tuple[list[Any], str | None]] | None = None) -> None:
-        self.page, self.cursor = page, None
+        self.page = page
+        self.cursor: str | None = None
 
     def params(self) -> dict[str, Any]:
         return {"cursor": self.cursor} if self.cursor else {}

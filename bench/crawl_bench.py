@@ -125,7 +125,7 @@ async def _crawl_all(urls: list[str], data_dir: Path, per_host: int, workers: in
         async def worker() -> None:
             while tasks:
                 outcome = await crawler.crawl(tasks.popleft())
-                ok = outcome.ok and len(outcome.observations) == 1  # type: ignore[union-attr]
+                ok = outcome.ok and len(outcome.observations) == 1
                 results["ok" if ok else getattr(outcome, "error_kind", "no_product")] += 1
 
         started = time.perf_counter()
@@ -172,7 +172,7 @@ def bench_embedded(server: Server, per_host: int) -> dict[str, Any]:
                 ledger.app.schedule_job(kind="product_page", url=url, store_id=store,
                                         now=clock.now(), adaptive=False)
         ledger.catch_up()
-        db_seconds = collections.Counter[str]()
+        db_seconds = collections.defaultdict[str, float](float)
         marks: dict[str, float] = {}
         latencies = instrument(ledger, db_seconds, marks)
 
@@ -211,7 +211,8 @@ def bench_embedded(server: Server, per_host: int) -> dict[str, Any]:
                        "runner": cpu_per_page(cpu, asked),
                        "crawl_process": cpu_per_page(child_cpu, asked),
                        "server": cpu_per_page(served, asked)},
-            "db_seconds": {name: round(value, 1) for name, value in db_seconds.most_common()}}
+            "db_seconds": {name: round(value, 1) for name, value in
+                           sorted(db_seconds.items(), key=lambda item: -item[1])}}
 
 
 # -- (c) Scrapy --------------------------------------------------------------------
@@ -262,7 +263,7 @@ def bench_scrapy(server: Server, python: str, per_host: int) -> dict[str, Any]:
 # -- driver ------------------------------------------------------------------------
 
 def per_min(result: dict[str, Any]) -> float:
-    return result["pages"] / result["elapsed"] * 60
+    return float(result["pages"] / result["elapsed"] * 60)
 
 
 def main() -> None:

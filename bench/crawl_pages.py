@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import random
 from html import escape
+from typing import Any
 
 __all__ = ["ROBOTS_TXT", "product_page"]
 
@@ -38,7 +39,7 @@ def _paragraphs(rng: random.Random, count: int) -> str:
     )
 
 
-def _jsonld(url: str, number: int, rng: random.Random, name: str, brand: str) -> dict:
+def _jsonld(url: str, number: int, rng: random.Random, name: str, brand: str) -> dict[str, Any]:
     options = ("250g", "500g", "1kg")[: 1 + number % 3]
     offers = [
         {"@type": "Offer", "name": option, "sku": f"SKU-{number}-{option}", "url": url,
@@ -71,14 +72,14 @@ def _jsonld(url: str, number: int, rng: random.Random, name: str, brand: str) ->
     }
 
 
-def _breadcrumbs(base: str, category: str, name: str, url: str) -> dict:
+def _breadcrumbs(base: str, category: str, name: str, url: str) -> dict[str, Any]:
     trail = [("Home", base + "/"), (category, f"{base}/c/{category.lower()}"), (name, url)]
     return {"@context": "https://schema.org", "@type": "BreadcrumbList",
             "itemListElement": [{"@type": "ListItem", "position": i + 1, "name": n, "item": u}
                                 for i, (n, u) in enumerate(trail)]}
 
 
-def _script(data: dict) -> str:
+def _script(data: dict[str, Any]) -> str:
     return ('<script type="application/ld+json">'
             + json.dumps(data, indent=1).replace("</", "<\\/") + "</script>")
 

@@ -70,6 +70,17 @@ def _app(web: Any, cache: dict[int, bytes], pages: int) -> Any:
     return app
 
 
+def urls_by_host(bases: list[str], pages: int) -> list[list[str]]:
+    """`pages` pages spread over the hosts at `bases`; every PRIVATE_EVERY-th is a
+    /private/ URL."""
+    by_host: list[list[str]] = [[] for _ in bases]
+    for number in range(pages):
+        k = number % len(bases)
+        kind = "private" if number % PRIVATE_EVERY == PRIVATE_EVERY - 1 else "p"
+        by_host[k].append(f"{bases[k]}/{kind}/{number}")
+    return by_host
+
+
 class Server:
     def __init__(self, hosts: int, pages: int) -> None:
         ctx = multiprocessing.get_context("fork")
@@ -99,12 +110,7 @@ class Server:
 
     def urls_by_host(self) -> list[list[str]]:
         """Pages spread over the hosts; every PRIVATE_EVERY-th is a /private/ URL."""
-        by_host: list[list[str]] = [[] for _ in self.bases]
-        for number in range(self.pages):
-            k = number % len(self.bases)
-            kind = "private" if number % PRIVATE_EVERY == PRIVATE_EVERY - 1 else "p"
-            by_host[k].append(f"{self.bases[k]}/{kind}/{number}")
-        return by_host
+        return urls_by_host(self.bases, self.pages)
 
     def urls(self) -> list[str]:
         """Interleaved by host (as the scheduler dispatches them)."""

@@ -4,7 +4,6 @@ where the database thread's time goes."""
 
 from __future__ import annotations
 
-import collections
 import time
 from typing import Any
 
@@ -19,7 +18,7 @@ def first_call(crawl: Any, marks: dict[str, float]) -> Any:
     return crawling
 
 
-def instrument(ledger: Any, db_seconds: collections.Counter[str],
+def instrument(ledger: Any, db_seconds: dict[str, float],
                 marks: dict[str, float]) -> list[float]:
     """Record -> read-model latencies, by wrapping the two calls on the database thread;
     `marks["last_record"]`: when the last result was recorded."""
@@ -39,7 +38,7 @@ def instrument(ledger: Any, db_seconds: collections.Counter[str],
     def catching_up() -> int:
         pending = list(recorded.values())
         recorded.clear()
-        count = catch_up()
+        count: int = catch_up()
         done = time.perf_counter()
         latencies.extend(done - at for at in pending)
         return count
@@ -65,7 +64,7 @@ def instrument(ledger: Any, db_seconds: collections.Counter[str],
     return latencies
 
 
-def _timed(name: str, call: Any, seconds: collections.Counter[str]) -> Any:
+def _timed(name: str, call: Any, seconds: dict[str, float]) -> Any:
     """`call`, adding its duration to `seconds[name]` (where the database thread's time goes)."""
     def timed(*args: Any, **kwargs: Any) -> Any:
         started = time.perf_counter()

@@ -40,10 +40,10 @@ from crawl_bench import (  # noqa: E402
     bench_embedded,
     ensure_scrapy,
     remove_scratch,
-    run_loop,
     scratch_dir,
 )
-from crawl_server import Server  # noqa: E402
+from crawl_server import Server, urls_by_host  # noqa: E402
+from uvloop import run as run_loop  # noqa: E402  (the loop crawl_bench measures on)
 
 HOSTS, PER_HOST = 4, 25
 
@@ -54,7 +54,8 @@ class _Served:
     def __init__(self, bases: list[str], pages: int) -> None:
         self.bases, self.pages = bases, pages
 
-    urls_by_host = Server.urls_by_host
+    def urls_by_host(self) -> list[list[str]]:
+        return urls_by_host(self.bases, self.pages)
 
 
 def child(kind: str, spec_file: str) -> None:

@@ -24,7 +24,7 @@ import scrapy
 from scrapy.crawler import CrawlerProcess
 
 
-class ProductSpider(scrapy.Spider):
+class ProductSpider(scrapy.Spider):  # type: ignore[misc]  # Scrapy is not installed here (SCRAPY_VENV)
     name = "bench_products"
 
     def __init__(self, urls: list[str], **kwargs: Any) -> None:
@@ -34,11 +34,6 @@ class ProductSpider(scrapy.Spider):
         self.responses = 0
         self.started = 0.0
         self.finished = 0.0
-
-    @classmethod
-    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> ProductSpider:
-        spider = super().from_crawler(crawler, *args, **kwargs)
-        return spider
 
     async def start(self) -> AsyncIterator[scrapy.Request]:  # Scrapy >= 2.13
         self.started = time.perf_counter()

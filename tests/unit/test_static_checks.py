@@ -1,4 +1,5 @@
-"""The house rules, checked like behaviour: ruff on the tree, mypy --strict on the packages,
+"""The house rules, checked like behaviour: ruff on the tree, mypy --strict on the packages
+and the benchmarks,
 and import-linter's contracts (every "never" of the architecture)."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ["domain", "eventstore", "projections", "workers", "runtime", "streams", "api", "analytics",
-            "simulator", "ledger"]
+            "simulator", "ledger", "bench"]
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
