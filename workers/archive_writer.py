@@ -35,9 +35,12 @@ class ArchiveWriter:
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="archive")
         self._waiting: list[tuple[bytes, asyncio.Future[str]]] = []
         self._writing = False
+        self._closed = False
 
     async def put(self, body: bytes) -> str:
         """`body`'s ref, once it is stored (see `RawArchive.put`)."""
+        if self._closed:
+            raise RuntimeError("the archive writer is closed")
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._waiting.append((body, future))
         if not self._writing:
@@ -45,7 +48,9 @@ class ArchiveWriter:
         return await future
 
     def close(self) -> None:
-        """End the thread, after the group being written."""
+        """End the thread, after the group being written; the puts still waiting (their
+        crawls were stopped) are cancelled, not written."""
+        self._closed = True
         self._thread.shutdown(wait=True)
 
     def _write_next(self) -> None:
@@ -70,5 +75,9 @@ class ArchiveWriter:
             for (_, future), ref in zip(group, done.result(), strict=True):
                 if not future.done():  # its crawl was cancelled: the body is stored anyway
                     future.set_result(ref)
-        if self._waiting:
+        if self._waiting and self._closed:
+            for _, future in self._waiting:
+                future.cancel()
+            self._waiting.clear()
+        elif self._waiting:
             self._write_next()

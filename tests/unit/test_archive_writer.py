@@ -131,3 +131,39 @@ def test_a_cancelled_put_leaves_the_others_of_its_group(tmp_path: Path) -> None:
     refs = asyncio.run(scenario())
     assert refs == [ref_of(b"body %d" % n) for n in (0, 2, 3)]
     assert RawArchive(tmp_path).get(ref_of(b"body 1")) == b"body 1"  # stored all the same
+
+
+def test_closing_while_a_group_is_written_ends_it_and_cancels_the_puts_waiting(
+        tmp_path: Path) -> None:
+    """A crawl process stopping under load: its crawls were cancelled, a group is being
+    written and more pages wait. `close` lets the group finish and writes nothing more
+    (no call on the thread once it is shut down), and a later put is refused."""
+    archive = Recording(tmp_path)
+
+    async def scenario() -> tuple[str, bool, list[dict[str, object]]]:
+        loop = asyncio.get_running_loop()
+        errors: list[dict[str, object]] = []
+        loop.set_exception_handler(lambda _loop, context: errors.append(context))
+        writer = ArchiveWriter(archive)
+        archive.hold.clear()
+        first = asyncio.ensure_future(writer.put(b"being written"))
+        await asyncio.sleep(0)
+        waiting = asyncio.ensure_future(writer.put(b"waiting"))
+        await asyncio.sleep(0)
+        shutdown = writer._thread.shutdown  # noqa: SLF001 - let the group go once closing
+
+        def release_then_shutdown(wait: bool = True, **kwargs: bool) -> None:
+            archive.hold.set()
+            shutdown(wait, **kwargs)
+
+        writer._thread.shutdown = release_then_shutdown  # type: ignore[method-assign]  # noqa: SLF001
+        writer.close()
+        ref = await first  # resolved by the group's callback, which ran after close
+        with pytest.raises(RuntimeError, match="closed"):
+            await asyncio.wait_for(writer.put(b"late"), 10)  # the bound: a failing run ends
+        return ref, waiting.cancelled(), errors
+
+    ref, cancelled, errors = asyncio.run(scenario())
+    assert ref == ref_of(b"being written") and cancelled
+    assert errors == []
+    assert archive.groups == [[b"being written"]]
