@@ -16,7 +16,6 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TypeVar
 
 import httpx
 
@@ -40,7 +39,6 @@ log = logging.getLogger(__name__)
 _DEFAULT_LIMITS = FetchLimits()
 _DEFAULT_CONFIG = PolitenessConfig()
 _NEEDS_PRODUCTS = frozenset({"catalog", "product_page"})
-_T = TypeVar("_T")
 #: links (feeds) and stores (locators) one crawl hands on; the rest are only counted
 MAX_LINKS = 10_000
 
