@@ -209,7 +209,7 @@ _OTHER = re.compile(rb'\{"_type_":"(?!datetime_iso"|uuid_hex")[^"\\]*","_data_":
 # For the check below: every digit becomes 0 and every byte that can come just
 # before a JSON number ([ : , and whitespace) becomes ":"; a run of 19 digits
 # that starts a number's integer part then reads ':' or ':-' and 19 zeros. Runs
-# inside strings (a lease id is 32 random hex digits) no longer count.
+# inside strings (a lease id is 32 random hex digits) do not count.
 _DIGITS = bytes.maketrans(b"123456789[, \t\n\r", b"000000000::::::")
 _LONG_INT = b":" + b"0" * 19
 _LONG_NEGATIVE = b":-" + b"0" * 19
