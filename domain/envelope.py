@@ -17,17 +17,17 @@ ISO-8601 UTC strings (`…Z`), UUIDs in canonical form.
 
 from __future__ import annotations
 
-import gc
 import json
 import re
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
 import orjson
+
+from domain.gcpause import gc_paused
 
 SCHEMA_VERSION = 1
 #: payload fields that hold the domain time of an event, by preference
@@ -161,26 +161,6 @@ def _from_rows(rows: Sequence[StoredRow], canonical_ids: bool) -> list[Envelope]
             "recorded_at": recorded_at, "payload": payload})
         envelopes.append(envelope)
     return envelopes
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection in the block (if it was on, it is on again after).
-
-    A batch allocates thousands of dicts and lists that all live until the batch
-    is done, so each young-generation collection walks them in vain (a quarter of
-    the decoding time); the objects are freed by reference counting as before, and
-    whatever cycles the block makes are collected at the next collection after it.
-    Another thread's block may end first and turn collection on: harmless.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 #: topic -> (event type, stream type); topics are few (one per event class)

@@ -34,6 +34,7 @@ from domain.cache import AggregateCache
 from domain.chaining import Aggregates, Chain
 from domain.crawl_job import CrawlJob
 from domain.errors import Conflict
+from domain.gcpause import gc_paused
 from domain.outcome import outcome_payload, unique_observations
 from domain.ports import Storage
 from domain.product import FAILURES_FOR_UNKNOWN_STOCK, Product
@@ -116,13 +117,15 @@ class ResultRecording:
 
     def _retrying(self, command: Callable[..., R], *args: Any) -> R:
         """Run a result-recording command again on a version conflict (a lease heartbeat,
-        another writer of the same product); it reloads fresh state each time."""
-        for attempt in range(1, self.RECORD_RETRIES + 1):
-            try:
-                return command(*args)
-            except Conflict:
-                if attempt == self.RECORD_RETRIES:
-                    raise
+        another writer of the same product); it reloads fresh state each time. (No
+        cyclic collection while it runs: `domain.gcpause`.)"""
+        with gc_paused():
+            for attempt in range(1, self.RECORD_RETRIES + 1):
+                try:
+                    return command(*args)
+                except Conflict:
+                    if attempt == self.RECORD_RETRIES:
+                        raise
         raise AssertionError("unreachable")
 
     @command
@@ -237,7 +240,12 @@ class ResultRecording:
 
     def record_many(self, items: Sequence[Recording]) -> list[RecordResult | Exception]:
         """Record each item as `record_success`/`record_failure` would, in one transaction
-        where they allow it; per item its result, or the error that refused it."""
+        where they allow it; per item its result, or the error that refused it. (No
+        cyclic collection while it runs: `domain.gcpause`.)"""
+        with gc_paused():
+            return self._record_many(items)
+
+    def _record_many(self, items: Sequence[Recording]) -> list[RecordResult | Exception]:
         keys = [_uuid(item.job_id) for item in items]
         # the jobs this process leased are in memory: one version query instead of replaying
         jobs = self.find_many_cached(self.job_cache, CrawlJob, [k for k in keys if k is not None])

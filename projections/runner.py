@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from domain.envelope import Envelope, gc_paused
+from domain.envelope import Envelope
+from domain.gcpause import gc_paused
 from projections.db import Database
 from projections.framework import MOVE_POSITION, Projection, positions
 from projections.source import EventSource, batches

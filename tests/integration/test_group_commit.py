@@ -202,3 +202,49 @@ def test_workers_recording_at_once_share_groups(ledger: Ledger, store_url: str) 
     assert isinstance(answers[7], LeaseLost)
     assert sum(isinstance(a, RecordResult) for a in answers) == 39
     assert sum(sizes) == 40 and len(sizes) < 40 and max(sizes) > 1
+
+
+def test_recording_runs_no_cyclic_collection_and_leaves_the_collector_on(
+        ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A recording allocates its events in bulk: no collection runs while it does
+    (domain.gcpause), even with a threshold that would collect on every allocation,
+    and the collector is on again after it, also after a refused result."""
+    import gc
+    jobs = leased(ledger, 3)
+    now = T0 + timedelta(seconds=5)
+    collections: list[str] = []
+    in_recording = [False]
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and in_recording[0]:
+            collections.append(f"generation {info['generation']}")
+
+    original = ledger.app._save
+
+    def saving(*aggregates: Any) -> None:
+        in_recording[0] = True
+        try:
+            original(*aggregates)
+        finally:
+            in_recording[0] = False
+
+    monkeypatch.setattr(ledger.app, "_save", saving)
+    threshold = gc.get_threshold()
+    gc.callbacks.append(count)
+    gc.set_threshold(1)
+    try:
+        answers = ledger.app.record_many(
+            [Recording(job, lease, success(obs(f"p{n}"), obs(f"q{n}")), now)
+             for n, (job, lease) in enumerate(jobs[:2])])
+        assert gc.isenabled()
+        alone = ledger.app.record_success(jobs[2][0], jobs[2][1], success(obs("r")), now)
+        assert gc.isenabled()
+        with pytest.raises(LeaseLost):
+            ledger.app.record_success(jobs[2][0], "not-the-lease", success(obs("s")), now)
+        assert gc.isenabled()
+    finally:
+        gc.set_threshold(*threshold)
+        gc.callbacks.remove(count)
+    assert all(isinstance(answer, RecordResult) and answer.events for answer in answers)
+    assert alone.events
+    assert collections == []

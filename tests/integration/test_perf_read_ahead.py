@@ -9,7 +9,7 @@ from uuid import UUID
 
 import pytest
 
-from domain.envelope import gc_paused
+from domain.gcpause import gc_paused
 from ledger.bootstrap import Ledger
 from projections import read_models
 from projections.framework import table_rows
