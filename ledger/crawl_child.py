@@ -9,6 +9,7 @@ protocol).
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import pickle
 import signal
@@ -201,6 +202,10 @@ async def _child(fd: int) -> None:
     if kind != "start":
         raise SystemExit(f"crawl process: expected start, got {kind!r}")
     async with crawler_for(settings) as crawler:
+        # what exists now (the modules, the crawler, its clients) lives as long as the
+        # process: out of the collector's sight, a full collection walks only what the
+        # crawls allocate (~8 ms instead of ~30 ms each; half the process's collecting)
+        gc.freeze()
         frames.send(("ready",))
         await _Child(crawler, frames).serve()
     frames.close()
