@@ -161,3 +161,40 @@ def test_snapshots_that_cannot_be_taken_do_not_fail_the_command(
     assert ledger.backend.select_latest(ledger.app.snapshots.recorder, [job]) == {}
     assert ledger.app.get_job(job).runs == 7
     assert state(ledger.app.get_job(job)) == replayed(ledger.app, job)
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["new database", "library's table"])
+def test_sqlite_snapshot_table_is_a_rowid_table_and_an_older_one_still_works(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, existing: bool) -> None:
+    """A new SQLite ledger's snapshots table keeps its rows in rowid order with the key
+    as an index (eventstore.sqlite_factory); a database whose table the library created
+    (`WITHOUT ROWID`) keeps that table, and snapshots are written and loaded in both."""
+    import sqlite3
+
+    from eventsourcing.sqlite import SQLiteAggregateRecorder
+
+    monkeypatch.setattr(CrawlLedger, "snapshotting_intervals", SMALL)
+    path = tmp_path / "ledger.sqlite"
+    library_ddl = object.__new__(SQLiteAggregateRecorder)  # only its table statements
+    library_ddl.events_table_name = "stored_snapshots"
+    if existing:
+        with sqlite3.connect(path) as conn:
+            for statement in library_ddl.construct_create_table_statements():
+                conn.execute(statement)
+    url = f"sqlite:///{path}"
+    with backends.open_ledger(url, tmp_path) as opened:
+        store, job = setup_catalog(opened.app)
+        crawl(opened.app, job, range(1, 12))
+        products = sorted(UUID(p) for p in opened.app.get_job(job).products)
+        latest = opened.backend.select_latest(opened.app.snapshots.recorder, [job, *products])
+        assert set(latest) == {job, *products}
+    with sqlite3.connect(path) as conn:
+        ddl = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'stored_snapshots'"
+                           ).fetchone()[0]
+        assert ("WITHOUT ROWID" in ddl) is existing
+        assert "PRIMARY KEY (originator_id, originator_version)" in ddl
+        rows = conn.execute("SELECT count(*) FROM stored_snapshots").fetchone()[0]
+        assert rows >= len(products) + 1
+    with backends.open_ledger(url, tmp_path) as fresh:
+        loaded = fresh.app.find_many(Product, products)
+        assert {p: state(loaded[p]) for p in products} == {p: replayed(fresh.app, p) for p in products}
