@@ -226,6 +226,7 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
             raise InvalidTransition(f"cannot lease job {job.id}: {refusal}")
         job.lease(worker, uuid.uuid4().hex, ttl, utc(now))
         self._save(job)
+        self.job_cache.put_many([job])  # its result takes it from memory (`_leased_job`)
         return self.task_for(job, store)
 
     def task_for(self, job: CrawlJob, store: Store | None = None) -> CrawlTask:

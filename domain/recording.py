@@ -111,6 +111,9 @@ class ResultRecording:
         def find_many_cached(self, cache: AggregateCache[G], cls: type[G],
                              aggregate_ids: Iterable[UUID]) -> dict[UUID, G]: ...
 
+        def fresh_cached(self, cache: AggregateCache[G], aggregate_ids: set[UUID]
+                         ) -> dict[UUID, G]: ...
+
         def get_job(self, job_id: UUID | str) -> CrawlJob: ...
 
         def _save(self, *aggregates: Aggregate | None) -> None: ...
@@ -136,7 +139,7 @@ class ResultRecording:
 
     def _record_failure(self, job_id: UUID | str, lease_id: str, failure: CrawlFailure,
                         now: datetime) -> RecordResult:
-        return self._saved(self._prepare_failure(self.get_job(job_id), lease_id, failure, now))
+        return self._saved(self._prepare_failure(self._leased_job(job_id), lease_id, failure, now))
 
     def _prepare_failure(self, job: CrawlJob, lease_id: str, failure: CrawlFailure,
                          now: datetime) -> Prepared:
@@ -186,7 +189,18 @@ class ResultRecording:
 
     def _record_success(self, job_id: UUID | str, lease_id: str, outcome: CrawlSuccess,
                         now: datetime) -> RecordResult:
-        return self._saved(self._prepare_success(self.get_job(job_id), lease_id, outcome, now))
+        return self._saved(self._prepare_success(self._leased_job(job_id), lease_id, outcome, now))
+
+    def _leased_job(self, job_id: UUID | str) -> CrawlJob:
+        """The job, taken from `job_cache` when this process leased it and its copy there
+        is still the stored version (one version query instead of replaying it), else
+        loaded; as `record_many` takes its group's jobs."""
+        key = _uuid(str(job_id))
+        if key is not None:
+            cached = self.fresh_cached(self.job_cache, {key})
+            if key in cached:
+                return cached[key]
+        return self.get_job(job_id)
 
     def _prepare_success(self, job: CrawlJob, lease_id: str, outcome: CrawlSuccess,
                          now: datetime) -> Prepared:

@@ -1,4 +1,5 @@
-"""The crawl jobs a ledger leased stay in memory for their results (`CrawlLedger.job_cache`),
+"""The crawl jobs a ledger leased stay in memory for their results (`CrawlLedger.job_cache`;
+recorded as a group or one at a time),
 on both backends: recording loads none of them again and leaves none in memory; a copy
 another writer made stale is never used (one version query finds it out). Products are
 kept in memory only for jobs that run again."""
@@ -19,7 +20,7 @@ from domain import ids
 from domain.crawl_job import CrawlJob
 from domain.errors import LeaseLost
 from domain.recording import Recording, RecordResult
-from domain.values import CrawlSuccess, Observation, Offer
+from domain.values import CrawlFailure, CrawlSuccess, Observation, Offer
 from ledger.bootstrap import Ledger
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
@@ -52,6 +53,19 @@ def job_loads(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> list[UUID]:
 
     monkeypatch.setattr(ledger.app, "find_many", counting)
     return loaded
+
+
+def replays(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> list[UUID]:
+    """Every aggregate the repository replays one at a time (`get_job` and the like)."""
+    replayed: list[UUID] = []
+    original = ledger.app.repository.get
+
+    def counting(aggregate_id: UUID, *args: Any, **kwargs: Any) -> Any:
+        replayed.append(aggregate_id)
+        return original(aggregate_id, *args, **kwargs)
+
+    monkeypatch.setattr(ledger.app.repository, "get", counting)
+    return replayed
 
 
 @pytest.fixture
@@ -109,3 +123,28 @@ def test_a_job_another_writer_changed_is_loaded_afresh(ledger: Ledger, other: Le
     assert isinstance(answers[1], LeaseLost)
     assert ledger.app.get_job(first).state == "scheduled"
     assert ledger.app.get_job(second).state == "cancelled"
+
+
+def test_one_result_of_a_job_leased_here_loads_no_job(ledger: Ledger, other: Ledger,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """`record_success` / `record_failure` take the job from memory as `record_many`
+    does, whether `lease` or `dispatch_and_lease` leased it; a copy another writer
+    made stale is replayed, and its result refused as before."""
+    first, second, third = scheduled(ledger, 3)
+    one = ledger.app.lease(first, "w1", 600, T0)
+    (two, three) = ledger.app.dispatch_and_lease([second, third], "w1", 600, T0)
+    now = T0 + timedelta(seconds=5)
+    other.app.cancel(third, now)  # elsewhere: the copy here does not know
+    replayed = replays(ledger, monkeypatch)
+    done = ledger.app.record_success(first, one.lease_id, success("a"), now)
+    failed = ledger.app.record_failure(second, two.lease_id,
+                                       CrawlFailure("timeout", "slow", True), now)
+    assert done.new_products == 1 and failed.events
+    assert replayed == []
+    with pytest.raises(LeaseLost):
+        ledger.app.record_success(third, three.lease_id, success("c"), now)
+    assert set(replayed) == {third}  # replayed (a refusal is retried: each time afresh)
+    assert ledger.app.job_cache.take_many({first, second, third}) == {}
+    assert ledger.app.get_job(first).runs == 1
+    assert ledger.app.get_job(second).state in {"retry_wait", "scheduled"}
+    assert ledger.app.get_job(third).state == "cancelled"
