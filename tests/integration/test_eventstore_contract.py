@@ -33,13 +33,16 @@ def test_the_backend_is_chosen_by_configuration(ledger: Ledger) -> None:
     expected = PostgresBackend if ledger.backend.name == "postgresql" else SQLiteBackend
     assert isinstance(ledger.backend, expected)
     assert "password" not in ledger.backend.describe()
-    # the library's persistence (SQLite: its factory with a smaller page cache per connection)
+    # the library's persistence (SQLite: its factory and connections, SQLite's default
+    # page cache for the event store's writes; the read models' connections keep 512 KiB)
     library = "eventsourcing.postgres" if ledger.backend.name == "postgresql" else "eventsourcing.sqlite"
     assert any(cls.__module__ == library for cls in type(ledger.app.factory).__mro__)
     if ledger.backend.name == "sqlite":
-        with ledger.app.recorder.datastore.transaction(commit=False) as cursor:
+        with ledger.app.recorder.datastore.transaction(commit=True) as cursor:
             cursor.execute("PRAGMA cache_size")
-            assert cursor.fetchone()[0] == -512
+            assert cursor.fetchone()[0] == -2000
+        with ledger.db.transaction() as tx:
+            assert tx.execute("PRAGMA cache_size") == [{"cache_size": -512}]
 
 
 def test_select_after_returns_each_stream_from_its_own_version(ledger: Ledger) -> None:
