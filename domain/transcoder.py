@@ -17,6 +17,14 @@ Where the two differ, and why those states go to the library's encoder:
 - ints outside 64 bits make orjson raise: the library encodes them.
 Non-ASCII text is written as raw UTF-8 by both (`ensure_ascii=False`).
 
+Two ways to the same bytes. Most states are checked (a walk that copies nothing)
+and handed to orjson as they are, with its `default` hook called for the typed
+values orjson cannot write itself (`Decimal`, `frozenset`, the domain's
+dataclasses; datetimes are passed to it too: `OPT_PASSTHROUGH_DATETIME`). A state
+holding a typed value orjson would write by itself (a UUID) is copied with each
+typed value replaced by its typed object first (`_typed`). ~3 µs an event's state
+the first way, ~4 µs the second.
+
 The events a recording writes share their times (`timestamp`, `at`: the
 command's time), so each datetime's typed object is remembered by the instant
 and its UTC offset, the two that decide its ISO text (a bounded memo).
@@ -24,8 +32,10 @@ and its UTC offset, the two that decide its ISO text (a bounded memo).
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import date, datetime, time, timedelta
+from enum import Enum
 from typing import Any
+from uuid import UUID
 
 import orjson
 from eventsourcing.persistence import DecimalAsStr, JSONTranscoder, Mapper, StoredEvent, Transcoding
@@ -37,6 +47,12 @@ _SCALARS = frozenset({str, int, bool, type(None)})
 _TIMES_KEPT = 64  # a recording's events share a few times; ~450 bytes each
 
 Times = dict[tuple[datetime, timedelta | None], Any]
+
+#: what orjson passes to `default` instead of writing it itself
+_PASSED = (orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+           | orjson.OPT_PASSTHROUGH_SUBCLASS)
+#: types orjson writes itself even so (as text, not as the library's typed object)
+_NATIVE = (UUID, date, time, Enum)
 
 
 class _Unfit(Exception):
@@ -52,20 +68,56 @@ class FastJSONTranscoder(JSONTranscoder):
         self.hooks: dict[type, tuple[str, Any]] = {}
         #: (datetime, its UTC offset) -> its typed object, shared by the states encoded
         self.times: Times = {}
+        #: the registered types orjson hands to `default` (datetime among them)
+        self.passed: frozenset[type] = frozenset({datetime})
 
     def register(self, transcoding: Transcoding) -> None:
         super().register(transcoding)
         # the library's Decimal transcoding is `str(value)`: called as that, one call less
         encode = str if type(transcoding) is DecimalAsStr else transcoding.encode
         self.hooks[transcoding.type] = (transcoding.name, encode)
+        kind = transcoding.type
+        if kind is datetime or not issubclass(kind, _NATIVE):
+            self.passed = self.passed | {kind}
 
     def encode(self, obj: Any) -> bytes:
         if len(self.times) > _TIMES_KEPT:
             self.times.clear()
         try:
-            return orjson.dumps(_typed(obj, self.hooks, self.times))
+            try:
+                _check(obj, self.passed)
+            except _Unfit:  # a UUID, say: the typed objects are put in a copy first
+                return orjson.dumps(_typed(obj, self.hooks, self.times))
+            return orjson.dumps(obj, default=self._default, option=_PASSED)
         except (_Unfit, TypeError, RecursionError):  # see the module's docstring; a cycle
             return super().encode(obj)
+
+    def _default(self, value: Any) -> Any:
+        """orjson's hook: the typed object of a value `_check` let through (`_Unfit`,
+        a TypeError to orjson, where its data holds what orjson writes differently)."""
+        return _typed(value, self.hooks, self.times)
+
+
+def _check(value: Any, passed: frozenset[type]) -> None:
+    """Raise `_Unfit` unless orjson, given `_PASSED`, writes `value` as `json` does with
+    the typed values handed to its `default`: what `_typed` accepts, minus the registered
+    types orjson would write itself (`_NATIVE`). Keys are orjson's to refuse."""
+    kind = type(value)
+    if kind is dict:
+        items: Any = value.values()
+    elif kind is list or kind is tuple:
+        items = value
+    elif kind in passed:
+        return
+    elif kind is float:
+        if _same_float(value):
+            return
+        raise _Unfit
+    else:
+        raise _Unfit
+    for item in items:
+        if type(item) not in _SCALARS:
+            _check(item, passed)
 
 
 def _typed(value: Any, hooks: dict[type, tuple[str, Any]], times: Times) -> Any:

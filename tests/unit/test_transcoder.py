@@ -110,6 +110,16 @@ def test_an_event_state_takes_the_fast_path_and_keeps_its_typed_values() -> None
         "10.50")
 
 
+@pytest.mark.parametrize("state", [
+    {"store": Policy(crawl_delay=2.5), "ids": frozenset({"a"}), "at": datetime(2026, 1, 1)},
+    {"id": UUID(int=7), "price": Decimal("1.5"), "at": datetime(2026, 1, 1, tzinfo=UTC)},
+    {"deep": [{"policy": Policy(crawl_delay=1e-5)}], "price": Decimal("2")},
+], ids=["handed to orjson's default", "copied first (a UUID)", "the library's (a tiny float)"])
+def test_each_way_to_the_bytes_writes_the_librarys(state: dict[str, Any]) -> None:
+    assert FAST.encode(state) == LIBRARY.encode(state)
+    assert _same(FAST.decode(FAST.encode(state)), LIBRARY.decode(LIBRARY.encode(state)))
+
+
 @pytest.mark.parametrize("value", [
     UUID(int=7), float("nan"), 1e-5, 2**64, {1: "a"}, "\x7f", "é", [float("inf")]])
 def test_plain_json_refuses_what_orjson_writes_differently(value: Any) -> None:
