@@ -43,7 +43,7 @@ from eventsourcing.utils import get_topic
 
 __all__ = ["FastJSONTranscoder", "LedgerMapper", "plain_json"]
 
-_SCALARS = frozenset({str, int, bool, type(None)})
+_SCALARS: frozenset[type] = frozenset({str, int, bool, type(None)})
 _TIMES_KEPT = 64  # a recording's events share a few times; ~450 bytes each
 
 Times = dict[tuple[datetime, timedelta | None], Any]
@@ -101,7 +101,8 @@ class FastJSONTranscoder(JSONTranscoder):
 def _check(value: Any, passed: frozenset[type]) -> None:
     """Raise `_Unfit` unless orjson, given `_PASSED`, writes `value` as `json` does with
     the typed values handed to its `default`: what `_typed` accepts, minus the registered
-    types orjson would write itself (`_NATIVE`). Keys are orjson's to refuse."""
+    types orjson would write itself (`_NATIVE`). Keys are orjson's to refuse. With
+    `_SCALARS` for `passed`: only plain JSON types pass (`plain_json`)."""
     kind = type(value)
     if kind is dict:
         items: Any = value.values()
@@ -166,33 +167,11 @@ def plain_json(value: Any) -> bytes | None:
     `json.dumps(value, separators=(",", ":")).encode()` writes it (ASCII, non-ASCII
     escaped), or None where orjson would write it differently."""
     try:
-        _plain(value)
+        _check(value, _SCALARS)  # plain JSON types only: no typed value passes
         data = orjson.dumps(value)
     except (_Unfit, TypeError, RecursionError):  # an int past 64 bits, a lone surrogate
         return None
     return data if data.isascii() and b"\x7f" not in data else None
-
-
-def _plain(value: Any) -> None:
-    """Raise `_Unfit` unless `value` holds only what orjson writes as `json` does: dicts,
-    lists, tuples, str, int, bool, None and floats written without an exponent (a check
-    only: `_typed` without hooks, minus the copy)."""
-    kind = type(value)
-    if kind is dict:
-        items: Any = value.values()
-    elif kind is list or kind is tuple:
-        items = value
-    elif kind is float:
-        if _same_float(value):
-            return
-        raise _Unfit
-    elif kind in _SCALARS:
-        return
-    else:
-        raise _Unfit
-    for item in items:
-        if type(item) not in _SCALARS:
-            _plain(item)
 
 
 class LedgerMapper(Mapper[Any]):
