@@ -10,10 +10,10 @@ created as an ordinary (rowid) table with its primary key as an index
 table keeps each row in its key's B-tree, which suits rows under ~1/20 of a page
 (SQLite's guidance); a product's snapshot is over 1 kB, and each lands at a random key,
 splitting and rewriting full leaf pages. In a rowid table the row is appended and only
-the ~50-byte key goes to a random place: inserting a 1.2 kB product snapshot took ~30
-µs, ~9 µs after. The columns, the key and every query are the library's. A database
-whose snapshots table was created before keeps it as it is (`CREATE TABLE IF NOT
-EXISTS`): both work.
+the ~50-byte key goes to a random place: inserting a 1.2 kB product snapshot takes ~9 µs
+there, ~30 µs in the library's table. The columns, the key and every query are the
+library's. A database whose snapshots table the library created keeps it as it is
+(`CREATE TABLE IF NOT EXISTS`): both work.
 """
 
 from __future__ import annotations
