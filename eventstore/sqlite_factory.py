@@ -2,8 +2,8 @@
 
 `SQLiteBackend.library_env` names `LedgerSQLiteFactory` as the persistence module: the
 library's factory, recorders and connections (SQLite's default page cache, ~2 MiB a
-connection: a 500-product result dirties ~400 pages of 4 KiB, and with a 512 KiB cache
-they spilled mid-transaction, its inserts taking 1.5× as long; the read models'
+connection: a 500-product result dirties ~400 pages of 4 KiB, which a 512 KiB cache
+spills mid-transaction, its inserts then taking 1.5× as long; the read models'
 connections keep 512 KiB: `projections/db.py`), with one change: the snapshots table is
 created as an ordinary (rowid) table with its primary key as an index
 (`SnapshotRecorder`), not `WITHOUT ROWID` as the library creates it. A `WITHOUT ROWID`
