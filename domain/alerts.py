@@ -8,6 +8,7 @@ sent; `record_delivered` / `record_delivery_failure` record the outcome.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
@@ -30,7 +31,7 @@ class Alerts:
     if TYPE_CHECKING:  # provided by the application class this is mixed into
         def find(self, cls: type[A], aggregate_id: UUID) -> A | None: ...
 
-        def _save(self, *aggregates: Aggregate | None) -> None: ...
+        def _save(self, *aggregates: Aggregate | None) -> Sequence[int]: ...
 
     # subscriptions ----------------------------------------------------------
     @staticmethod

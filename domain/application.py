@@ -202,7 +202,7 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
         if not chosen and not skipped:
             return []
         try:
-            self._save(*(job for job, _ in chosen), *skipped)
+            ids = self._save(*(job for job, _ in chosen), *skipped)
         except Conflict:
             tasks = []
             for job_id in self.dispatch_due([job.id for job, _ in chosen], at):
@@ -211,8 +211,9 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
                 except (Conflict, InvalidTransition):
                     continue
             return tasks
-        # their results (`record_many`) take them from memory instead of replaying them
-        self.job_cache.put_many(job for job, _ in chosen)
+        # their results (`record_many`) take them from memory instead of replaying them;
+        # a saved aggregate is current through its save's last id (`current_through`)
+        self.job_cache.put_many((job for job, _ in chosen), ids[-1] if ids else None)
         return [self.task_for(job, store) for job, store in chosen]
 
     # jobs: running --------------------------------------------------------
@@ -225,8 +226,9 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
         if refusal:
             raise InvalidTransition(f"cannot lease job {job.id}: {refusal}")
         job.lease(worker, uuid.uuid4().hex, ttl, utc(now))
-        self._save(job)
-        self.job_cache.put_many([job])  # its result takes it from memory (`_leased_job`)
+        ids = self._save(job)
+        # its result takes it from memory (`_leased_job`); current through its save
+        self.job_cache.put_many([job], ids[-1] if ids else None)
         return self.task_for(job, store)
 
     def task_for(self, job: CrawlJob, store: Store | None = None) -> CrawlTask:

@@ -10,7 +10,7 @@ racing over the same product record one outcome.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 from uuid import UUID
@@ -36,7 +36,7 @@ class ProductImages:
 
         def find_many(self, cls: type[A], aggregate_ids: Iterable[UUID]) -> dict[UUID, A]: ...
 
-        def _save(self, *aggregates: Aggregate | None) -> None: ...
+        def _save(self, *aggregates: Aggregate | None) -> Sequence[int]: ...
 
     def images_pending(self, wanted: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
         """The (product id, image URL) pairs whose URL is still the product's image and

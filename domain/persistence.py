@@ -15,7 +15,7 @@ choices; `CrawlLedger` (domain.application) adds the commands.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -34,6 +34,12 @@ from domain.transcoder import FastJSONTranscoder, LedgerMapper
 
 log = logging.getLogger(__name__)
 A = TypeVar("A", bound=Aggregate)
+
+#: a cached copy is checked by the events after its position when there are at most
+#: this many a copy (plus `_SCAN_ANYWAY`): reading an event's id and version costs
+#: less than a tenth of one copy's version query
+_SCAN_PER_COPY = 8
+_SCAN_ANYWAY = 128
 
 
 class LedgerApplication(Application[UUID]):
@@ -111,24 +117,44 @@ class LedgerApplication(Application[UUID]):
         return found
 
     def find_many_cached(self, cache: AggregateCache[A], cls: type[A],
-                         aggregate_ids: Iterable[UUID]) -> dict[UUID, A]:
+                         aggregate_ids: Iterable[UUID],
+                         position: int | None = None) -> dict[UUID, A]:
         """`find_many`, taking from `cache` the copies still at their stored version.
 
         The caller owns what it gets (taken out of the cache) and puts back only what
         it saved. A copy another writer made stale is left out and loaded afresh: a
-        stale copy that emits nothing would never conflict, so the check is needed."""
+        stale copy that emits nothing would never conflict, so the check is needed.
+        `position`: as for `fresh_cached`."""
         wanted = set(aggregate_ids)
-        found = self.fresh_cached(cache, wanted)
+        found = self.fresh_cached(cache, wanted, position)
         found.update(self.find_many(cls, wanted - found.keys()))
         return found
 
-    def fresh_cached(self, cache: AggregateCache[A], aggregate_ids: set[UUID]) -> dict[UUID, A]:
-        """The cached copies of `aggregate_ids` still at their stored version (one query)."""
-        cached = cache.take_many(aggregate_ids)
-        if not cached:
-            return cached
-        current = self.storage.select_versions(self.recorder, cached)
-        return {i: a for i, a in cached.items() if current.get(i) == a.version}
+    def head_position(self) -> int | None:
+        """The highest notification id stored where the backend's ids become visible in
+        order (everything loaded after this call is current through it), else None."""
+        return self.storage.head_position(self.recorder) if self.storage.ordered_positions else None
+
+    def fresh_cached(self, cache: AggregateCache[A], aggregate_ids: set[UUID],
+                     position: int | None = None) -> dict[UUID, A]:
+        """The cached copies of `aggregate_ids` still current (taken out of `cache`).
+
+        A copy put with the position it was current through is checked against the
+        events stored after that position, when those are few: the copy is current
+        unless one of them is a later version of it. Any other is checked by its
+        version (one query for all). `position`: the head, if the caller read it."""
+        entries = cache.take_entries(aggregate_ids)
+        if not entries:
+            return {}
+        oldest = min((as_of for _, as_of in entries.values() if as_of is not None), default=None)
+        if oldest is not None and all(as_of is not None for _, as_of in entries.values()):
+            head = position if position is not None else self.head_position()
+            if head is not None and 0 <= head - oldest <= _SCAN_PER_COPY * len(entries) + _SCAN_ANYWAY:
+                later = (self.storage.changed_after(self.recorder, oldest, entries)
+                         if head > oldest else {})
+                return {i: a for i, (a, _) in entries.items() if later.get(i, 0) <= a.version}
+        current = self.storage.select_versions(self.recorder, entries)
+        return {i: a for i, (a, _) in entries.items() if current.get(i) == a.version}
 
     def history(self, aggregate_id: UUID | str) -> list[Any]:
         """Every stored event of one aggregate, oldest first (decoded)."""
@@ -167,13 +193,14 @@ class LedgerApplication(Application[UUID]):
             return
         processing_event.saved_kwargs["snapshots"] = (self.snapshots.recorder, snapshots)
 
-    def _save(self, *aggregates: Aggregate | None) -> None:
+    def _save(self, *aggregates: Aggregate | None) -> Sequence[int]:
+        """Save the aggregates' new events in one transaction; their notification ids."""
         try:
-            self._save_aggregates([a for a in aggregates if a is not None])
+            return self._save_aggregates([a for a in aggregates if a is not None])
         except IntegrityError as error:
             raise Conflict(f"a concurrent command changed the same aggregate first: {error}") from None
 
-    def _save_aggregates(self, aggregates: list[Aggregate]) -> None:
+    def _save_aggregates(self, aggregates: list[Aggregate]) -> Sequence[int]:
         """`Application.save` for our own aggregates, minus two costs of its generality.
 
         `ProcessingEvent.collect_events` asks `isinstance` of two runtime-checkable
@@ -191,17 +218,31 @@ class LedgerApplication(Application[UUID]):
             processing_event.events.extend(aggregate.collect_events())
             processing_event.aggregates[aggregate.id] = aggregate
         self._add_snapshots(processing_event)
-        self._append(processing_event)
+        return self._append(processing_event)
 
-    def _append(self, processing_event: ProcessingEvent[UUID]) -> None:
-        """The library's `_record` (its event store's `put`) without the recordings."""
+    def _append(self, processing_event: ProcessingEvent[UUID]) -> Sequence[int]:
+        """The library's `_record` (its event store's `put`) without the recordings;
+        the events' notification ids."""
         store = self.events
-        store.recorder.insert_events(
+        ids = store.recorder.insert_events(
             [store.mapper.to_stored_event(event) for event in processing_event.events],
             tracking=processing_event.tracking, **processing_event.saved_kwargs)
         if self.repository.cache and not self.repository.fastforward:
             for aggregate_id, aggregate in processing_event.aggregates.items():
                 self.repository.cache.put(aggregate_id, aggregate)
+        return ids or ()
+
+
+def current_through(as_of: int | None, ids: Sequence[int]) -> int | None:
+    """The position through which what a command loaded (current through `as_of`, read
+    before it loaded anything) and saved (notification ids `ids`) is current: the save's
+    last id when its ids follow `as_of` without a gap (nobody wrote in between), else
+    `as_of`. (A saved aggregate is current through the save's last id in any case: an
+    event of it committed by another writer before that would have taken one of the
+    versions the save wrote.)"""
+    if as_of is not None and ids and list(ids) == list(range(as_of + 1, as_of + 1 + len(ids))):
+        return ids[-1]
+    return as_of
 
 
 def as_uuid(value: UUID | str, what: str) -> UUID:

@@ -46,3 +46,17 @@ class Storage(Protocol):
     def select_versions(self, recorder: AggregateRecorder, ids: Iterable[UUID]) -> dict[UUID, int]:
         """The current version of each id that has events."""
         ...
+
+    #: whether notification ids become visible in their order (a reader that sees one
+    #: sees every lower one that will ever be committed); `head_position` and
+    #: `changed_after` are only called where they do
+    ordered_positions: bool
+
+    def head_position(self, recorder: Any) -> int:
+        """The highest notification id stored (0 when there is none)."""
+        ...
+
+    def changed_after(self, recorder: Any, after: int, ids: Iterable[UUID]) -> dict[UUID, int]:
+        """Of `ids`, those with events after notification id `after`: their highest
+        version among those events."""
+        ...

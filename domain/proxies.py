@@ -8,6 +8,7 @@ the same dead proxy record one `Deactivated`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 from uuid import UUID
@@ -32,7 +33,7 @@ class ProxyCommands:
     if TYPE_CHECKING:  # provided by the application class this is mixed into
         def find(self, cls: type[A], aggregate_id: UUID) -> A | None: ...
 
-        def _save(self, *aggregates: Aggregate | None) -> None: ...
+        def _save(self, *aggregates: Aggregate | None) -> Sequence[int]: ...
 
         def get_store(self, store_id: UUID | str) -> Store: ...
 

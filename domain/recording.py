@@ -36,6 +36,7 @@ from domain.crawl_job import CrawlJob
 from domain.errors import Conflict
 from domain.gcpause import gc_paused
 from domain.outcome import outcome_payload, unique_observations
+from domain.persistence import current_through
 from domain.ports import Storage
 from domain.product import FAILURES_FOR_UNKNOWN_STOCK, Product
 from domain.timeutil import command, command_time, utc
@@ -75,6 +76,26 @@ class Prepared:
     loaded: list[Any] = field(default_factory=list)
     #: its job runs again (recurring): its products are worth keeping in memory
     recurs: bool = False
+    #: the position what it loaded is current through (`Loading.position`)
+    as_of: int | None = None
+
+
+@dataclass
+class Loading:
+    """What one result's recording, or a group's, loads its products through.
+
+    Passed down the calls rather than kept on the application, which other threads
+    share (a bot's result recorded while the runner records a group)."""
+
+    #: the highest notification id stored, read before anything was loaded: all that is
+    #: loaded is current through it (None where the backend's ids are not ordered)
+    position: int | None = None
+    #: products the group loaded first, taken by the results that use them
+    preloaded: dict[UUID, Product] = field(default_factory=dict)
+    #: products the group looked for first and found in no store (new ones)
+    absent: frozenset[UUID] = frozenset()
+    #: each group result's observed products and their ids, by (job id, outcome's id)
+    observed: dict[tuple[UUID, int], Observed] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -92,12 +113,6 @@ class ResultRecording:
     (`record_many`). A mixin of `CrawlLedger`."""
 
     RECORD_RETRIES = 3
-    #: products `record_many` loaded for its group, taken by the results that use them
-    _preloaded: dict[UUID, Product] = {}  # noqa: RUF012 - replaced per group, never mutated here
-    #: products `record_many` looked for first and found in no store (new ones)
-    _preloaded_absent: frozenset[UUID] = frozenset()
-    #: each group result's observed products and their ids, by (job id, outcome's id)
-    _observed: dict[tuple[UUID, int], Observed] = {}  # noqa: RUF012 - replaced per group
 
     if TYPE_CHECKING:  # provided by the application class this is mixed into
         products: AggregateCache[Product]
@@ -109,14 +124,17 @@ class ResultRecording:
         def find_many(self, cls: type[A], aggregate_ids: Iterable[UUID]) -> dict[UUID, A]: ...
 
         def find_many_cached(self, cache: AggregateCache[G], cls: type[G],
-                             aggregate_ids: Iterable[UUID]) -> dict[UUID, G]: ...
+                             aggregate_ids: Iterable[UUID],
+                             position: int | None = None) -> dict[UUID, G]: ...
 
-        def fresh_cached(self, cache: AggregateCache[G], aggregate_ids: set[UUID]
-                         ) -> dict[UUID, G]: ...
+        def fresh_cached(self, cache: AggregateCache[G], aggregate_ids: set[UUID],
+                         position: int | None = None) -> dict[UUID, G]: ...
+
+        def head_position(self) -> int | None: ...
 
         def get_job(self, job_id: UUID | str) -> CrawlJob: ...
 
-        def _save(self, *aggregates: Aggregate | None) -> None: ...
+        def _save(self, *aggregates: Aggregate | None) -> Sequence[int]: ...
 
     def _retrying(self, command: Callable[..., R], *args: Any) -> R:
         """Run a result-recording command again on a version conflict (a lease heartbeat,
@@ -139,15 +157,17 @@ class ResultRecording:
 
     def _record_failure(self, job_id: UUID | str, lease_id: str, failure: CrawlFailure,
                         now: datetime) -> RecordResult:
-        return self._saved(self._prepare_failure(self._leased_job(job_id), lease_id, failure, now))
+        loading = Loading(self.head_position())
+        return self._saved(self._prepare_failure(self._leased_job(job_id, loading), lease_id,
+                                                 failure, now, loading))
 
     def _prepare_failure(self, job: CrawlJob, lease_id: str, failure: CrawlFailure,
-                         now: datetime) -> Prepared:
+                         now: datetime, loading: Loading) -> Prepared:
         if job.already_recorded(lease_id):
             return Prepared(RecordResult(str(job.id), duplicate=True))
         job.fail(lease_id, failure.error_kind, failure.message, failure.retryable,
                  failure.retry_after, now)
-        products = self._stock_unseen(job, now)
+        products = self._stock_unseen(job, now, loading)
         events = sum(len(a.pending_events) for a in (job, *products))
         return Prepared(RecordResult(str(job.id), events=events), [job, *products],
                         recurs=not job.one_shot)
@@ -155,25 +175,27 @@ class ResultRecording:
     def _saved(self, prepared: Prepared) -> RecordResult:
         """Save what a prepared result changed (nothing for a duplicate), in one transaction."""
         if prepared.aggregates:
-            self._save(*prepared.aggregates)
-            self._cache_saved(prepared)
+            ids = self._save(*prepared.aggregates)
+            self._cache_saved(prepared, current_through(prepared.as_of, ids))
         return prepared.result
 
-    def _cache_saved(self, prepared: Prepared) -> None:
+    def _cache_saved(self, prepared: Prepared, as_of: int | None) -> None:
         """Keep the products a saved result loaded (their state is the stored state) when
-        its job runs again: the next run loads them from memory. A one-shot job's are
-        not loaded again by it, and would only hold memory. (A job itself is kept only
-        from its lease to its result: `dispatch_and_lease`.)"""
+        its job runs again: the next run loads them from memory, current through `as_of`
+        (`persistence.current_through`). A one-shot job's are not loaded again by it,
+        and would only hold memory. (A job itself is kept only from its lease to its
+        result: `dispatch_and_lease`.)"""
         if prepared.recurs:
-            self.products.put_many(prepared.loaded)
+            self.products.put_many(prepared.loaded, as_of)
 
-    def _stock_unseen(self, job: CrawlJob, now: datetime) -> list[Product]:
+    def _stock_unseen(self, job: CrawlJob, now: datetime,
+                      loading: Loading | None = None) -> list[Product]:
         """The products a failing job sees, marked stock-unknown when its failures reach
         the limit (once per run of failures; the next good crawl makes them known)."""
         if (job.kind not in PRODUCT_KINDS or not job.products
                 or job.consecutive_failures != FAILURES_FOR_UNKNOWN_STOCK):
             return []
-        loaded = self._load_products({UUID(p) for p in job.products})
+        loaded = self._load_products({UUID(p) for p in job.products}, loading or Loading())
         for product in loaded.values():
             product.lose_sight(str(job.id), job.consecutive_failures, job.last_error, now)
         return [p for p in loaded.values() if p.pending_events]
@@ -189,25 +211,27 @@ class ResultRecording:
 
     def _record_success(self, job_id: UUID | str, lease_id: str, outcome: CrawlSuccess,
                         now: datetime) -> RecordResult:
-        return self._saved(self._prepare_success(self._leased_job(job_id), lease_id, outcome, now))
+        loading = Loading(self.head_position())
+        return self._saved(self._prepare_success(self._leased_job(job_id, loading), lease_id,
+                                                 outcome, now, loading))
 
-    def _leased_job(self, job_id: UUID | str) -> CrawlJob:
+    def _leased_job(self, job_id: UUID | str, loading: Loading) -> CrawlJob:
         """The job, taken from `job_cache` when this process leased it and its copy there
-        is still the stored version (one version query instead of replaying it), else
-        loaded; as `record_many` takes its group's jobs."""
+        is still current (no query, or one, instead of replaying it), else loaded; as
+        `record_many` takes its group's jobs."""
         key = _uuid(str(job_id))
         if key is not None:
-            cached = self.fresh_cached(self.job_cache, {key})
+            cached = self.fresh_cached(self.job_cache, {key}, loading.position)
             if key in cached:
                 return cached[key]
         return self.get_job(job_id)
 
     def _prepare_success(self, job: CrawlJob, lease_id: str, outcome: CrawlSuccess,
-                         now: datetime) -> Prepared:
+                         now: datetime, loading: Loading) -> Prepared:
         if job.already_recorded(lease_id):
             return Prepared(RecordResult(str(job.id), duplicate=True))
         job.require_lease(lease_id, "record a result for")
-        products, loaded, new_ids = self._product_events(job, outcome, now)
+        products, loaded, new_ids = self._product_events(job, outcome, now, loading)
         chain = Chain(cast(Aggregates, self), job, now, self.options.catalog_interval, self.options.max_new_jobs)
         chain.follow(outcome)
         job.succeed(lease_id, outcome_payload(outcome, chain.dropped), new_ids, now)
@@ -215,16 +239,16 @@ class ResultRecording:
         events = sum(len(a.pending_events) for a in aggregates)
         return Prepared(RecordResult(str(job.id), events=events, products=len(outcome.observations),
                                      new_products=len(new_ids), children=chain.children()),
-                        aggregates, loaded, recurs=not job.one_shot)
+                        aggregates, loaded, recurs=not job.one_shot, as_of=loading.position)
 
-    def _product_events(self, job: CrawlJob, outcome: CrawlSuccess,
-                        now: datetime) -> tuple[list[Product], list[Product], list[str]]:
+    def _product_events(self, job: CrawlJob, outcome: CrawlSuccess, now: datetime,
+                        loading: Loading) -> tuple[list[Product], list[Product], list[str]]:
         if job.kind not in PRODUCT_KINDS or job.store_id is None:
             return [], [], []
-        seen, keys = (self._observed.get((job.id, id(outcome)))
+        seen, keys = (loading.observed.get((job.id, id(outcome)))
                       or _observed_products(job.store_id, outcome))
         wanted, absent, wanted_text = _touched(job, keys, outcome)
-        loaded = self._load_products(wanted | absent)
+        loaded = self._load_products(wanted | absent, loading)
         changed: list[Product] = []
         job_ref = str(job.id)
         for pid, obs in seen.items():
@@ -243,13 +267,14 @@ class ResultRecording:
         new_ids = sorted(wanted_text.difference(job.products))
         return [p for p in changed if p.pending_events], list(loaded.values()), new_ids
 
-    def _load_products(self, product_ids: set[UUID]) -> dict[UUID, Product]:
+    def _load_products(self, product_ids: set[UUID], loading: Loading) -> dict[UUID, Product]:
         """The products, from those `record_many` loaded for its group first, then the
         cache (when still current), then the store; one the group's load found in
         neither is new, and is not looked for again."""
-        loaded = {i: self._preloaded.pop(i) for i in product_ids & self._preloaded.keys()}
-        rest = product_ids - loaded.keys() - self._preloaded_absent
-        loaded.update(self.find_many_cached(self.products, Product, rest))
+        preloaded = loading.preloaded
+        loaded = {i: preloaded.pop(i) for i in product_ids & preloaded.keys()}
+        rest = product_ids - loaded.keys() - loading.absent
+        loaded.update(self.find_many_cached(self.products, Product, rest, loading.position))
         return loaded
 
     def record_many(self, items: Sequence[Recording]) -> list[RecordResult | Exception]:
@@ -261,54 +286,54 @@ class ResultRecording:
 
     def _record_many(self, items: Sequence[Recording]) -> list[RecordResult | Exception]:
         keys = [_uuid(item.job_id) for item in items]
-        # the jobs this process leased are in memory: one version query instead of replaying
-        jobs = self.find_many_cached(self.job_cache, CrawlJob, [k for k in keys if k is not None])
+        loading = Loading(self.head_position())
+        # the jobs this process leased are in memory: no replaying them
+        jobs = self.find_many_cached(self.job_cache, CrawlJob, [k for k in keys if k is not None],
+                                     loading.position)
         answers: dict[int, RecordResult | Exception] = {}
         alone: list[int] = []
         group: list[tuple[int, Prepared]] = []
         touched: set[UUID] = set()
-        self._observed = {}
-        try:  # the group's state is dropped however this ends (`finally`)
-            wanted = {p for key, item in zip(keys, items) if key in jobs
-                      for p in self._touched_by(jobs[key], item.outcome)}
-            self._preloaded = self._load_products(wanted)
-            self._preloaded_absent = frozenset(wanted - self._preloaded.keys())
-            for index, (key, item) in enumerate(zip(keys, items)):
-                job = jobs.pop(key) if key is not None and key in jobs else None
-                if job is None:  # unknown, or twice in the group: on its own after it
-                    alone.append(index)
-                    continue
-                try:
-                    with command_time(utc(item.now)):
-                        prepared = self._prepare(job, item)
-                except Exception as error:  # noqa: BLE001 - it fails only this result
-                    answers[index] = error
-                    continue
-                ids = {aggregate.id for aggregate in prepared.aggregates}
-                if ids & touched:  # one transaction never writes an aggregate twice
-                    alone.append(index)
-                    continue
-                touched |= ids
-                group.append((index, prepared))
-        finally:
-            self._preloaded, self._preloaded_absent, self._observed = {}, frozenset(), {}
+        wanted = {p for key, item in zip(keys, items) if key in jobs
+                  for p in self._touched_by(jobs[key], item.outcome, loading)}
+        loading.preloaded = self._load_products(wanted, loading)
+        loading.absent = frozenset(wanted - loading.preloaded.keys())
+        for index, (key, item) in enumerate(zip(keys, items)):
+            job = jobs.pop(key) if key is not None and key in jobs else None
+            if job is None:  # unknown, or twice in the group: on its own after it
+                alone.append(index)
+                continue
+            try:
+                with command_time(utc(item.now)):
+                    prepared = self._prepare(job, item, loading)
+            except Exception as error:  # noqa: BLE001 - it fails only this result
+                answers[index] = error
+                continue
+            ids = {aggregate.id for aggregate in prepared.aggregates}
+            if ids & touched:  # one transaction never writes an aggregate twice
+                alone.append(index)
+                continue
+            touched |= ids
+            group.append((index, prepared))
+        saved: Sequence[int] = ()
         if group:
             try:
-                self._save(*(a for _, prepared in group for a in prepared.aggregates))
+                saved = self._save(*(a for _, prepared in group for a in prepared.aggregates))
             except Conflict:
                 alone.extend(index for index, _ in group)
                 group = []
+        as_of = current_through(loading.position, saved)
         for index, prepared in group:
-            self._cache_saved(prepared)
+            self._cache_saved(prepared, as_of)
             answers[index] = prepared.result
         for index in sorted(alone):
             answers[index] = self._one(items[index])
         return [answers[index] for index in range(len(items))]
 
-    def _prepare(self, job: CrawlJob, item: Recording) -> Prepared:
+    def _prepare(self, job: CrawlJob, item: Recording, loading: Loading) -> Prepared:
         if isinstance(item.outcome, CrawlSuccess):
-            return self._prepare_success(job, item.lease_id, item.outcome, utc(item.now))
-        return self._prepare_failure(job, item.lease_id, item.outcome, utc(item.now))
+            return self._prepare_success(job, item.lease_id, item.outcome, utc(item.now), loading)
+        return self._prepare_failure(job, item.lease_id, item.outcome, utc(item.now), loading)
 
     def _one(self, item: Recording) -> RecordResult | Exception:
         try:
@@ -318,13 +343,15 @@ class ResultRecording:
         except Exception as error:  # noqa: BLE001 - refused or failed: this result only
             return error
 
-    def _touched_by(self, job: CrawlJob, outcome: CrawlSuccess | CrawlFailure) -> set[UUID]:
+    def _touched_by(self, job: CrawlJob, outcome: CrawlSuccess | CrawlFailure,
+                    loading: Loading) -> set[UUID]:
         """The products recording `outcome` may load (to load a group's in one go); a
-        success's observations and product ids are kept for its recording (`_observed`)."""
+        success's observations and product ids are kept for its recording (`observed`)."""
         if job.kind not in PRODUCT_KINDS or job.store_id is None:
             return set()
         if isinstance(outcome, CrawlSuccess):
-            seen = self._observed[(job.id, id(outcome))] = _observed_products(job.store_id, outcome)
+            seen = loading.observed[(job.id, id(outcome))] = _observed_products(job.store_id,
+                                                                                 outcome)
             wanted, absent, _ = _touched(job, seen[1], outcome)
             return wanted | absent
         if job.consecutive_failures + 1 == FAILURES_FOR_UNKNOWN_STOCK:

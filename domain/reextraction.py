@@ -9,6 +9,7 @@ extractor version again records nothing, so a second backfill run is a no-op.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 from uuid import UUID
@@ -29,7 +30,7 @@ class Reextraction:
     if TYPE_CHECKING:  # provided by the application class this is mixed into
         def find(self, cls: type[A], aggregate_id: UUID) -> A | None: ...
 
-        def _save(self, *aggregates: Aggregate | None) -> None: ...
+        def _save(self, *aggregates: Aggregate | None) -> Sequence[int]: ...
 
     @command
     def record_reextraction(self, store_id: str, obs: Observation, job_id: str,

@@ -40,6 +40,11 @@ class Backend(ABC):
     canonical_ids: bool = False
     #: a long catch-up overlaps the next read with decoding (worth it over a network)
     reads_ahead: bool = False
+    #: notification ids become visible in their order: a reader that sees an id sees
+    #: every lower id that will ever be committed (SQLite: one writer at a time, and a
+    #: row's id is one past the largest). A cached copy can then be checked against the
+    #: events stored after a position (`changed_after`) instead of by its version.
+    ordered_positions: bool = False
 
     @abstractmethod
     def library_env(self) -> dict[str, str]:
@@ -128,6 +133,15 @@ class Backend(ABC):
 
     @abstractmethod
     def _delete_chunk(self, recorder: Any, ids: list[UUID]) -> None: ...
+
+    def head_position(self, recorder: Any) -> int:
+        """The highest notification id stored (0 when there is none)."""
+        raise NotImplementedError(f"{self.name}: positions are not ordered")
+
+    def changed_after(self, recorder: Any, after: int, ids: Iterable[UUID]) -> dict[UUID, int]:
+        """Of `ids`, those with events after notification id `after`: their highest
+        version among those events."""
+        raise NotImplementedError(f"{self.name}: positions are not ordered")
 
     def select_versions(self, recorder: AggregateRecorder, ids: Iterable[UUID]) -> dict[UUID, int]:
         """The current (highest) version of each id that has events.

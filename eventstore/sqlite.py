@@ -81,6 +81,7 @@ BATCH_INSERT_RECORDER = f"{__name__}:{BatchInsertRecorder.__qualname__}"
 
 class SQLiteBackend(Backend):
     name = "sqlite"
+    ordered_positions = True  # one writer at a time; a row's rowid is one past the largest
 
     def __init__(self, path: Path, lock_timeout: int = 30) -> None:
         self.path = Path(path)
@@ -142,6 +143,20 @@ class SQLiteBackend(Backend):
         with recorder.datastore.transaction(commit=True) as cursor:
             cursor.execute(f"DELETE FROM {recorder.events_table_name} WHERE originator_id IN "
                            f"({marks})", [i.hex for i in ids])
+
+    def head_position(self, recorder: Any) -> int:
+        return int(recorder.max_notification_id() or 0)
+
+    def changed_after(self, recorder: Any, after: int, ids: Iterable[UUID]) -> dict[UUID, int]:
+        wanted = {i.hex: i for i in ids}
+        found: dict[UUID, int] = {}
+        for originator, version in _query(
+                recorder, f"SELECT originator_id, originator_version FROM "
+                f"{recorder.events_table_name} WHERE rowid > ?", [after]):
+            key = wanted.get(originator)
+            if key is not None and version > found.get(key, 0):
+                found[key] = version
+        return found
 
     def _versions_chunk(self, recorder: Any, ids: list[UUID]) -> list[tuple[Any, Any]]:
         values = ",".join("(?)" for _ in ids)
