@@ -71,6 +71,30 @@ def test_select_versions_and_latest(ledger: Ledger) -> None:
     assert {s: e.originator_version for s, e in latest.items()} == versions
 
 
+def test_changes_after_a_position_where_positions_are_ordered(ledger: Ledger) -> None:
+    """SQLite: the head, and of the ids asked for those with events after a position, with
+    their highest version there. PostgreSQL says its positions are not ordered."""
+    backend, recorder = ledger.backend, ledger.app.recorder
+    if not backend.ordered_positions:
+        assert backend.name == "postgresql"
+        with pytest.raises(NotImplementedError):
+            backend.head_position(recorder)
+        return
+    assert backend.head_position(recorder) == 0
+    stores = seed(ledger)
+    middle = backend.head_position(recorder)
+    assert middle == recorder.max_notification_id()
+    ledger.app.disable_store(stores[1], "maintenance", T0)
+    ledger.app.enable_store(stores[1], T0)
+    head = backend.head_position(recorder)
+    assert head == middle + 2
+    assert backend.changed_after(recorder, middle, [*stores, uuid4()]) == {
+        stores[1]: ledger.app.get_store(stores[1]).version}
+    assert backend.changed_after(recorder, head, stores) == {}
+    assert backend.changed_after(recorder, 0, stores[:1]) == {
+        stores[0]: ledger.app.get_store(stores[0]).version}
+
+
 def test_notification_rows_follow_the_log_in_order(ledger: Ledger) -> None:
     backend, recorder = ledger.backend, ledger.app.recorder
     seed(ledger)
