@@ -23,7 +23,9 @@ values orjson cannot write itself (`Decimal`, `frozenset`, the domain's
 dataclasses; datetimes are passed to it too: `OPT_PASSTHROUGH_DATETIME`). A state
 holding a typed value orjson would write by itself (a UUID) is copied with each
 typed value replaced by its typed object first (`_typed`). ~3 µs an event's state
-the first way, ~4 µs the second.
+the first way, ~4 µs the second. The hook answers the two commonest typed values, a
+Decimal (where its transcoding is the library's `str(value)`) and a datetime already
+seen, without the walk: a third of an event's time in the mapper went to the hook.
 
 The events a recording writes share their times (`timestamp`, `at`: the
 command's time), so each datetime's typed object is remembered by the instant
@@ -33,6 +35,7 @@ and its UTC offset, the two that decide its ISO text (a bounded memo).
 from __future__ import annotations
 
 from datetime import date, datetime, time, timedelta
+from decimal import Decimal
 from enum import Enum
 from typing import Any
 from uuid import UUID
@@ -70,12 +73,16 @@ class FastJSONTranscoder(JSONTranscoder):
         self.times: Times = {}
         #: the registered types orjson hands to `default` (datetime among them)
         self.passed: frozenset[type] = frozenset({datetime})
+        #: the Decimal transcoding's name where it is the library's `str(value)`
+        self._decimal: str | None = None
 
     def register(self, transcoding: Transcoding) -> None:
         super().register(transcoding)
         # the library's Decimal transcoding is `str(value)`: called as that, one call less
         encode = str if type(transcoding) is DecimalAsStr else transcoding.encode
         self.hooks[transcoding.type] = (transcoding.name, encode)
+        if transcoding.type is Decimal:
+            self._decimal = transcoding.name if encode is str else None
         kind = transcoding.type
         if kind is datetime or not issubclass(kind, _NATIVE):
             self.passed = self.passed | {kind}
@@ -94,7 +101,17 @@ class FastJSONTranscoder(JSONTranscoder):
 
     def _default(self, value: Any) -> Any:
         """orjson's hook: the typed object of a value `_check` let through (`_Unfit`,
-        a TypeError to orjson, where its data holds what orjson writes differently)."""
+        a TypeError to orjson, where its data holds what orjson writes differently).
+        The two commonest, a Decimal and a datetime already seen, without the walk."""
+        kind = type(value)
+        if kind is Decimal:
+            decimal = self._decimal
+            if decimal is not None:
+                return {"_type_": decimal, "_data_": str(value)}
+        elif kind is datetime:
+            typed = self.times.get((value, value.utcoffset()))
+            if typed is not None:
+                return typed
         return _typed(value, self.hooks, self.times)
 
 

@@ -23,6 +23,7 @@ from eventsourcing.persistence import (
     DecimalAsStr,
     JSONTranscoder,
     Mapper,
+    Transcoding,
     UUIDAsHex,
 )
 from hypothesis import given, settings
@@ -137,6 +138,28 @@ def test_plain_json_is_json_dumps_or_nothing(value: Any) -> None:
     except (TypeError, UnicodeEncodeError):
         expected = None
     assert fast is None or fast == expected
+
+
+def test_a_decimal_transcoding_of_its_own_is_called_as_the_library_calls_it() -> None:
+    """The Decimal shortcut (`str(value)`) is taken only for the library's `DecimalAsStr`."""
+
+    class DecimalAsCents(Transcoding):
+        type, name = Decimal, "decimal_cents"
+
+        def encode(self, obj: Decimal) -> int:
+            return int(obj * 100)
+
+        def decode(self, data: int) -> Decimal:
+            return Decimal(data) / 100
+
+    library: JSONTranscoder = JSONTranscoder()
+    fast = FastJSONTranscoder()
+    for transcoder in (library, fast):
+        transcoder.register(DatetimeAsISO())
+        transcoder.register(DecimalAsCents())
+    state = {"price": Decimal("10.50"), "at": datetime(2026, 1, 1, tzinfo=UTC)}
+    assert fast.encode(state) == library.encode(state)
+    assert b'{"_type_":"decimal_cents","_data_":1050}' in fast.encode(state)
 
 
 def test_one_instant_in_other_offsets_keeps_each_offsets_text() -> None:
