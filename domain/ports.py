@@ -7,7 +7,7 @@ The domain names no storage engine.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Protocol
 from uuid import UUID
 
@@ -56,7 +56,8 @@ class Storage(Protocol):
         """The highest notification id stored (0 when there is none)."""
         ...
 
-    def changed_after(self, recorder: Any, after: int, ids: Iterable[UUID]) -> dict[UUID, int]:
+    def changed_after(self, recorder: Any, after: int,
+                      ids: Collection[UUID]) -> dict[UUID, int]:
         """Of `ids`, those with events after notification id `after`: their highest
         version among those events."""
         ...

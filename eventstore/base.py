@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 from uuid import UUID, uuid4
@@ -138,7 +138,8 @@ class Backend(ABC):
         """The highest notification id stored (0 when there is none)."""
         raise NotImplementedError(f"{self.name}: positions are not ordered")
 
-    def changed_after(self, recorder: Any, after: int, ids: Iterable[UUID]) -> dict[UUID, int]:
+    def changed_after(self, recorder: Any, after: int,
+                      ids: Collection[UUID]) -> dict[UUID, int]:
         """Of `ids`, those with events after notification id `after`: their highest
         version among those events."""
         raise NotImplementedError(f"{self.name}: positions are not ordered")

@@ -3,7 +3,7 @@ with one `executemany` per save (`BatchInsertRecorder`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -147,15 +147,24 @@ class SQLiteBackend(Backend):
     def head_position(self, recorder: Any) -> int:
         return int(recorder.max_notification_id() or 0)
 
-    def changed_after(self, recorder: Any, after: int, ids: Iterable[UUID]) -> dict[UUID, int]:
-        wanted = {i.hex: i for i in ids}
+    def changed_after(self, recorder: Any, after: int,
+                      ids: Collection[UUID]) -> dict[UUID, int]:
+        rows = _query(recorder, f"SELECT originator_id, originator_version FROM "
+                      f"{recorder.events_table_name} WHERE rowid > ?", [after])
         found: dict[UUID, int] = {}
-        for originator, version in _query(
-                recorder, f"SELECT originator_id, originator_version FROM "
-                f"{recorder.events_table_name} WHERE rowid > ?", [after]):
-            key = wanted.get(originator)
-            if key is not None and version > found.get(key, 0):
-                found[key] = version
+        if not rows:
+            return found
+        if len(rows) <= len(ids):  # the rows' ids parsed when they are fewer (usually)
+            for originator, version in rows:
+                key = UUID(originator)
+                if key in ids and version > found.get(key, 0):
+                    found[key] = version
+            return found
+        text = {i.hex: i for i in ids}  # else the ids asked for written out
+        for originator, version in rows:
+            asked = text.get(originator)
+            if asked is not None and version > found.get(asked, 0):
+                found[asked] = version
         return found
 
     def _versions_chunk(self, recorder: Any, ids: list[UUID]) -> list[tuple[Any, Any]]:
