@@ -18,7 +18,9 @@ mapping the arguments to names itself took ~4 µs). The event's `__dict__`
 is written at once, its fields in the dataclass's order (the stored JSON's key
 order), instead of through the frozen dataclass's `__init__` (one
 `object.__setattr__` a field); `DomainEvent.__post_init__`'s one check, a UUID
-originator id, is kept. A method whose event
+originator id, is kept. The command reads and sets `_id`, `_version` and
+`_modified_on`, the attributes behind the library's properties, directly (a
+class that overrides one of those properties is refused). A method whose event
 the library would build differently is left to the library: `__init__`
 (the created event), property setters, an event class whose `apply` is not the
 decorator's, a method with a `timestamp` parameter, *args/**kwargs.
@@ -36,6 +38,7 @@ from uuid import UUID
 
 from eventsourcing.domain import (
     Aggregate,
+    BaseAggregate,
     CommandMethodDecorator,
     DecoratedFuncCaller,
     DomainEvent,
@@ -59,6 +62,11 @@ class LedgerAggregate(Aggregate):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)  # the library defines the event classes here
+        overridden = [name for name in _STATE_PROPERTIES
+                      if getattr(cls, name) is not getattr(BaseAggregate, name)]
+        if overridden:  # the generated commands set the attributes behind them directly
+            raise TypeError(f"{cls.__qualname__} overrides {', '.join(overridden)}: a "
+                            "LedgerAggregate keeps the library's")
         for name, value in tuple(vars(cls).items()):
             if isinstance(value, CommandMethodDecorator):
                 command = fast_command(value)
@@ -93,6 +101,9 @@ def fast_command(decorator: CommandMethodDecorator) -> Callable[..., None] | Non
 
 
 BASE_FIELDS = ("originator_id", "originator_version", "timestamp")
+#: the library's properties over `_id`, `_version` and `_modified_on`, which the generated
+#: commands read and set directly (a property call each less an event)
+_STATE_PROPERTIES = ("id", "version", "modified_on")
 
 
 def _generated(func: Callable[..., None], event_cls: Any,
@@ -119,11 +130,11 @@ def _generated(func: Callable[..., None], event_cls: Any,
             namespace[f"_l_default_{p.name}"] = p.default
             signature.append(f"{p.name}=_l_default_{p.name}")
     arguments = ", ".join(names)
-    by_init = ("_l_cls(originator_id=_l_self.id, originator_version=_l_version, "
+    by_init = ("_l_cls(originator_id=_l_self._id, originator_version=_l_version, "
                "timestamp=_l_stamp(), " + ", ".join(f"{n}={n}" for n in names) + ")")
     if direct:
         state = ", ".join(f"{n!r}: {n}" for n in rest)
-        build = (f"    _l_id = _l_self.id\n"
+        build = (f"    _l_id = _l_self._id\n"
                  f"    if _l_type(_l_id) is not _l_uuid:\n"  # DomainEvent.__post_init__'s check
                  f"        _l_event = {by_init}\n"
                  f"    else:\n"
@@ -133,11 +144,11 @@ def _generated(func: Callable[..., None], event_cls: Any,
     else:
         build = f"    _l_event = {by_init}\n"
     source = (f"def {func.__name__}(_l_self, {', '.join(signature)}):\n"
-              f"    _l_version = _l_self.version + 1\n"
+              f"    _l_version = _l_self._version + 1\n"
               f"{build}"
               f"    _l_func(_l_self, {arguments})\n"  # as `apply`: the body, before the version moves
-              f"    _l_self.version = _l_version\n"
-              f"    _l_self.modified_on = _l_event.timestamp\n"
+              f"    _l_self._version = _l_version\n"
+              f"    _l_self._modified_on = _l_event.timestamp\n"
               f"    _l_self._pending_events.append(_l_event)\n")
     exec(compile(source, f"<command {func.__qualname__}>", "exec"), namespace)  # noqa: S102
     command = namespace[func.__name__]

@@ -136,11 +136,13 @@ class Product(LedgerAggregate):
             self._went_out_of_stock("misses", job_id, at)
 
     def _record_detail_changes(self, obs: Observation, job_id: str, at: datetime) -> None:
-        changed = {
-            name: getattr(obs, name)
-            for name in DETAIL_FIELDS
-            if getattr(obs, name) is not None and getattr(obs, name) != getattr(self, name)
-        }
+        # the fields of `DETAIL_FIELDS`, in its order; most sightings change none of them
+        seen = (obs.name, obs.brand, obs.category, obs.url, obs.image_url, obs.description)
+        held = (self.name, self.brand, self.category, self.url, self.image_url, self.description)
+        if seen == held:
+            return
+        changed = {name: value for name, value, old in zip(DETAIL_FIELDS, seen, held, strict=True)
+                   if value is not None and value != old}
         if changed:
             self._details_changed(changed, job_id, at)
 

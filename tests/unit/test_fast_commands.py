@@ -145,3 +145,13 @@ def test_a_wrong_call_is_refused_as_the_library_refuses_it() -> None:
     with pytest.raises(TypeError):
         product._missed("j1", 1, T0, job_id="j2")  # type: ignore[call-arg]
     assert product.pending_events == [] and product.version == 1
+
+
+def test_an_aggregate_overriding_the_librarys_version_is_refused() -> None:
+    """The generated commands set `_version` and `_modified_on` directly: an aggregate
+    class that puts its own property in front of them is refused when it is defined."""
+    with pytest.raises(TypeError, match="overrides version"):
+        class Counted(LedgerAggregate):  # noqa: F841 - defining it is the test
+            @property
+            def version(self) -> int:
+                return int(self._version)
