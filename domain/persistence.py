@@ -164,35 +164,34 @@ class LedgerApplication(Application[UUID]):
             raise NotFound(f"unknown id {aggregate_id}")
         return events
 
-    def _add_snapshots(self, processing_event: ProcessingEvent[UUID]) -> None:
-        """Add to the save the snapshots of every saved aggregate whose new events reach
-        its next snapshot version, taken from the aggregate in hand (its state is the
-        state being stored; the library would reload each one after the save). They
-        are written in the events' transaction (`snapshots=`, domain.ports.Storage).
-
-        Each aggregate's snapshot versions are offset by its id, so the products
-        a catalog discovered together do not all snapshot in the same save. A
-        snapshot that cannot be taken is only logged (loading then replays a
-        little more)."""
-        if self.snapshots is None:
-            return
-        aggregates: Mapping[UUID, Any] = processing_event.aggregates
-        due: set[UUID] = set()
-        for event in processing_event.events:
-            aggregate = aggregates.get(event.originator_id)
-            interval = self.snapshotting_intervals.get(type(aggregate)) if aggregate else None
-            if interval and (event.originator_version + event.originator_id.int) % interval == 0:
-                due.add(event.originator_id)
-        if not due:
+    def _add_snapshots(self, processing_event: ProcessingEvent[UUID],
+                       due: Mapping[UUID, Aggregate]) -> None:
+        """Add to the save the snapshots of the aggregates `due` (`_snapshot_due`), taken
+        from the aggregate in hand (its state is the state being stored; the library
+        would reload each one after the save). They are written in the events'
+        transaction (`snapshots=`, domain.ports.Storage). A snapshot that cannot be
+        taken is only logged (loading then replays a little more)."""
+        if self.snapshots is None or not due:
             return
         try:
-            snapshots = [self.snapshots.mapper.to_stored_event(
-                type(aggregates[i]).Snapshot.take(aggregates[i])) for i in due]
+            snapshots = [self.snapshots.mapper.to_stored_event(type(aggregate).Snapshot.take(
+                aggregate)) for aggregate in due.values()]
         except Exception:
             log.warning("could not take %d snapshots; loading replays their events", len(due),
                         exc_info=True)
             return
         processing_event.saved_kwargs["snapshots"] = (self.snapshots.recorder, snapshots)
+
+    def _snapshot_due(self, aggregate: Aggregate, events: Sequence[Any]) -> bool:
+        """Whether `aggregate`'s new `events` (consecutive versions) reach one of its
+        snapshot versions: every `interval`-th version of its class, offset by its id,
+        so the products a catalog discovered together do not all snapshot in the same
+        save. Decided from the first and last version, not event by event."""
+        interval = self.snapshotting_intervals.get(type(aggregate))
+        if not interval or not events:
+            return False
+        return reaches_snapshot(events[0].originator_version, events[-1].originator_version,
+                                aggregate.id.int, interval)
 
     def _save(self, *aggregates: Aggregate | None) -> Sequence[int]:
         """Save the aggregates' new events in one transaction; their notification ids."""
@@ -215,10 +214,15 @@ class LedgerApplication(Application[UUID]):
         no-ops), so `_append` stores the events without them.
         """
         processing_event: ProcessingEvent[UUID] = ProcessingEvent()
+        due: dict[UUID, Aggregate] = {}
+        snapshotting = self.snapshots is not None
         for aggregate in aggregates:
-            processing_event.events.extend(aggregate.collect_events())
+            events = aggregate.collect_events()
+            processing_event.events.extend(events)
             processing_event.aggregates[aggregate.id] = aggregate
-        self._add_snapshots(processing_event)
+            if snapshotting and self._snapshot_due(aggregate, events):
+                due[aggregate.id] = aggregate
+        self._add_snapshots(processing_event, due)
         return self._append(processing_event)
 
     def _append(self, processing_event: ProcessingEvent[UUID]) -> Sequence[int]:
@@ -232,6 +236,12 @@ class LedgerApplication(Application[UUID]):
             for aggregate_id, aggregate in processing_event.aggregates.items():
                 self.repository.cache.put(aggregate_id, aggregate)
         return ids or ()
+
+
+def reaches_snapshot(first: int, last: int, offset: int, interval: int) -> bool:
+    """Whether a version from `first` to `last` is a snapshot version: one where
+    `(version + offset) % interval == 0` (counted, not tried version by version)."""
+    return (last + offset) // interval > (first - 1 + offset) // interval
 
 
 def current_through(as_of: int | None, ids: Sequence[int]) -> int | None:
