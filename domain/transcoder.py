@@ -56,6 +56,8 @@ _PASSED = (orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
            | orjson.OPT_PASSTHROUGH_SUBCLASS)
 #: types orjson writes itself even so (as text, not as the library's typed object)
 _NATIVE = (UUID, date, time, Enum)
+#: the containers `_check` walks into
+_WALKED = frozenset({dict, list, tuple})
 
 
 class _Unfit(Exception):
@@ -84,7 +86,8 @@ class FastJSONTranscoder(JSONTranscoder):
         if transcoding.type is Decimal:
             self._decimal = transcoding.name if encode is str else None
         kind = transcoding.type
-        if kind is datetime or not issubclass(kind, _NATIVE):
+        # (`json`, like orjson, writes a dict, list or tuple itself: those are walked)
+        if kind not in _WALKED and (kind is datetime or not issubclass(kind, _NATIVE)):
             self.passed = self.passed | {kind}
 
     def encode(self, obj: Any) -> bytes:
@@ -134,7 +137,8 @@ def _check(value: Any, passed: frozenset[type]) -> None:
     else:
         raise _Unfit
     for item in items:
-        if type(item) not in _SCALARS:
+        kind = type(item)
+        if kind not in _SCALARS and kind not in passed:  # a typed value: no call for it
             _check(item, passed)
 
 

@@ -162,6 +162,27 @@ def test_a_decimal_transcoding_of_its_own_is_called_as_the_library_calls_it() ->
     assert b'{"_type_":"decimal_cents","_data_":1050}' in fast.encode(state)
 
 
+def test_a_transcoding_registered_for_a_container_does_not_skip_its_check() -> None:
+    """`json` writes a tuple itself (never through a transcoding): the walk still goes
+    into one, and a NaN in it still sends the state to the library's encoder."""
+
+    class TupleAsList(Transcoding):
+        type, name = tuple, "tuple_as_list"
+
+        def encode(self, obj: tuple[Any, ...]) -> list[Any]:
+            return list(obj)
+
+        def decode(self, data: list[Any]) -> tuple[Any, ...]:
+            return tuple(data)
+
+    library: JSONTranscoder = JSONTranscoder()
+    fast = FastJSONTranscoder()
+    for transcoder in (library, fast):
+        transcoder.register(TupleAsList())
+    for state in ({"t": (1.5, float("nan"))}, {"t": (1.5, [2, 3])}):
+        assert fast.encode(state) == library.encode(state)
+
+
 def test_one_instant_in_other_offsets_keeps_each_offsets_text() -> None:
     """The remembered typed datetimes are keyed by the instant and its offset: equal
     instants in other offsets (and a naive time of the same wall clock) keep their text."""
