@@ -138,10 +138,19 @@ def test_on_sqlite_cached_products_need_no_version_query(
     assert len(ledger.app.products.take_many(products)) == 3
 
 
+@pytest.fixture
+def sqlite_pair(tmp_path: Path) -> Iterator[tuple[Ledger, Ledger]]:
+    """Two ledgers on one SQLite event store (positions are used on SQLite only)."""
+    with backends.store_url("sqlite", tmp_path) as url, \
+            backends.open_ledger(url, tmp_path) as ledger, \
+            backends.open_ledger(url, tmp_path / "other") as other:
+        yield ledger, other
+
+
 def test_a_position_far_behind_or_past_the_head_is_checked_by_version(
-        ledger: Ledger, other: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
-    if ledger.backend.name != "sqlite":
-        pytest.skip("positions are used on SQLite only")
+        sqlite_pair: tuple[Ledger, Ledger], monkeypatch: pytest.MonkeyPatch) -> None:
+    ledger, other = sqlite_pair
+    assert ledger.backend.name == "sqlite"
     shop = Shop(ledger)
     shop.record("a", "b", "c")
     products = {ids.product_id(shop.store, pid) for pid in "abc"}
