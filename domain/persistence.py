@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
@@ -147,8 +147,9 @@ class LedgerApplication(Application[UUID]):
         entries = cache.take_entries(aggregate_ids)
         if not entries:
             return {}
-        oldest = min((as_of for _, as_of in entries.values() if as_of is not None), default=None)
-        if oldest is not None and all(as_of is not None for _, as_of in entries.values()):
+        positions = [as_of for _, as_of in entries.values()]
+        if None not in positions:
+            oldest = min(cast(list[int], positions))
             head = position if position is not None else self.head_position()
             if head is not None and 0 <= head - oldest <= _SCAN_PER_COPY * len(entries) + _SCAN_ANYWAY:
                 later = (self.storage.changed_after(self.recorder, oldest, entries)
