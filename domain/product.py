@@ -11,6 +11,7 @@ once (`feed_says`), and so does its product page answering 404/410 (`gone`).
 from __future__ import annotations
 
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
 from uuid import UUID
 
@@ -25,6 +26,8 @@ MISSES_FOR_OUT_OF_STOCK = 3
 #: failed crawls in a row of the job that sees a product before its stock is unknown
 FAILURES_FOR_UNKNOWN_STOCK = 3
 DETAIL_FIELDS = ("name", "brand", "category", "url", "image_url", "description")
+#: the values of `DETAIL_FIELDS` of a product or an observation, in that order
+_details = attrgetter(*DETAIL_FIELDS)
 
 
 def offer_key(offer: dict[str, Any]) -> str:
@@ -136,10 +139,8 @@ class Product(LedgerAggregate):
             self._went_out_of_stock("misses", job_id, at)
 
     def _record_detail_changes(self, obs: Observation, job_id: str, at: datetime) -> None:
-        # the fields of `DETAIL_FIELDS`, in its order; most sightings change none of them
-        seen = (obs.name, obs.brand, obs.category, obs.url, obs.image_url, obs.description)
-        held = (self.name, self.brand, self.category, self.url, self.image_url, self.description)
-        if seen == held:
+        seen, held = _details(obs), _details(self)
+        if seen == held:  # most sightings change none of them
             return
         changed = {name: value for name, value, old in zip(DETAIL_FIELDS, seen, held, strict=True)
                    if value is not None and value != old}
