@@ -51,6 +51,8 @@ class LedgerOptions:
     product_cache_size: int = 100_000
     #: crawl jobs kept in memory from their lease here to their result (`dispatch_and_lease`)
     job_cache_size: int = 10_000
+    #: stores kept in memory between the slots that dispatch their jobs (`dispatch_and_lease`)
+    store_cache_size: int = 10_000
     #: new jobs one result may chain (the excess is counted in the Succeeded event)
     max_new_jobs: int = DEFAULT_MAX_NEW_JOBS
 
@@ -69,6 +71,7 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
         self.options = options or LedgerOptions()
         self.products: AggregateCache[Product] = AggregateCache(self.options.product_cache_size)
         self.job_cache: AggregateCache[CrawlJob] = AggregateCache(self.options.job_cache_size)
+        self.store_cache: AggregateCache[Store] = AggregateCache(self.options.store_cache_size)
 
     @property
     def default_crawl_delay(self) -> float | None:
@@ -182,8 +185,14 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
         """
         at = utc(now)
         wanted = [as_uuid(j, "job") for j in job_ids]
+        # every slot reads its jobs' few stores: kept here between slots (a copy a command
+        # changed since is reloaded, `fresh_cached`), current through the head read first
+        position = self.head_position()
         jobs = self.find_many(CrawlJob, wanted)
-        stores = self.find_many(Store, {UUID(j.store_id) for j in jobs.values() if j.store_id})
+        stores = self.find_many_cached(
+            self.store_cache, Store, {UUID(j.store_id) for j in jobs.values() if j.store_id},
+            position)
+        self.store_cache.put_many(stores.values(), position)
         chosen: list[tuple[CrawlJob, Store | None]] = []
         skipped: list[CrawlJob] = []
         for job_id in wanted:

@@ -78,3 +78,43 @@ def test_a_job_changed_by_another_writer_meanwhile_is_skipped(
     assert [UUID(t.job_id) for t in tasks] == [made["due"]]
     assert app.get_job(made["due"]).worker == "runner"
     assert app.get_job(made["also_due"]).worker == "elsewhere"
+
+
+@pytest.mark.parametrize("writer", ["this process", "another process"])
+def test_a_store_disabled_after_a_slot_kept_it_refuses_the_next_slot(
+        ledger: Ledger, store_url: str, tmp_path: Path, writer: str) -> None:
+    app = ledger.app
+    shop = app.register_store(name="Shop", base_url="https://shop.example", platform="shopify", now=T0)
+    first, second = (app.schedule_job(kind="product_page", url=f"https://shop.example/p/{n}",
+                                      now=T0, store_id=shop) for n in (1, 2))
+    assert [t.job_id for t in app.dispatch_and_lease([first], "runner", 300, T0)] == [str(first)]
+    other = ledger if writer == "this process" else bootstrap(backends.settings_for(store_url, tmp_path))
+    try:
+        other.app.disable_store(shop, "closed for stocktaking", T0)
+    finally:
+        if other is not ledger:
+            other.close()
+    head = ledger.source.head()
+    assert app.dispatch_and_lease([second], "runner", 300, T0) == []
+    assert [e.event_type for e in ledger.source.read(head, 10)] == ["CrawlJob.Skipped"]
+
+
+def test_a_slot_takes_its_stores_from_the_last_slot(
+        ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = ledger.app
+    shop = app.register_store(name="Shop", base_url="https://shop.example", platform="shopify", now=T0)
+    first, second = (app.schedule_job(kind="product_page", url=f"https://shop.example/p/{n}",
+                                      now=T0, store_id=shop) for n in (1, 2))
+    app.dispatch_and_lease([first], "runner", 300, T0)
+    loaded: list[str] = []
+    real = type(app).find_many
+
+    def noting(self: Any, cls: Any, ids: Any) -> Any:
+        found = real(self, cls, ids)
+        loaded.extend(cls.__name__ for _ in found)
+        return found
+
+    monkeypatch.setattr(type(app), "find_many", noting)
+    tasks = app.dispatch_and_lease([second], "runner", 300, T0)
+    assert [(t.job_id, t.platform) for t in tasks] == [(str(second), "shopify")]
+    assert loaded == ["CrawlJob"]  # the store came from the cache, still current
