@@ -18,9 +18,9 @@
    and through `batches` as the projection runner reads (a worker thread fetches
    the next batch while the current one decodes);
 4. rebuild: all read models from position 0 (events/s).
-The append runs three rounds, each a fresh ledger then its peer on that round's rows
-(a fresh table): the ratio is the median of the rounds' ratios, every round is
-printed (the raw peer, bound by fsync, moves more between minutes than the ledger).
+The append runs five rounds (`--rounds`), each a fresh ledger then its peer on that
+round's rows (a fresh table): the ratio is the median of the rounds' ratios, every round
+is printed (the raw peer, bound by fsync, moves more between minutes than the ledger).
 Catch-up and rebuild run three rounds each (alternating for the reads) on the last
 round's ledger; the median is the number, every round is printed.
 PostgreSQL runs in a throwaway schema, SQLite (embedded) in a fresh directory.
@@ -199,7 +199,7 @@ SYNTHETIC_DDL = ("CREATE TABLE stored_events (originator_id TEXT, originator_ver
 
 def measure(new: Callable[[], tuple[Ledger, Callable[[], None]]], products: int,
             cycles: int, raw: Callable[[], float],
-            same: Callable[[Ledger, list[list[Row]]], float], rounds: int = 3) -> dict[str, Any]:
+            same: Callable[[Ledger, list[list[Row]]], float], rounds: int = 5) -> dict[str, Any]:
     """`rounds` appends, each into a fresh ledger from `new` (with its clean-up) and then
     its rows by the peer `same`; the reads and the rebuild on the last round's ledger."""
     appends: list[dict[str, Any]] = []
@@ -288,7 +288,7 @@ def main() -> None:
     parser.add_argument("--products", type=int, default=500)
     parser.add_argument("--cycles", type=int, default=20)
     parser.add_argument("--no-sqlite", action="store_true", help="PostgreSQL only")
-    parser.add_argument("--rounds", type=int, default=3, help="appends, each with its peer")
+    parser.add_argument("--rounds", type=int, default=5, help="appends, each with its peer")
     args = parser.parse_args()
     tmp = Path("/tmp/crawl-ledger-bench")
 
