@@ -15,8 +15,9 @@ class Defaults:
     projection_batch: int = 1000
     #: seconds between scheduler ticks
     tick_seconds: float = 1.0
-    #: seconds a projecting worker waits to fill a batch from Kafka
-    batch_within: float = 0.2
+    #: seconds a worker's agent waits to fill a batch from Kafka before it takes what came
+    #: (under load a batch is what arrived while the last one was applied, plus this)
+    batch_within: float = 0.05
     #: seconds the embedded runner lets results gather before one catch-up
     project_every: float = 0.05
     #: seconds in-flight crawls get to finish after a stop signal before they are released

@@ -20,7 +20,7 @@ from faust.types import TransportT
 __all__ = ["FETCH_MAX_WAIT_MS", "PromptApp"]
 
 #: how long a fetch may wait for records before the broker answers (ms)
-FETCH_MAX_WAIT_MS = 100
+FETCH_MAX_WAIT_MS = 50
 
 
 class _PromptConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
