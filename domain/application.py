@@ -248,8 +248,14 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
             job_id=str(job.id), lease_id=job.lease_id, attempt=job.attempt, kind=job.kind,
             url=job.url, store_id=job.store_id, platform=store.platform if store else None,
             platform_store_id=store.platform_store_id if store else None,
-            policy=store.policy if store else Policy(),
+            policy=store.policy if store else self.storeless_policy(),
         )
+
+    def storeless_policy(self) -> Policy:
+        """The politeness of a job that belongs to no store (a feed, a store locator): the
+        defaults, with the operator's default crawl delay where one is set."""
+        delay = self.default_crawl_delay
+        return Policy() if delay is None else Policy(crawl_delay=delay)
 
     @command
     def extend_lease(self, job_id: UUID | str, lease_id: str, ttl: float, now: datetime) -> None:

@@ -51,8 +51,10 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ledger]:
     data = tmp_path_factory.mktemp("dashboard")
-    settings = Settings.from_env({**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(data)})
-    ledger = run_embedded_demo(settings, DemoConfig(stores=3, cycles=3, seed=7, fault_rate=0.1))
+    config = DemoConfig(stores=3, cycles=3, seed=7, fault_rate=0.1)
+    settings = Settings.from_env({**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(data),
+                                  "LEDGER_DEFAULT_CRAWL_DELAY": str(config.crawl_delay)})
+    ledger = run_embedded_demo(settings, config)
     ledger.catch_up()
     try:
         yield ledger

@@ -25,7 +25,10 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "seed_summary.json"
 
 def test_a_seed_records_the_pinned_event_types_and_counts(tmp_path: Path) -> None:
     config = DemoConfig(stores=3, cycles=3, seed=11, fault_rate=0.3)
-    ledger = run_embedded_demo(Settings.from_env({**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(tmp_path)}), config)
+    # the demo's own crawl delay (as `crawl-ledger demo` sets it): the simulator is ours
+    settings = Settings.from_env({**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(tmp_path),
+                                  "LEDGER_DEFAULT_CRAWL_DELAY": str(config.crawl_delay)})
+    ledger = run_embedded_demo(settings, config)
     try:
         envelopes = ledger.source.read(0, 1_000_000)
     finally:

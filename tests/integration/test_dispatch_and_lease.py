@@ -11,6 +11,7 @@ import backends
 import pytest
 
 from ledger.bootstrap import Ledger, bootstrap
+from ledger.settings import Settings
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 
@@ -118,3 +119,28 @@ def test_a_slot_takes_its_stores_from_the_last_slot(
     tasks = app.dispatch_and_lease([second], "runner", 300, T0)
     assert [(t.job_id, t.platform) for t in tasks] == [(str(second), "shopify")]
     assert loaded == ["CrawlJob"]  # the store came from the cache, still current
+
+
+@pytest.mark.parametrize("delay", [None, "0.25"])
+def test_a_job_of_no_store_is_crawled_with_the_operators_default_delay(
+        store_url: str, tmp_path: Path, delay: str | None) -> None:
+    """A feed or a store locator belongs to no store: its task carries the default
+    politeness, with `LEDGER_DEFAULT_CRAWL_DELAY` where the operator set one; a store's
+    job keeps its store's policy."""
+    env = {**backends.LOOPBACK_ENV, "LEDGER_DATA_DIR": str(tmp_path / "data"),
+           "LEDGER_STORE": store_url, **({"LEDGER_DEFAULT_CRAWL_DELAY": delay} if delay else {})}
+    ledger = bootstrap(Settings.from_env(env))
+    try:
+        app = ledger.app
+        shop = app.register_store(name="Shop", base_url="https://shop.example",
+                                  platform="shopify", now=T0)
+        app.change_store_policy(shop, now=T0, crawl_delay=3.0)
+        feed = app.schedule_job(kind="feed", url="https://feeds.example/rss.xml", now=T0,
+                                every=3600)
+        page = app.schedule_job(kind="product_page", url="https://shop.example/p/1", now=T0,
+                                store_id=shop)
+        tasks = {UUID(t.job_id): t for t in app.dispatch_and_lease([feed, page], "runner", 300, T0)}
+        assert tasks[UUID(str(feed))].policy.crawl_delay == (float(delay) if delay else 1.0)
+        assert tasks[UUID(str(page))].policy.crawl_delay == 3.0
+    finally:
+        ledger.close()
