@@ -6,7 +6,8 @@ Every outbound request is checked twice, by the same `AddressGuard`:
   and for every redirect hop): a literal IP is judged as it is, a host name is
   resolved and refused when *every* address it resolves to is refused. The result
   is a `FetchError("blocked_address")`, a recorded, non-retryable failure.
-- when the connection is opened (`GuardedResolver`, the HTTP client's resolver):
+- when the connection is opened (`workers.http.GuardedResolver`, the HTTP client's
+  resolver):
   only the addresses the guard accepts are handed to the connector, so the client
   connects to an address it checked. A name that resolves to a public address for
   the first check and to a private one at connect time (DNS rebinding) is refused
@@ -30,12 +31,9 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
-from aiohttp.abc import AbstractResolver, ResolveResult
-from aiohttp.resolver import ThreadedResolver
-
 from workers.errors import FetchError
 
-__all__ = ["AddressGuard", "BlockedAddress", "GuardedResolver", "parse_networks"]
+__all__ = ["AddressGuard", "BlockedAddress", "parse_networks"]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -131,28 +129,6 @@ class AddressGuard:
         if reasons and all(reasons):
             return f"{host} resolves to {reasons[0]}"
         return None
-
-
-class GuardedResolver(AbstractResolver):
-    """aiohttp resolver that hands the connector only the addresses the guard accepts."""
-
-    def __init__(self, guard: AddressGuard, inner: AbstractResolver | None = None) -> None:
-        self._guard = guard
-        self._inner = inner or ThreadedResolver()
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        results = await self._inner.resolve(host, port, family)
-        allowed = [r for r in results
-                   if self._guard.refusal(ipaddress.ip_address(r["host"].split("%")[0])) is None]
-        if not allowed:
-            reason = self._guard.judge(host, [r["host"] for r in results])
-            raise BlockedAddress(f"blocked address: {reason}")
-        return allowed
-
-    async def close(self) -> None:
-        await self._inner.close()
 
 
 @lru_cache(maxsize=1024)

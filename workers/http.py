@@ -9,15 +9,18 @@ quadratic in waiting requests). The httpx API stays the same either way.
 from __future__ import annotations
 
 import base64
+import ipaddress
+import socket
 from collections.abc import Awaitable, Callable
 
 import aiohttp
 import httpx
-from aiohttp.abc import AbstractResolver
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import ThreadedResolver
 from httpx_aiohttp import AiohttpTransport
 
 from workers.adapters.base import Request
-from workers.addresses import AddressGuard, GuardedResolver
+from workers.addresses import AddressGuard, BlockedAddress
 from workers.egress import current_client
 from workers.errors import FetchError, status_kind
 from workers.fetch import Fetcher, FetchLimits
@@ -25,7 +28,7 @@ from workers.politeness import DEFAULT_USER_AGENT
 from workers.proxies import is_proxy_failure
 from workers.robots import RobotsFile
 
-__all__ = ["ROBOTS_LIMITS", "ResponseCookies", "RobotsFetcher", "build_client"]
+__all__ = ["ROBOTS_LIMITS", "GuardedResolver", "ResponseCookies", "RobotsFetcher", "build_client"]
 
 #: RFC 9309: parse at least 500 KiB; follow at most five redirects.
 ROBOTS_LIMITS = FetchLimits(
@@ -35,6 +38,28 @@ ROBOTS_LIMITS = FetchLimits(
     max_bytes=512 * 1024,
     max_redirects=5,
 )
+
+
+class GuardedResolver(AbstractResolver):
+    """aiohttp resolver that hands the connector only the addresses the guard accepts."""
+
+    def __init__(self, guard: AddressGuard, inner: AbstractResolver | None = None) -> None:
+        self._guard = guard
+        self._inner = inner or ThreadedResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        results = await self._inner.resolve(host, port, family)
+        allowed = [r for r in results
+                   if self._guard.refusal(ipaddress.ip_address(r["host"].split("%")[0])) is None]
+        if not allowed:
+            reason = self._guard.judge(host, [r["host"] for r in results])
+            raise BlockedAddress(f"blocked address: {reason}")
+        return allowed
+
+    async def close(self) -> None:
+        await self._inner.close()
 
 
 def build_client(
