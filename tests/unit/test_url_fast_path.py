@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import string
 from urllib.parse import urljoin
 
 from hypothesis import given, settings
@@ -10,9 +11,27 @@ from hypothesis import strategies as st
 from domain.errors import InvalidInput
 from domain.urls import canonical, join_url, normalize_url
 
-_host = st.from_regex(r"[a-zA-Z0-9]([a-zA-Z0-9.-]{0,20}[a-zA-Z0-9])?", fullmatch=True)
-_path = st.from_regex(r"(/[A-Za-z0-9\-._~%?#=&/]{0,30})?(#[A-Za-z0-9\-._~%?#=&/:@!$'()*+,;]{0,12})?",
-                      fullmatch=True)
+# built from character classes, not `st.from_regex` (the same strings, drawn ~5x faster):
+# [a-zA-Z0-9]([a-zA-Z0-9.-]{0,20}[a-zA-Z0-9])?
+_ALNUM = string.ascii_letters + string.digits
+_host = st.one_of(
+    st.sampled_from(_ALNUM),
+    st.builds(lambda first, middle, last: first + middle + last, st.sampled_from(_ALNUM),
+              st.text(_ALNUM + ".-", max_size=20), st.sampled_from(_ALNUM)))
+
+
+def _optional(mark: str, alphabet: str, size: int) -> st.SearchStrategy[str]:
+    """(MARK[ALPHABET]{0,SIZE})?"""
+    return st.one_of(st.just(""), st.text(alphabet, max_size=size).map(lambda t: mark + t))
+
+
+# (/[A-Za-z0-9\-._~%?#=&/]{0,30})?(#[A-Za-z0-9\-._~%?#=&/:@!$'()*+,;]{0,12})?, with paths
+# of segments drawn as often ("." and ".." among them: characters drawn one by one
+# seldom put a dot after a slash)
+_segments = st.lists(st.sampled_from(["", ".", "..", "a", "B-1", "~x", ".a", "a."]),
+                     min_size=1, max_size=5).map(lambda parts: "/" + "/".join(parts))
+_path = st.builds(str.__add__, st.one_of(_optional("/", _ALNUM + "-._~%?#=&/", 30), _segments),
+                  _optional("#", _ALNUM + "-._~%?#=&/:@!$'()*+,;", 12))
 _port = st.one_of(st.just(""), st.integers(0, 99999).map(lambda p: f":{p}"),
                   st.sampled_from([":80", ":443", ":0080", ":08000"]))
 
@@ -37,7 +56,9 @@ def test_the_fast_path_agrees_with_the_full_canonical_form(scheme: str, host: st
 
 _base = st.builds(lambda scheme, host, path: f"{scheme}://{host}{path}",
                   st.sampled_from(["http", "https", "ftp"]), _host, _path)
-_relative = st.from_regex(r"(\.{0,2}/)?[A-Za-z0-9\-._~%?#=&/;:]{0,20}", fullmatch=True)
+# (\.{0,2}/)?[A-Za-z0-9\-._~%?#=&/;:]{0,20}
+_relative = st.builds(str.__add__, st.sampled_from(["", "/", "./", "../"]),
+                      st.text(_ALNUM + "-._~%?#=&/;:", max_size=20))
 
 
 @settings(max_examples=2000, deadline=None)
