@@ -37,7 +37,7 @@ _NAMES = lxml.etree.XPath("descendant-or-self::*/@class | descendant-or-self::*/
 _XML_SPACE = re.compile(r"[ \t\r\n]+")
 #: lxml.html's parser, but each element's class picked in C: lxml.html's own lookup is a
 #: Python call for every element a walk touches (it picks form-control classes, which
-#: nothing here uses); ~3 % of crawling a page went to it
+#: nothing here uses): ~3 % of a crawl's time under cProfile went to it
 _PARSER = lxml.html.HTMLParser()
 _PARSER.set_element_class_lookup(lxml.etree.ElementDefaultClassLookup(
     element=lxml.html.HtmlElement, comment=lxml.html.HtmlComment,
