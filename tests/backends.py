@@ -71,8 +71,10 @@ def store_url(backend: str, tmp_path: Path) -> Iterator[str]:
         drop_schema(schema)
 
 
-def settings_for(url: str, tmp_path: Path) -> Settings:
-    return Settings.from_env({**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(tmp_path / "data"), "LEDGER_STORE": url})
+def settings_for(url: str, tmp_path: Path, **env: str) -> Settings:
+    """Settings for the store at `url`, data under `tmp_path`, plus any `LEDGER_*` `env`."""
+    return Settings.from_env({**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(tmp_path / "data"),
+                              "LEDGER_STORE": url, **env})
 
 
 @contextmanager

@@ -11,7 +11,6 @@ import backends
 import pytest
 
 from ledger.bootstrap import Ledger, bootstrap
-from ledger.settings import Settings
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 
@@ -127,9 +126,8 @@ def test_a_job_of_no_store_is_crawled_with_the_operators_default_delay(
     """A feed or a store locator belongs to no store: its task carries the default
     politeness, with `LEDGER_DEFAULT_CRAWL_DELAY` where the operator set one; a store's
     job keeps its store's policy."""
-    env = {**backends.LOOPBACK_ENV, "LEDGER_DATA_DIR": str(tmp_path / "data"),
-           "LEDGER_STORE": store_url, **({"LEDGER_DEFAULT_CRAWL_DELAY": delay} if delay else {})}
-    ledger = bootstrap(Settings.from_env(env))
+    env = {"LEDGER_DEFAULT_CRAWL_DELAY": delay} if delay else {}
+    ledger = bootstrap(backends.settings_for(store_url, tmp_path, **env))
     try:
         app = ledger.app
         shop = app.register_store(name="Shop", base_url="https://shop.example",
