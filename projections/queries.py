@@ -145,19 +145,25 @@ class ReadModel:
         (`projections.search`). Refuses a text without words."""
         query = SearchQuery.parse(text)
         store, scope = (" AND s.store_id = ?", [store_id]) if store_id else ("", [])
-        if self.db.dialect == "sqlite":
+        if self.db.dialect == "sqlite":  # equal scores in index order (`projections.search`)
             fts = search_table("product_search")
-            hits = (f"SELECT s.product_id, bm25({fts}, {bm25_weights(PRODUCT_SEARCH.search)}) "
-                    f"AS score FROM {fts} JOIN product_search s ON s.rowid = {fts}.rowid "
-                    f"WHERE {fts} MATCH ?{store} ORDER BY score, s.product_id LIMIT ?")
+            score = f"bm25({fts}, {bm25_weights(PRODUCT_SEARCH.search)}) AS score"
+            if store_id:
+                hits = (f"SELECT s.product_id, {score}, {fts}.rowid AS tie FROM {fts} JOIN "
+                        f"product_search s ON s.rowid = {fts}.rowid WHERE {fts} MATCH ?{store} "
+                        f"ORDER BY score, tie LIMIT ?")
+            else:  # ranked on the index alone; only the best `limit` rows are joined
+                hits = (f"SELECT s.product_id, best.score, best.tie FROM (SELECT rowid AS tie, "
+                        f"{score} FROM {fts} WHERE {fts} MATCH ? ORDER BY score, tie LIMIT ?) "
+                        f"best JOIN product_search s ON s.rowid = best.tie")
             terms = query.fts5()
         else:  # ts_rank grows with relevance; negated, it orders like bm25
-            hits = (f"SELECT s.product_id, -ts_rank(s.{DOC}, q) AS score FROM product_search s, "
-                    f"to_tsquery('simple', ?) q WHERE s.{DOC} @@ q{store} "
-                    f"ORDER BY score, s.product_id LIMIT ?")
+            hits = (f"SELECT s.product_id, -ts_rank(s.{DOC}, q) AS score, s.product_id AS tie "
+                    f"FROM product_search s, to_tsquery('simple', ?) q WHERE s.{DOC} @@ q{store} "
+                    f"ORDER BY score, tie LIMIT ?")
             terms = query.tsquery()
         rows = self.db.query(f"SELECT p.* FROM ({hits}) hit JOIN current_products p ON "
-                             f"p.product_id = hit.product_id ORDER BY hit.score, p.product_id",
+                             f"p.product_id = hit.product_id ORDER BY hit.score, hit.tie",
                              [terms, *scope, limit])
         return [_product(r) for r in rows]
 

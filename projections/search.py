@@ -6,8 +6,10 @@ a word found in an earlier column ranks higher.
 - SQLite: an FTS5 table `<table>_fts` over the table's own rows (external content,
   `unicode61` tokens without diacritics, prefix indexes of 2 and 3 characters),
   kept in step by triggers created with the table, so every projection write and
-  rebuild keeps it exact; ranked by bm25 with per-column weights. `index_faults`
-  asks FTS5 to check it against its table.
+  rebuild keeps it exact; ranked by bm25 with per-column weights, equal scores in
+  index order (rowid). Without a store filter the ranking reads the index alone and
+  only the best rows are joined to their table (`ReadModel.search_products`).
+  `index_faults` asks FTS5 to check it against its table.
 - PostgreSQL: a generated column `search_doc` (`setweight(to_tsvector('simple', …))`
   per column, weights A–D: the `simple` configuration, no language's stemming: the
   shops are in many languages) with a GIN index; ranked by `ts_rank` on the stored

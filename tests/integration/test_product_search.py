@@ -49,6 +49,17 @@ def test_the_better_match_comes_first(ledger: Ledger) -> None:
     assert names(ledger, "diesel") == ["Sour Diesel Vape", "Lemon Haze"]
 
 
+def test_a_limit_keeps_the_best_matches_in_the_same_order(ledger: Ledger) -> None:
+    tied = [(f"Haze {n}", "Acme", "Flower", "Diesel aroma.") for n in range(6)]
+    seeded(ledger, tied, store_name="Corner", host="corner.example")
+    seeded(ledger)  # "diesel" in a name, indexed after the six tied descriptions
+    everything = names(ledger, "diesel")
+    assert everything[0] == "Sour Diesel Vape" and len(everything) == 7
+    for limit in (1, 3, 6):  # a shorter list is the start of the longer one, ties too
+        assert names(ledger, "diesel", limit=limit) == everything[:limit]
+    assert names(ledger, "diesel") == everything  # and the same again
+
+
 def test_a_product_name_ranks_above_a_store_name(ledger: Ledger) -> None:
     seeded(ledger, [("Lemon Haze", "Acme", "Flower", None)], store_name="Dream Dispensary",
            host="dream.example")
