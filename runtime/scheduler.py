@@ -93,6 +93,31 @@ class Scheduler:
         """Record `Dispatched` for the next slot of due jobs (a driver whose workers lease)."""
         return self.ledger.app.dispatch_due(self.next_slot(now, self.slot_size), now)
 
+    def fill(self, now: datetime, ahead: int) -> list[UUID]:
+        """Dispatch slots of due jobs until `ahead` jobs wait dispatched and not yet
+        leased, or none is due: the tick of a driver whose workers lease (the
+        distributed leader). `ahead` bounds the queue, not the rate: as fast as the
+        workers lease, the next tick tops it up.
+
+        The waiting jobs are the read model's `dispatched` ones plus those this call
+        dispatched. A job dispatched by the tick before that the read model does not show
+        yet is refused by its aggregate, so a lagging read model can let the queue pass
+        `ahead` by what it has not caught up with, never dispatch a job twice.
+        """
+        room = ahead - self.ledger.read.job_counts().get("dispatched", 0)
+        dispatched: list[UUID] = []
+        tried: set[str] = set()
+        while room > 0:
+            size = min(self.slot_size, room)
+            slot = self.next_slot(now, size, exclude=tried)
+            tried.update(slot)
+            done = self.ledger.app.dispatch_due(slot, now) if slot else []
+            dispatched += done
+            room -= len(done)
+            if len(slot) < size:  # fewer due than asked for: none left
+                break
+        return dispatched
+
     def tick_and_lease(self, now: datetime, worker: str, ttl: float,
                        limit: int | None = None,
                        exclude: Collection[str] = ()) -> list[CrawlTask]:

@@ -225,10 +225,10 @@ async def write_datasets(res: Resources) -> None:
         log.exception("could not catch the Parquet datasets up")
 
 
-def leader_tick(ledger: Ledger, now: Any) -> tuple[int, int]:
+def leader_tick(ledger: Ledger, now: Any, ahead: int) -> tuple[int, int]:
     scheduler = Scheduler(ledger)
     reaped = scheduler.reap(now)
-    return len(reaped), len(scheduler.tick(now))
+    return len(reaped), len(scheduler.fill(now, ahead))
 
 
 def stale_dispatched(ledger: Ledger, before: str) -> list[WorkItem]:
@@ -243,8 +243,9 @@ def stale_dispatched(ledger: Ledger, before: str) -> list[WorkItem]:
 
 
 async def schedule(res: Resources) -> None:
-    """The leader's tick: reap expired leases, dispatch the next slot of due jobs."""
-    await res.call(leader_tick, res.clock.now())
+    """The leader's tick: reap expired leases, then dispatch due jobs until
+    `dispatch_ahead` wait for a crawl worker (`Scheduler.fill`)."""
+    await res.call(leader_tick, res.clock.now(), res.options.dispatch_ahead)
 
 
 async def redrive(res: Resources, work_topic: Any) -> None:

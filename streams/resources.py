@@ -43,6 +43,7 @@ class WorkerOptions:
     tick_interval: float = DEFAULTS.tick_seconds
     timers: bool = True            # False: an external driver runs the scheduler (demo clock)
     redrive_after: float = 60.0    # re-send work for jobs dispatched this long ago, unleased
+    dispatch_ahead: int = 512      # the leader's tick keeps this many jobs dispatched, unleased
     session_timeout: float = 6.0
     heartbeat_interval: float = 2.0
     batch_size: int = DEFAULTS.projection_batch

@@ -34,6 +34,9 @@ def register(sub: Any) -> None:
                         help=f"leader tick interval in seconds (default {DEFAULTS.tick_seconds:g})")
     worker.add_argument("--no-timers", action="store_true",
                         help="no leader tick/reaper: an external driver schedules (demo clock)")
+    worker.add_argument("--dispatch-ahead", type=number(1, 100_000, integer=True), default=512,
+                        help="jobs the leader keeps dispatched and waiting for a crawl "
+                             "worker (default 512): each tick tops the queue up to this")
     worker.add_argument("--redrive-after", type=number(0, 86400), default=60.0,
                         help="re-send work for jobs dispatched but unleased this long (s)")
     worker.add_argument("--stall-check", type=number(0.1, 3600), default=5.0,
@@ -74,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
     options = WorkerOptions(partitions=args.partitions, crawl_concurrency=args.concurrency,
                             lease_ttl=args.lease_ttl, tick_interval=args.tick,
                             timers=not args.no_timers, redrive_after=args.redrive_after,
+                            dispatch_ahead=args.dispatch_ahead,
                             stall_check=args.stall_check, datasets_every=args.datasets_every,
                             images_every=args.images_every, image_concurrency=args.concurrency,
                             clock_file=args.clock_file)
