@@ -9,7 +9,12 @@ the read models, the crawler in its child process) with concurrency 100, as the 
 bench's (b): the sum of the two processes' peaks; and (b1) the same with the crawler
 in the runner's own process (`--no-crawl-process`), one process;
 (c) Scrapy: `bench/scrapy_peer.py` with CONCURRENT_REQUESTS=100, 25 per domain, JSON-LD
-parsed in the callback (its own virtualenv, as in the crawl bench).
+parsed in the callback (its own virtualenv, as in the crawl bench);
+(d) once, after the runs (it takes minutes): the distributed deployment's crawl worker,
+`crawl-ledger worker --role crawl --concurrency 100` (Faust, the crawler and the
+PostgreSQL ledger in one process), beside a dispatching and projecting worker and the
+relay, over Tansu and a fresh PostgreSQL schema (`--no-distributed` skips it); its peak
+is the kernel's `VmHWM`, read while it still runs.
 Peak RSS is the process's `ru_maxrss` (from `wait4`): the high-water mark, whatever
 it was doing then; the crawl child's is its parent's `RUSAGE_CHILDREN` after it exited.
 The budget is the worker's, (a): the process that fetches.
@@ -27,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +84,55 @@ def child(kind: str, spec_file: str) -> None:
     print(json.dumps({"items": pages, "children_rss_kib": children}))
 
 
+def distributed(served: _Served, pg: str) -> dict[str, Any]:
+    """(d): the distributed deployment's crawl worker, `crawl-ledger worker --role crawl
+    --concurrency 100` (Faust, the crawler, the PostgreSQL ledger), crawling every page
+    beside a worker with the dispatch and project roles and the relay, over Tansu and a
+    fresh PostgreSQL schema; its peak RSS (`VmHWM`) read before it is stopped."""
+    from relay_bench import start_tansu, tear_down
+
+    from ledger.bootstrap import bootstrap
+    from ledger.distributed import Cluster, run_until_idle
+    from ledger.settings import Settings
+    from runtime.clock import SystemClock
+    from streams.resources import create_read_models
+
+    broker, address = start_tansu()
+    schema = f"bench_mem_{os.getpid()}_{int(time.time())}"
+    data_dir = scratch_dir("memory-bench-distributed-")
+    settings = Settings.from_env({"LEDGER_ALLOW_NETWORKS": "127.0.0.0/8",
+                                  "LEDGER_STORE": f"{pg}?schema={schema}",
+                                  "LEDGER_BROKER": f"kafka://{address}",
+                                  "LEDGER_DATA_DIR": str(data_dir)})
+    ledger = bootstrap(settings)
+    clock = SystemClock()
+    try:
+        create_read_models(ledger)
+        for base, urls in zip(served.bases, served.urls_by_host()):
+            store = ledger.app.register_store(
+                name=f"bench {base}", base_url=base, platform="generic", now=clock.now(),
+                crawl_delay=0, max_concurrency=PER_HOST, respect_robots=True)
+            for url in urls:
+                ledger.app.schedule_job(kind="product_page", url=url, store_id=store,
+                                        now=clock.now(), adaptive=False)
+        with Cluster(settings, workers=[("dispatch", "project"), ("crawl",)],
+                     worker_args=["--partitions", "4", "--concurrency",
+                                  str(HOSTS * PER_HOST)]) as cluster:
+            started = time.perf_counter()
+            run_until_idle(ledger, cluster.projector_group, clock, scheduler=False,
+                           timeout=600)
+            process = cluster.processes["worker-1"].process
+            assert process is not None and process.poll() is None, "the crawl worker exited"
+            status = Path(f"/proc/{process.pid}/status").read_text()
+            peak_kib = int(status.split("VmHWM:")[1].split()[0])
+            took = time.perf_counter() - started
+        pages = ledger.read.job_counts().get("completed", 0)
+    finally:
+        tear_down(ledger, pg, schema, broker)
+    return {"pages": pages, "rss_mib": peak_kib / 1024,
+            "parts": f"(workers' start to idle: {took:.0f} s)"}
+
+
 def measured(command: list[str]) -> dict[str, Any]:
     """Run `command`; its last stdout line (JSON) and its peak RSS in MiB."""
     with tempfile.TemporaryFile("w+") as out:
@@ -98,6 +153,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pages", type=int, default=3000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432/test",
+                        help="PostgreSQL for (d), the distributed crawl worker")
+    parser.add_argument("--no-distributed", action="store_true", help="skip (d)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -126,13 +184,20 @@ def main() -> None:
                 print(f"  run {run + 1} {name:19} {rows[name][-1]['pages']:6} pages, "
                       f"peak RSS {rows[name][-1]['rss_mib']:6.1f} MiB "
                       f"{rows[name][-1]['parts']}", flush=True)
+        if not args.no_distributed:  # once: it takes minutes (Tansu, three processes)
+            rows["distributed"] = [distributed(_Served(server.bases, server.pages), args.pg)]
+            remove_scratch()
+            print(f"  run 1 {'distributed':19} {rows['distributed'][0]['pages']:6} pages, "
+                  f"peak RSS {rows['distributed'][0]['rss_mib']:6.1f} MiB "
+                  f"{rows['distributed'][0]['parts']}", flush=True)
     medians = {name: statistics.median(r["rss_mib"] for r in runs)
                for name, runs in rows.items() if runs}
     peer = medians.get("scrapy")
     for name, label in (("crawler", "(a) the crawler"),
                         ("embedded", "(b) the runner + its crawl process"),
                         ("embedded-in-process", "(b1) the runner, crawling in-process"),
-                        ("scrapy", "(c) Scrapy")):
+                        ("scrapy", "(c) Scrapy"),
+                        ("distributed", "(d) the distributed crawl worker")):
         if name in medians:
             ratio = f"{medians[name] / peer:.2f}x Scrapy" if peer else "no peer"
             print(f"peak RSS (median) {label:38} {medians[name]:6.1f} MiB  {ratio}")
@@ -141,6 +206,9 @@ def main() -> None:
         return
     verdict = "met" if medians["crawler"] <= peer else "NOT met"
     print(f"budget: the worker (the crawler) <= Scrapy: {verdict}")
+    if "distributed" in medians:
+        verdict = "met" if medians["distributed"] <= peer else "NOT met"
+        print(f"        the distributed crawl worker (Faust, the ledger) <= Scrapy: {verdict}")
 
 if __name__ == "__main__":
     main()
