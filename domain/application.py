@@ -22,7 +22,7 @@ from domain.cache import AggregateCache
 from domain.chaining import DEFAULT_CATALOG_INTERVAL, DEFAULT_MAX_NEW_JOBS
 from domain.controls import JobControls
 from domain.crawl_job import CrawlJob, RetryPolicy
-from domain.errors import Conflict, InvalidInput, InvalidTransition
+from domain.errors import Conflict, InvalidInput, InvalidTransition, NotFound
 from domain.images import ProductImages
 from domain.persistence import LedgerApplication, as_uuid
 from domain.ports import Storage
@@ -152,7 +152,42 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
 
     @command
     def dispatch_due(self, job_ids: Sequence[UUID | str], now: datetime) -> list[UUID]:
-        """Record `Dispatched` for each candidate that is still due (others are skipped)."""
+        """Record `Dispatched` for each candidate that is still due (others are skipped),
+        all in one save; a job whose store refuses work (disabled) records `Skipped` and
+        waits for its next cycle. If another writer changed one of the jobs first, the
+        candidates are done one job at a time instead (`dispatch_each`)."""
+        at = utc(now)
+        wanted = [as_uuid(j, "job") for j in job_ids]
+        jobs = self.find_many(CrawlJob, wanted)
+        stores = self.find_many(Store, {UUID(j.store_id) for j in jobs.values() if j.store_id})
+        changed: list[CrawlJob] = []
+        dispatched: list[UUID] = []
+        for job_id in wanted:
+            job = jobs.get(job_id)
+            if job is None:
+                raise NotFound(f"unknown job id {job_id}")
+            if not job.is_due(at):
+                continue
+            store = stores.get(UUID(job.store_id)) if job.store_id else None
+            refusal = store.refuses_work() if store is not None else None
+            if refusal:  # recorded once; the job waits for its next cycle
+                job.skip(refusal, at)
+            else:
+                job.dispatch(at)
+                dispatched.append(job.id)
+            changed.append(job)
+        if not changed:
+            return []
+        try:
+            self._save(*changed)
+        except Conflict:  # another scheduler, a worker or an operator was first
+            return self.dispatch_each(wanted, at)
+        return dispatched
+
+    @command
+    def dispatch_each(self, job_ids: Sequence[UUID | str], now: datetime) -> list[UUID]:
+        """`dispatch_due`, one save per job: a job another writer changed meanwhile is
+        passed over, the others are dispatched."""
         dispatched = []
         for job_id in job_ids:
             job = self.get_job(job_id)
@@ -214,7 +249,7 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
             ids = self._save(*(job for job, _ in chosen), *skipped)
         except Conflict:
             tasks = []
-            for job_id in self.dispatch_due([job.id for job, _ in chosen], at):
+            for job_id in self.dispatch_each([job.id for job, _ in chosen], at):
                 try:
                     tasks.append(self.lease(job_id, worker, ttl, at))
                 except (Conflict, InvalidTransition):

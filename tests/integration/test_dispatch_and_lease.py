@@ -10,6 +10,7 @@ from uuid import UUID
 import backends
 import pytest
 
+from domain.errors import NotFound
 from ledger.bootstrap import Ledger, bootstrap
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
@@ -142,3 +143,59 @@ def test_a_job_of_no_store_is_crawled_with_the_operators_default_delay(
         assert tasks[UUID(str(page))].policy.crawl_delay == 3.0
     finally:
         ledger.close()
+
+
+def test_a_slot_is_dispatched_in_one_save(ledger: Ledger) -> None:
+    app, made = ledger.app, jobs(ledger)
+    head = ledger.source.head()
+    saves = []
+    real = type(app)._save
+
+    def counted(self: Any, *aggregates: Any) -> Any:
+        saves.append(len(aggregates))
+        return real(self, *aggregates)
+
+    type(app)._save = counted  # type: ignore[method-assign]
+    try:
+        dispatched = app.dispatch_due(list(made.values()), T0)
+    finally:
+        type(app)._save = real  # type: ignore[method-assign]
+    assert dispatched == [made["due"], made["also_due"]]
+    assert saves == [3]  # two Dispatched and the disabled store's Skipped, together
+    recorded = [(UUID(e.stream_id), e.event_type) for e in ledger.source.read(head, 100)]
+    assert recorded == [(made["due"], "CrawlJob.Dispatched"),
+                        (made["also_due"], "CrawlJob.Dispatched"),
+                        (made["disabled"], "CrawlJob.Skipped")]
+    assert app.dispatch_due(list(made.values()), T0) == []  # nothing due is left
+    assert ledger.source.head() == head + 3
+
+
+def test_dispatching_a_slot_with_an_unknown_job_records_nothing(ledger: Ledger) -> None:
+    app, made = ledger.app, jobs(ledger)
+    head = ledger.source.head()
+    unknown = UUID(int=7)
+    with pytest.raises(NotFound, match=f"unknown job id {unknown}"):
+        app.dispatch_due([made["due"], unknown], T0)
+    assert ledger.source.head() == head
+
+
+def test_a_job_another_writer_changed_before_the_slot_saved_is_passed_over(
+        ledger: Ledger, monkeypatch: pytest.MonkeyPatch, store_url: str, tmp_path: Path) -> None:
+    app, made = ledger.app, jobs(ledger)
+    other = bootstrap(backends.settings_for(store_url, tmp_path))  # another process on the same store
+    real = type(app).find_many
+
+    def then_another_leases(self: Any, cls: Any, ids: Any) -> Any:
+        found = real(self, cls, ids)
+        if made["also_due"] in found and app.get_job(made["also_due"]).state == "scheduled":
+            other.app.lease(made["also_due"], "elsewhere", 300, T0)
+        return found
+
+    try:
+        monkeypatch.setattr(type(app), "find_many", then_another_leases)
+        dispatched = app.dispatch_due([made["due"], made["also_due"]], T0)
+    finally:
+        other.close()
+    assert dispatched == [made["due"]]
+    assert app.get_job(made["due"]).state == "dispatched"
+    assert app.get_job(made["also_due"]).worker == "elsewhere"
