@@ -153,6 +153,18 @@ def bench_ours(server: Server, per_host: int, profile: str | None = None) -> dic
 
 # -- (b) the embedded path ---------------------------------------------------------
 
+def schedule_pages(ledger: Any, server: Any, per_host: int, now: Any) -> None:
+    """A store per served host (no crawl delay, `per_host` crawls at once, robots.txt
+    obeyed) and a one-shot product_page job for each of its URLs."""
+    for base, urls in zip(server.bases, server.urls_by_host()):
+        store = ledger.app.register_store(
+            name=f"bench {base}", base_url=base, platform="generic", now=now,
+            crawl_delay=0, max_concurrency=per_host, respect_robots=True)
+        for url in urls:
+            ledger.app.schedule_job(kind="product_page", url=url, store_id=store, now=now,
+                                    adaptive=False)
+
+
 def bench_embedded(server: Server, per_host: int) -> dict[str, Any]:
     from ledger.bootstrap import bootstrap, runner_crawler
     from ledger.embedded import EmbeddedRunner
@@ -164,13 +176,7 @@ def bench_embedded(server: Server, per_host: int) -> dict[str, Any]:
     ledger = bootstrap(settings)
     clock = SystemClock()
     try:
-        for base, urls in zip(server.bases, server.urls_by_host()):
-            store = ledger.app.register_store(
-                name=f"bench {base}", base_url=base, platform="generic", now=clock.now(),
-                crawl_delay=0, max_concurrency=per_host, respect_robots=True)
-            for url in urls:
-                ledger.app.schedule_job(kind="product_page", url=url, store_id=store,
-                                        now=clock.now(), adaptive=False)
+        schedule_pages(ledger, server, per_host, clock.now())
         ledger.catch_up()
         db_seconds = collections.defaultdict[str, float](float)
         marks: dict[str, float] = {}

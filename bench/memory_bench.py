@@ -46,6 +46,7 @@ from crawl_bench import (  # noqa: E402
     bench_embedded,
     ensure_scrapy,
     remove_scratch,
+    schedule_pages,
     scratch_dir,
 )
 from crawl_server import Server, urls_by_host  # noqa: E402
@@ -108,13 +109,7 @@ def distributed(served: _Served, pg: str) -> dict[str, Any]:
     clock = SystemClock()
     try:
         create_read_models(ledger)
-        for base, urls in zip(served.bases, served.urls_by_host()):
-            store = ledger.app.register_store(
-                name=f"bench {base}", base_url=base, platform="generic", now=clock.now(),
-                crawl_delay=0, max_concurrency=PER_HOST, respect_robots=True)
-            for url in urls:
-                ledger.app.schedule_job(kind="product_page", url=url, store_id=store,
-                                        now=clock.now(), adaptive=False)
+        schedule_pages(ledger, served, PER_HOST, clock.now())
         with Cluster(settings, workers=[("dispatch", "project"), ("crawl",)],
                      worker_args=["--partitions", "4", "--concurrency",
                                   str(HOSTS * PER_HOST)]) as cluster:

@@ -34,6 +34,20 @@ def jobs(ledger: Ledger) -> dict[str, UUID]:
     return {k: UUID(str(v)) for k, v in made.items()}
 
 
+def another_leases_once_loaded(monkeypatch: pytest.MonkeyPatch, app: Any, other: Ledger,
+                                job_id: UUID) -> None:
+    """Once `app` has loaded `job_id` (`find_many`), another process leases it first."""
+    real = type(app).find_many
+
+    def then_another_leases(self: Any, cls: Any, ids: Any) -> Any:
+        found = real(self, cls, ids)
+        if job_id in found and other.app.get_job(job_id).state == "scheduled":
+            other.app.lease(job_id, "elsewhere", 300, T0)
+        return found
+
+    monkeypatch.setattr(type(app), "find_many", then_another_leases)
+
+
 def test_due_jobs_are_dispatched_and_leased_in_one_transaction(ledger: Ledger) -> None:
     app, made = ledger.app, jobs(ledger)
     head = ledger.source.head()
@@ -63,16 +77,8 @@ def test_a_job_changed_by_another_writer_meanwhile_is_skipped(
         ledger: Ledger, monkeypatch: pytest.MonkeyPatch, store_url: str, tmp_path: Path) -> None:
     app, made = ledger.app, jobs(ledger)
     other = bootstrap(backends.settings_for(store_url, tmp_path))  # another process on the same store
-    real = type(app).find_many
-
-    def then_another_leases(self: Any, cls: Any, ids: Any) -> Any:
-        found = real(self, cls, ids)
-        if made["also_due"] in found:
-            other.app.lease(made["also_due"], "elsewhere", 300, T0)
-        return found
-
     try:
-        monkeypatch.setattr(type(app), "find_many", then_another_leases)
+        another_leases_once_loaded(monkeypatch, app, other, made["also_due"])
         tasks = app.dispatch_and_lease([made["due"], made["also_due"]], "runner", 300, T0)
     finally:
         other.close()
@@ -145,21 +151,20 @@ def test_a_job_of_no_store_is_crawled_with_the_operators_default_delay(
         ledger.close()
 
 
-def test_a_slot_is_dispatched_in_one_save(ledger: Ledger) -> None:
+def test_a_slot_is_dispatched_in_one_save(ledger: Ledger,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
     app, made = ledger.app, jobs(ledger)
     head = ledger.source.head()
     saves = []
-    real = type(app)._save
+    real = app._save
 
-    def counted(self: Any, *aggregates: Any) -> Any:
+    def counted(*aggregates: Any) -> Any:
         saves.append(len(aggregates))
-        return real(self, *aggregates)
+        return real(*aggregates)
 
-    type(app)._save = counted  # type: ignore[method-assign]
-    try:
-        dispatched = app.dispatch_due(list(made.values()), T0)
-    finally:
-        type(app)._save = real  # type: ignore[method-assign]
+    monkeypatch.setattr(app, "_save", counted)
+    dispatched = app.dispatch_due(list(made.values()), T0)
+    monkeypatch.undo()
     assert dispatched == [made["due"], made["also_due"]]
     assert saves == [3]  # two Dispatched and the disabled store's Skipped, together
     recorded = [(UUID(e.stream_id), e.event_type) for e in ledger.source.read(head, 100)]
@@ -183,16 +188,8 @@ def test_a_job_another_writer_changed_before_the_slot_saved_is_passed_over(
         ledger: Ledger, monkeypatch: pytest.MonkeyPatch, store_url: str, tmp_path: Path) -> None:
     app, made = ledger.app, jobs(ledger)
     other = bootstrap(backends.settings_for(store_url, tmp_path))  # another process on the same store
-    real = type(app).find_many
-
-    def then_another_leases(self: Any, cls: Any, ids: Any) -> Any:
-        found = real(self, cls, ids)
-        if made["also_due"] in found and app.get_job(made["also_due"]).state == "scheduled":
-            other.app.lease(made["also_due"], "elsewhere", 300, T0)
-        return found
-
     try:
-        monkeypatch.setattr(type(app), "find_many", then_another_leases)
+        another_leases_once_loaded(monkeypatch, app, other, made["also_due"])
         dispatched = app.dispatch_due([made["due"], made["also_due"]], T0)
     finally:
         other.close()
