@@ -73,17 +73,25 @@ def test_due_jobs_are_dispatched_and_leased_in_one_transaction(ledger: Ledger) -
     assert ledger.source.head() == head  # and the skip is not recorded again this cycle
 
 
+@pytest.mark.parametrize("command", ["dispatch_and_lease", "dispatch_due"])
 def test_a_job_changed_by_another_writer_meanwhile_is_skipped(
-        ledger: Ledger, monkeypatch: pytest.MonkeyPatch, store_url: str, tmp_path: Path) -> None:
+        ledger: Ledger, monkeypatch: pytest.MonkeyPatch, store_url: str, tmp_path: Path,
+        command: str) -> None:
     app, made = ledger.app, jobs(ledger)
+    slot = [made["due"], made["also_due"]]
     other = bootstrap(backends.settings_for(store_url, tmp_path))  # another process on the same store
     try:
         another_leases_once_loaded(monkeypatch, app, other, made["also_due"])
-        tasks = app.dispatch_and_lease([made["due"], made["also_due"]], "runner", 300, T0)
+        if command == "dispatch_and_lease":
+            done = [UUID(t.job_id) for t in app.dispatch_and_lease(slot, "runner", 300, T0)]
+        else:
+            done = app.dispatch_due(slot, T0)
     finally:
         other.close()
-    assert [UUID(t.job_id) for t in tasks] == [made["due"]]
-    assert app.get_job(made["due"]).worker == "runner"
+    assert done == [made["due"]]
+    kept = app.get_job(made["due"])
+    assert (kept.state, kept.worker) == (("leased", "runner") if command == "dispatch_and_lease"
+                                         else ("dispatched", None))
     assert app.get_job(made["also_due"]).worker == "elsewhere"
 
 
@@ -182,17 +190,3 @@ def test_dispatching_a_slot_with_an_unknown_job_records_nothing(ledger: Ledger) 
     with pytest.raises(NotFound, match=f"unknown job id {unknown}"):
         app.dispatch_due([made["due"], unknown], T0)
     assert ledger.source.head() == head
-
-
-def test_a_job_another_writer_changed_before_the_slot_saved_is_passed_over(
-        ledger: Ledger, monkeypatch: pytest.MonkeyPatch, store_url: str, tmp_path: Path) -> None:
-    app, made = ledger.app, jobs(ledger)
-    other = bootstrap(backends.settings_for(store_url, tmp_path))  # another process on the same store
-    try:
-        another_leases_once_loaded(monkeypatch, app, other, made["also_due"])
-        dispatched = app.dispatch_due([made["due"], made["also_due"]], T0)
-    finally:
-        other.close()
-    assert dispatched == [made["due"]]
-    assert app.get_job(made["due"]).state == "dispatched"
-    assert app.get_job(made["also_due"]).worker == "elsewhere"
