@@ -82,6 +82,11 @@ class ReadModel:
         rows = self.db.query("SELECT * FROM job_status WHERE job_id = ?", (job_id,))
         return _job(rows[0]) if rows else None
 
+    def job_count(self, state: str) -> int:
+        """The jobs in one state (read from the `(state, …)` index, not the whole table)."""
+        rows = self.db.query("SELECT COUNT(*) AS n FROM job_status WHERE state = ?", (state,))
+        return int(rows[0]["n"])
+
     def job_counts(self) -> dict[str, int]:
         rows = self.db.query("SELECT state, COUNT(*) AS n FROM job_status GROUP BY state")
         return {r["state"]: int(r["n"]) for r in rows}

@@ -104,7 +104,7 @@ class Scheduler:
         yet is refused by its aggregate, so a lagging read model can let the queue pass
         `ahead` by what it has not caught up with, never dispatch a job twice.
         """
-        room = ahead - self.ledger.read.job_counts().get("dispatched", 0)
+        room = ahead - self.ledger.read.job_count("dispatched")
         dispatched: list[UUID] = []
         tried: set[str] = set()
         while room > 0:
