@@ -15,6 +15,7 @@ Codes, symbols, territories and number formats come from babel (CLDR data):
 
 from __future__ import annotations
 
+import pickle
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -179,13 +180,17 @@ def _territory_currencies(territory: str) -> tuple[str, ...]:
 
 @lru_cache(maxsize=1)
 def _symbols() -> dict[str, frozenset[str]]:
-    """symbol -> the currencies some CLDR locale writes that way (built once, ~0.7 s)."""
+    """symbol -> the currencies some CLDR locale writes that way (built once, ~0.7 s).
+
+    Each locale's own data file is read and dropped: a locale inherits its symbols from
+    locales that are read too, so the union is the same as over the merged locales, while
+    `Locale.parse` on every locale would keep all of CLDR in babel's cache (~200 MiB in
+    every crawling process, for the first page that shows a symbol).
+    """
     index: dict[str, set[str]] = {}
-    for identifier in localedata.locale_identifiers():
-        try:
-            symbols = Locale.parse(identifier).currency_symbols
-        except (UnknownLocaleError, ValueError):
-            continue
+    for identifier in ("root", *localedata.locale_identifiers()):
+        with open(localedata.resolve_locale_filename(identifier), "rb") as data:
+            symbols = pickle.load(data).get("currency_symbols", {})  # noqa: S301 - babel's own CLDR files
         for code, symbol in symbols.items():
             if not _ISO.match(symbol):  # a code is handled as a code
                 index.setdefault(symbol, set()).add(code)

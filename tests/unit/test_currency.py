@@ -62,3 +62,44 @@ def test_parse_price_reads_numbers_as_the_page_writes_them(
         text: str, where: Where, amount: str, code: str) -> None:
     money = parse_price(text, where=where)
     assert money is not None and (money.amount, money.currency) == (Decimal(amount), code)
+
+
+def test_the_symbol_index_holds_what_every_sampled_locale_writes() -> None:
+    """The index is built from each locale's own CLDR file; a locale inherits the rest
+    from locales that are read too, so every merged locale's symbols are in it."""
+    from babel import Locale, localedata
+
+    from workers import currency
+
+    index = currency._symbols()
+    identifiers = localedata.locale_identifiers()
+    sampled = [*identifiers[::25], "en_CA", "de_CH", "sv", "nb", "pl", "ru_BY", "ja", "hi"]
+    for identifier in sampled:
+        for code, symbol in Locale.parse(identifier).currency_symbols.items():
+            if not currency._ISO.match(symbol):
+                assert code in index.get(symbol, ()), (identifier, symbol, code)
+
+
+def test_building_the_symbol_index_keeps_no_locale_data() -> None:
+    """Reading every locale merged (`Locale.parse`) kept all of CLDR in babel's cache:
+    ~200 MiB in each crawling process from the first page showing a currency symbol.
+    Measured in a fresh interpreter, so no other test has loaded a locale before."""
+    import json
+    import subprocess
+    import sys
+
+    probe = (
+        "import json, tracemalloc\n"
+        "from workers.currency import resolve\n"
+        "tracemalloc.start()\n"
+        "before = tracemalloc.get_traced_memory()[0]\n"
+        "code = resolve('€')\n"
+        "kept, peak = tracemalloc.get_traced_memory()\n"
+        "print(json.dumps([code, kept - before, peak - before]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, timeout=120)
+    code, kept, peak = json.loads(out.stdout.splitlines()[-1])
+    assert code == "EUR"
+    assert kept < 8 * 2**20, f"the index keeps {kept / 2**20:.1f} MiB"
+    assert peak < 16 * 2**20, f"building it took {peak / 2**20:.1f} MiB"
