@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 import zlib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import structlog
@@ -173,7 +173,7 @@ class RemoteCrawls:
             self._crawls.pop(lease_id, None)
             return failure("parse_error", f"{crawl.adapter.name} could not read {page.url}: "
                                           f"{type(error).__name__}: {error}")
-        crawl.pages.append(replace(page, text=""))  # the text was only for extraction
+        crawl.pages.append(page.without_text())  # the text was only for extraction
         crawl.refs.append(ref)
         crawl.extractions.append(extraction)
         crawl.touched = time.monotonic()

@@ -152,13 +152,15 @@ class Fetcher:
         self._check_declared_size(response)
         body = await self._read_body(response)
         content_type = response.headers.get("content-type", "")
+        # decoded when the extraction reads it: a page waiting for the event loop
+        # holds its bytes only
         return Page(
             url=str(response.url),
-            text=self._decode(body, content_type),
             status=response.status_code,
             content_type=content_type,
             body=body,
             request=request,
+            decode=self._decode,
         )
 
     def _raise_for_status(self, response: httpx.Response) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import pickle
 import socket
 import time
 from collections.abc import Awaitable, Callable
@@ -86,6 +87,35 @@ def test_gzip_body_is_decoded_and_charset_applied() -> None:
     server.route("/gz", handler)
     page = fetch_page(server, "/gz")
     assert page.text == text and page.body == text.encode("cp1252")
+
+
+def test_a_fetched_page_is_decoded_once_when_its_text_is_first_read() -> None:
+    """A page waiting for its extraction holds its bytes only (100 pages in flight held
+    each real page twice, as bytes and as text)."""
+    server = RecordingServer()
+    text = "Crème brûlée 12 €"
+    server.text("/p", text)
+    decoded: list[bytes] = []
+
+    def decode(body: bytes, content_type: str) -> str:
+        decoded.append(body)
+        return body.decode("utf-8")
+
+    async def body(fetcher: Fetcher) -> Page:
+        return await fetcher.fetch(Request(server.url("/p")), DEFAULT_USER_AGENT)
+
+    async def scenario() -> Page:
+        async with serving(server), build_client(guard=LOOPBACK) as client:
+            return await body(Fetcher(client, DEFAULT_LIMITS, decode=decode, guard=LOOPBACK))
+
+    page = asyncio.run(scenario())
+    assert decoded == [] and page.body == text.encode()
+    assert page.text == text and page.text == text
+    assert decoded == [text.encode()]
+    assert page.without_text().text == "" and page.without_text().body == page.body
+    assert pickle.loads(pickle.dumps(page)) == page
+    with pytest.raises(AttributeError, match="immutable"):
+        page.url = "http://elsewhere.test/"  # type: ignore[misc]
 
 
 def test_redirect_loop_stops_at_the_first_repeat() -> None:
