@@ -4,31 +4,46 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import gzip
 import json
 import multiprocessing
+from pathlib import Path
 from typing import Any
 
 from crawl_pages import ROBOTS_TXT, product_page
 
 PRIVATE_EVERY = 100  # one URL in 100 is disallowed by robots.txt
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "corpus" / "pages"
 
 
-def _serve(hosts: int, pages: int, ports: Any, stop: Any) -> None:
+def real_pages() -> list[bytes]:
+    """The real shop pages of tests/corpus (sorted by file name), decompressed."""
+    return [gzip.decompress(path.read_bytes()) for path in sorted(CORPUS.glob("*.html.gz"))]
+
+
+def _serve(hosts: int, pages: int, ports: Any, stop: Any, real_every: int) -> None:
     from aiohttp import web
+
+    real = real_pages() if real_every else []
+
+    def render(base: str, number: int) -> bytes:
+        if real and number % real_every == 0:
+            return real[number // real_every % len(real)]
+        return product_page(base, number)
 
     async def main() -> None:
         runners = []
         for k in range(hosts):
             host = f"127.0.0.{k + 2}"
             cache: dict[int, bytes] = {}
-            runner = web.AppRunner(_app(web, cache, pages), access_log=None)
+            runner = web.AppRunner(_app(web, cache, pages, render), access_log=None)
             await runner.setup()
             site = web.TCPSite(runner, host, 0, backlog=1024)
             await site.start()
             runners.append(runner)
             port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
             # rendered up front, so no measured crawl pays for the server's first renders
-            cache.update((n, product_page(f"http://{host}:{port}", n))
+            cache.update((n, render(f"http://{host}:{port}", n))
                          for n in range(k, pages, hosts))
             ports.put(port)
         while not stop.is_set():
@@ -39,7 +54,7 @@ def _serve(hosts: int, pages: int, ports: Any, stop: Any) -> None:
     asyncio.run(main())
 
 
-def _app(web: Any, cache: dict[int, bytes], pages: int) -> Any:
+def _app(web: Any, cache: dict[int, bytes], pages: int, render: Any) -> Any:
     hits = collections.Counter[str]()
 
     async def robots(request: Any) -> Any:
@@ -52,7 +67,7 @@ def _app(web: Any, cache: dict[int, bytes], pages: int) -> Any:
             raise web.HTTPNotFound()
         hits["page"] += 1
         base = f"http://{request.host}"
-        body = cache.get(number) or cache.setdefault(number, product_page(base, number))
+        body = cache.get(number) or cache.setdefault(number, render(base, number))
         return web.Response(body=body, content_type="text/html", charset="utf-8")
 
     async def private(request: Any) -> Any:
@@ -82,11 +97,15 @@ def urls_by_host(bases: list[str], pages: int) -> list[list[str]]:
 
 
 class Server:
-    def __init__(self, hosts: int, pages: int) -> None:
+    """The page server. With `real_every` N, every N-th page (0, N, 2N, …) is a real shop
+    page of tests/corpus instead of a generated one."""
+
+    def __init__(self, hosts: int, pages: int, real_every: int = 0) -> None:
         ctx = multiprocessing.get_context("fork")
         self._ports = ctx.Queue()
         self._stop = ctx.Event()
-        self._process = ctx.Process(target=_serve, args=(hosts, pages, self._ports, self._stop),
+        self._process = ctx.Process(target=_serve, args=(hosts, pages, self._ports, self._stop,
+                                                             real_every),
                                     daemon=True)
         self.hosts = hosts
         self.pages = pages
