@@ -72,6 +72,9 @@ class _Served:
 
 def child(kind: str, spec_file: str) -> None:
     """In the measured process: crawl every page with HOSTS × PER_HOST in flight."""
+    from ledger.memory import keep_freed_memory_small
+
+    keep_freed_memory_small()  # as `crawl-ledger` and its crawl process do
     spec = json.loads(Path(spec_file).read_text())
     served = _Served(spec["bases"], spec["pages"])
     try:

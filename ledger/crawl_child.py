@@ -215,8 +215,10 @@ def main(argv: list[str]) -> int:
     import uvloop  # the loop the runner and the crawler are measured on
 
     from ledger.logs import configure_logging
+    from ledger.memory import keep_freed_memory_small
     from ledger.redact import redacting_output
 
+    keep_freed_memory_small()  # the crawler gives its large pages' memory back
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)  # the parent decides when crawls stop
     with redacting_output(os.environ):

@@ -67,6 +67,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from ledger.memory import keep_freed_memory_small
+
+    keep_freed_memory_small()  # a crawling process gives its large pages' memory back
     with _Termination() as termination:
         return _main(argv, termination)
 
