@@ -15,8 +15,9 @@ parsed in the callback (its own virtualenv, as in the crawl bench);
 PostgreSQL ledger in one process), beside a dispatching and projecting worker and the
 relay, over Tansu and a fresh PostgreSQL schema (`--no-distributed` skips it); its peak
 is the kernel's `VmHWM`, read while it still runs.
-Peak RSS is the process's `ru_maxrss` (from `wait4`): the high-water mark, whatever
-it was doing then; the crawl child's is its parent's `RUSAGE_CHILDREN` after it exited.
+Peak RSS is the process's `ru_maxrss`, read by itself (`RUSAGE_SELF`; Scrapy's from
+`wait4`): the high-water mark, whatever it was doing then; the crawl child's is its
+parent's `RUSAGE_CHILDREN` after it exited.
 The budget is the worker's, (a): the process that fetches.
 
 The pages are the crawl bench's generated product pages (~17 KB, JSON-LD with ISO
@@ -90,7 +91,10 @@ def child(kind: str, spec_file: str) -> None:
         remove_scratch()
     # the crawl process (reaped by now): the largest peak among this process's children
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    print(json.dumps({"items": pages, "children_rss_kib": children}))
+    # its own peak, read here: the peak `wait4` reports for it is the larger of its own
+    # and its reaped children's (Linux), so the crawl process's when that was larger
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"items": pages, "children_rss_kib": children, "own_rss_kib": own}))
 
 
 def distributed(served: _Served, pg: str) -> dict[str, Any]:
@@ -147,9 +151,9 @@ def measured(command: list[str]) -> dict[str, Any]:
         out.seek(0)
         result = json.loads(out.read().strip().splitlines()[-1])
     children = result.get("children_rss_kib", 0)
-    return {"pages": result["items"], "rss_mib": (usage.ru_maxrss + children) / 1024,
-            "parts": f"{usage.ru_maxrss / 1024:.1f} + {children / 1024:.1f} MiB" if children
-            else ""}
+    own = result.get("own_rss_kib", usage.ru_maxrss)  # Scrapy's: what wait4 reports
+    return {"pages": result["items"], "rss_mib": (own + children) / 1024,
+            "parts": f"{own / 1024:.1f} + {children / 1024:.1f} MiB" if children else ""}
 
 
 def main() -> None:
