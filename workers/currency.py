@@ -18,15 +18,12 @@ from __future__ import annotations
 import pickle
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
+from typing import Any
 
 from babel import Locale, UnknownLocaleError, localedata
-from babel.numbers import (
-    get_currency_precision,
-    get_decimal_symbol,
-    get_territory_currencies,
-    list_currencies,
-)
+from babel.core import get_global, parse_locale
+from babel.numbers import get_currency_precision, get_territory_currencies, list_currencies
 
 __all__ = ["Where", "resolve", "where_from"]
 
@@ -93,14 +90,7 @@ class Where:
     @property
     def decimal_separator(self) -> str | None:
         """The locale's decimal separator, when the page says enough to know it."""
-        if not self.language:
-            return None
-        try:
-            locale = Locale.parse(f"{self.language}_{self.territory}" if self.territory
-                                  else self.language)
-        except (UnknownLocaleError, ValueError):
-            return None
-        return str(get_decimal_symbol(locale))
+        return _locale_decimal(self.language, self.territory) if self.language else None
 
 
 def where_from(url: str, lang: str | None = None, og_locale: str | None = None,
@@ -178,6 +168,51 @@ def _territory_currencies(territory: str) -> tuple[str, ...]:
         return ()
 
 
+@lru_cache(maxsize=1024)
+def _locale_decimal(language: str, territory: str | None) -> str | None:
+    try:
+        locale = Locale.parse(f"{language}_{territory}" if territory else language)
+    except (UnknownLocaleError, ValueError):
+        return None
+    return _decimal_symbol(str(locale))  # Locale.parse gave the identifier, loaded no data
+
+
+@cache  # one entry per CLDR locale at most
+def _decimal_symbol(identifier: str) -> str | None:
+    """The decimal symbol (Latin digits) of the CLDR locale `identifier`, as babel's
+    `get_decimal_symbol` gives it, read along the locale's inheritance from each one's
+    own data file. `Locale.parse(...)`'s data would stay in babel's cache, ~1.1 MiB a
+    locale, for every language and country a crawl process meets."""
+    name = identifier
+    while True:
+        symbol = _own_data(name).get("number_symbols", {}).get("latn", {}).get("decimal")
+        if symbol is not None or name == "root":
+            return str(symbol) if symbol is not None else None
+        name = _parent(name)
+
+
+def _parent(name: str) -> str:
+    """The locale `name` inherits from (babel's `localedata.load` rule: CLDR's parent
+    exceptions, a script that is not the language's likely one, else one part less)."""
+    parent = get_global("parent_exceptions").get(name)
+    if parent:
+        return str(parent)
+    language, territory, script, variant, *rest = parse_locale(name)
+    if script and not territory and not variant and not rest:
+        likely = get_global("likely_subtags").get(language)
+        if likely and script != parse_locale(likely)[2]:
+            return "root"
+    parts = name.split("_")
+    return "root" if len(parts) == 1 else "_".join(parts[:-1])
+
+
+def _own_data(identifier: str) -> dict[str, Any]:
+    """One CLDR locale's own data (not merged with what it inherits), not cached."""
+    with open(localedata.resolve_locale_filename(identifier), "rb") as data:
+        own: dict[str, Any] = pickle.load(data)  # noqa: S301 - babel's own CLDR files
+    return own
+
+
 @lru_cache(maxsize=1)
 def _symbols() -> dict[str, frozenset[str]]:
     """symbol -> the currencies some CLDR locale writes that way (built once, ~0.7 s).
@@ -189,9 +224,7 @@ def _symbols() -> dict[str, frozenset[str]]:
     """
     index: dict[str, set[str]] = {}
     for identifier in ("root", *localedata.locale_identifiers()):
-        with open(localedata.resolve_locale_filename(identifier), "rb") as data:
-            symbols = pickle.load(data).get("currency_symbols", {})  # noqa: S301 - babel's own CLDR files
-        for code, symbol in symbols.items():
+        for code, symbol in _own_data(identifier).get("currency_symbols", {}).items():
             if not _ISO.match(symbol):  # a code is handled as a code
                 index.setdefault(symbol, set()).add(code)
     return {symbol: frozenset(codes) for symbol, codes in index.items()}
