@@ -114,9 +114,9 @@ def test_the_decimal_separator_is_babels_for_every_locale() -> None:
         "from babel import Locale, localedata\n"
         "from babel.numbers import get_decimal_symbol\n"
         "from workers.currency import _decimal_symbol\n"
-        "print(json.dumps([[i, get_decimal_symbol(Locale.parse(i)), _decimal_symbol(i)]\n"
-        "                  for i in localedata.locale_identifiers()\n"
-        "                  if get_decimal_symbol(Locale.parse(i)) != _decimal_symbol(i)]))\n")
+        "pairs = [(i, get_decimal_symbol(Locale.parse(i)), _decimal_symbol(i))\n"
+        "         for i in localedata.locale_identifiers()]\n"
+        "print(json.dumps([pair for pair in pairs if pair[1] != pair[2]]))\n")
     assert mismatches == []
 
 
