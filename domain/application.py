@@ -169,11 +169,7 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
             if not job.is_due(at):
                 continue
             store = stores.get(UUID(job.store_id)) if job.store_id else None
-            refusal = store.refuses_work() if store is not None else None
-            if refusal:  # recorded once; the job waits for its next cycle
-                job.skip(refusal, at)
-            else:
-                job.dispatch(at)
+            if self._dispatch_or_skip(job, store, at):
                 dispatched.append(job.id)
             changed.append(job)
         if not changed:
@@ -188,24 +184,32 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
     def dispatch_each(self, job_ids: Sequence[UUID | str], now: datetime) -> list[UUID]:
         """`dispatch_due`, one save per job: a job another writer changed meanwhile is
         passed over, the others are dispatched."""
+        at = utc(now)
         dispatched = []
         for job_id in job_ids:
             job = self.get_job(job_id)
-            if not job.is_due(utc(now)):
+            if not job.is_due(at):
                 continue
             store = self.get_store(job.store_id) if job.store_id else None
-            refusal = store.refuses_work() if store is not None else None
-            if refusal:  # recorded once; the job waits for its next cycle
-                job.skip(refusal, utc(now))
-            else:
-                job.dispatch(utc(now))
+            sent = self._dispatch_or_skip(job, store, at)
             try:
                 self._save(job)
             except Conflict:
                 continue  # another scheduler dispatched it (or an operator changed it)
-            if not refusal:
+            if sent:
                 dispatched.append(job.id)
         return dispatched
+
+    @staticmethod
+    def _dispatch_or_skip(job: CrawlJob, store: Store | None, at: datetime) -> bool:
+        """Dispatch `job`, or record `Skipped` once when its store refuses work (the job
+        waits for its next cycle); True when it was dispatched."""
+        refusal = store.refuses_work() if store is not None else None
+        if refusal:
+            job.skip(refusal, at)
+            return False
+        job.dispatch(at)
+        return True
 
     @command
     def dispatch_and_lease(self, job_ids: Sequence[UUID | str], worker: str, ttl: float,
@@ -235,12 +239,9 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
             if job is None or not job.is_due(at):
                 continue
             store = stores.get(UUID(job.store_id)) if job.store_id else None
-            refusal = store.refuses_work() if store is not None else None
-            if refusal:
-                job.skip(refusal, at)
+            if not self._dispatch_or_skip(job, store, at):
                 skipped.append(job)
                 continue
-            job.dispatch(at)
             job.lease(worker, uuid.uuid4().hex, ttl, at)
             chosen.append((job, store))
         if not chosen and not skipped:
