@@ -177,6 +177,17 @@ def _binary_columns(stored_events: Sequence[StoredEvent]) -> tuple[list[Any], ..
 class BinaryInsertRecorder(PostgresApplicationRecorder):
     """The library's PostgreSQL recorder, inserting a save's events by binary COPY."""
 
+    @property
+    def channel_name(self) -> str:
+        """The NOTIFY/LISTEN channel: the schema's and the table's names. The library
+        names it after the table only, so a commit in one schema of a database woke the
+        listeners (relays, runners) of every other ledger in that database."""
+        return f"{self.datastore.schema}_{self.events_table_name}".replace(".", "_")
+
+    @channel_name.setter
+    def channel_name(self, _: str) -> None:  # the library's __init__ sets the table's name
+        pass
+
     def __init__(self, datastore: PostgresDatastore, *,
                  events_table_name: str = "stored_events") -> None:
         super().__init__(datastore, events_table_name=events_table_name)

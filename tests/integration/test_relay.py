@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -314,6 +315,28 @@ def test_listen_wakeup_returns_when_an_event_commits(ledger: Ledger, pg_store_ur
         assert woken == [True]  # woken by the insert's NOTIFY, not by the timeout
     finally:
         wakeup.close()
+
+
+def test_a_commit_in_another_schema_does_not_wake_this_ledgers_listener(
+        ledger: Ledger, pg_store_url: str, tmp_path: Path) -> None:  # noqa: F811
+    """Two ledgers in one database, each in its own schema: each LISTENs on its own channel."""
+    wakeup = wakeup_for(ledger.app.recorder, parse_postgres(pg_store_url).conninfo)
+    other_url = f"{backends.PG_URL}?schema=t_{uuid.uuid4().hex[:8]}"
+    try:
+        with backends.open_ledger(other_url, tmp_path / "other") as other:
+            assert other.app.recorder.channel_name != ledger.app.recorder.channel_name
+            other_wakeup = wakeup_for(other.app.recorder, parse_postgres(other_url).conninfo)
+            try:
+                seed_stores(other.app, 1, changes=0)
+                assert other_wakeup.wait(120) is True  # the other ledger's own listener woke
+            finally:
+                other_wakeup.close()
+        assert wakeup.wait(0.2) is False  # this one's did not
+        seed_stores(ledger.app, 1, changes=0)
+        assert wakeup.wait(120) is True
+    finally:
+        wakeup.close()
+        backends.drop_schema(other_url.rsplit("=", 1)[1])
 
 
 def _wait(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
