@@ -30,9 +30,13 @@ setup-test: $(BIN)/python
 demo: setup
 	$(BIN)/crawl-ledger demo
 
+# two pytest-xdist workers, a test file each at a time (module fixtures stay shared);
+# TEST_WORKERS=0 runs the suite in this process, one test after the other
+TEST_WORKERS ?= 2
+
 test: setup-test
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/pytest
+	$(BIN)/pytest --numprocesses $(TEST_WORKERS) --dist loadfile
 
 # the README's dashboard images, from the browser tests
 screenshots: setup-test

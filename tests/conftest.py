@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import backends
 import pytest
@@ -27,6 +28,21 @@ def ledger(store_url: str, tmp_path: Path) -> Iterator[Ledger]:
     """A bootstrapped ledger on each backend, closed afterwards."""
     with backends.open_ledger(store_url, tmp_path) as opened:
         yield opened
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In a pytest-xdist worker (`make test` runs two): hand its fault cases to the controller."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["fault_table"] = TABLE.rows
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """In the controller: a finished worker's fault cases join the table."""
+    for case, results in getattr(node, "workeroutput", {}).get("fault_table", {}).items():
+        for invariant, result in results.items():
+            TABLE.rows.setdefault(case, {})[invariant] = result
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

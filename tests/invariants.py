@@ -36,7 +36,7 @@ class FaultTable:
         width = max((len(c) for c in self.rows), default=4)
         head = f"{'case':<{width}}  " + "  ".join(f"{i:<26}" for i in INVARIANTS)
         out = [head, "-" * len(head)]
-        for case, results in self.rows.items():
+        for case, results in sorted(self.rows.items()):  # the same order with any workers
             cells = [results.get(i, "n/a")[:26] for i in INVARIANTS]
             out.append(f"{case:<{width}}  " + "  ".join(f"{c:<26}" for c in cells))
         return out
