@@ -5,6 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 from pathlib import Path
 
+import pytest
+
 from domain.values import Observation
 from workers.adapters.base import Page
 from workers.charset import decode
@@ -152,3 +154,46 @@ def test_one_product_marked_up_per_size_is_in_stock_when_any_size_is() -> None:
     assert boots.availability == "in_stock"
     assert sorted((o.option, o.availability) for o in boots.offers) == [
         ("b-35", "out_of_stock"), ("b-36", "in_stock"), ("b-37", "out_of_stock")]
+
+
+def test_microdata_and_rdfa_are_parsed_only_when_they_name_a_product_type(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Breadcrumbs in RDFa or microdata (common on real shops) cannot hold a product, so
+    extruct (RDFa: a whole rdflib graph) is not run on them; markup naming a Product, a
+    ProductGroup or an ItemList, in any form an item's type is written, still is."""
+    from workers.adapters import structured_data
+
+    parsed: list[str] = []
+    extruct = structured_data._extruct
+
+    def recording(document: object, syntax: str, url: str) -> list[dict[str, object]]:
+        parsed.append(syntax)
+        return extruct(document, syntax, url)
+
+    monkeypatch.setattr(structured_data, "_extruct", recording)
+    crumbs = ('<ol vocab="https://schema.org/" typeof="BreadcrumbList"><li property="itemListElement"'
+              ' typeof="ListItem"><a property="item" typeof="WebPage" href="/"><span property="name">'
+              'Home</span></a></li></ol><div itemscope itemtype="https://schema.org/BreadcrumbList">'
+              '<span itemprop="name">Kitchen</span></div>')
+    page = Page(url="https://kitchen.example/spoon", text=(
+        f'<html lang="pl"><body>{crumbs}<h1>Wooden Spoon</h1><p class="price">1 234,56 zł</p>'
+        '<button>Dodaj do koszyka</button></body></html>'))
+    (spoon,) = extract_page(page)[1].observations
+    assert (spoon.name, spoon.offers[0].price, spoon.offers[0].currency) == (
+        "Wooden Spoon", Decimal("1234.56"), "PLN")
+    assert parsed == []
+
+    for markup, syntax in (
+            ('<div vocab="http://schema.org/" typeof="Product">', "rdfa"),
+            ('<div prefix="s: http://schema.org/" typeof="s:Thing s:Product">', "rdfa"),
+            ('<div typeof="http://schema.org/ItemList">', "rdfa"),
+            ('<div itemscope itemtype="http://data-vocabulary.org/Product">', "microdata"),
+            ('<div itemscope itemtype="https://schema.org/ProductGroup/">', "microdata")):
+        parsed.clear()
+        extract_page(Page(url="https://kitchen.example/spoon",
+                          text=f"<html><body>{crumbs}{markup}<b>Spoon</b></div></body></html>"))
+        assert parsed == [syntax], markup
+
+    parsed.clear()
+    assert products("product_rdfa.html", "https://lamps.example/desk")[0].sku == "DL-3"
+    assert parsed == ["rdfa"]

@@ -16,7 +16,11 @@ from workers.adapters.payload import as_dicts, text
 from workers.adapters.schema_product import is_type
 from workers.urls import normalize_url
 
-__all__ = ["page_products"]
+__all__ = ["PRODUCT_TYPES", "page_products"]
+
+#: the schema.org types `page_products` reads products from (a Product or a
+#: ProductGroup itself, or the products an ItemList lists)
+PRODUCT_TYPES = ("Product", "ProductGroup", "ItemList")
 
 _RELATED_LIST = re.compile(r"related|similar|also|recommend|recently", re.IGNORECASE)
 _CONTAINER_KEYS = ("@graph", "mainEntity", "mainEntityOfPage", "about")
@@ -38,7 +42,7 @@ def _collect(
 ) -> None:
     if depth > 4:
         return
-    if is_type(node, "Product") or is_type(node, "ProductGroup"):
+    if is_type(node, "Product") or is_type(node, "ProductGroup"):  # PRODUCT_TYPES
         tops.append(node)  # its isRelatedTo/isSimilarTo are deliberately not walked
         return
     if is_type(node, "ItemList"):

@@ -12,7 +12,7 @@ from typing import Any
 from domain.urls import join_url
 from domain.values import CrawlTask, Observation
 from workers.adapters.base import Extraction, Page, Request
-from workers.adapters.main_product import page_products
+from workers.adapters.main_product import PRODUCT_TYPES, page_products
 from workers.adapters.merge import Choice, complete, merge
 from workers.adapters.opengraph import opengraph_observation
 from workers.adapters.platform_json import platform_product
@@ -61,7 +61,7 @@ class SchemaOrgAdapter:
         page_urls = [page.url] + ([join_url(page.url, data.canonical)] if data.canonical else [])
         products = _own_jsonld_product(data.jsonld, page_urls)
         if products is None:
-            data = with_embedded_markup(data, tree, page.url)
+            data = with_embedded_markup(data, tree, page.url, PRODUCT_TYPES)
             products = page_products([*data.jsonld, *data.microdata, *data.rdfa], page_urls)
         origins = {id(node): syntax for syntax, nodes in (
             ("json-ld", data.jsonld), ("microdata", data.microdata), ("rdfa", data.rdfa))

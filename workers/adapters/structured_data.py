@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
@@ -19,17 +20,16 @@ import lxml.etree
 import lxml.html
 
 from workers.adapters.rdfa import flatten_rdfa
+from workers.caseless import Caseless
 
 __all__ = [
-    "PageData", "parse_html", "read_head_data", "read_page_data", "with_embedded_markup",
+    "PageData", "parse_html", "read_head_data", "with_embedded_markup",
 ]
 
 #: class/id words that mark a block of other products (recommendations).
-_RELATED = re.compile(
+_RELATED = Caseless(
     r"related|similar|recommend|upsell|up-sell|cross-?sell|also-?(bought|viewed|like)"
-    r"|you-may-(also-)?like|recently-viewed",
-    re.IGNORECASE,
-)
+    r"|you-may-(also-)?like|recently-viewed")
 _KEEP_TAGS = {"html", "body", "main", "head"}
 #: every class and id value of the tree's elements, in document order (each value knows
 #: its element: `getparent()`)
@@ -71,14 +71,11 @@ def parse_html(text: str) -> lxml.html.HtmlElement | None:
         return None
 
 
-def read_page_data(tree: lxml.html.HtmlElement, url: str) -> PageData:
-    return with_embedded_markup(read_head_data(tree), tree, url)
-
-
 def read_head_data(tree: lxml.html.HtmlElement) -> PageData:
-    """JSON-LD, OpenGraph and the canonical link: the cheap part of `read_page_data`.
+    """JSON-LD, OpenGraph and the canonical link: the cheap part of a page's structured
+    data (`with_embedded_markup` adds microdata and RDFa).
 
-    Cuts the related sections out of `tree` first, as `read_page_data` does.
+    Cuts the related sections out of `tree` first.
     """
     _drop_related_sections(tree)
     # one walk of the document for the three (what `//script`, `//meta` and `//link`
@@ -94,16 +91,30 @@ def read_head_data(tree: lxml.html.HtmlElement) -> PageData:
                     canonical=_canonical(links), declared_currencies=declared)
 
 
-def with_embedded_markup(data: PageData, tree: lxml.html.HtmlElement, url: str) -> PageData:
-    """`data` plus the page's microdata and RDFa (extruct: ~90 % of a page's extraction)."""
-    # Neither can hold a product without its marker attributes: skip the (slow) parsers
-    # on the many pages that have none (RDFa builds a whole rdflib graph).
-    marked = {attribute for attribute in ("itemscope", "typeof")
-              if next(iter(tree.xpath(f"//*[@{attribute}][1]")), None) is not None}
+def with_embedded_markup(data: PageData, tree: lxml.html.HtmlElement, url: str,
+                         types: Iterable[str]) -> PageData:
+    """`data` plus the page's microdata and RDFa (extruct: ~90 % of a page's extraction)
+    when the page's markup names one of `types` (schema.org type names, such as
+    "Product"): an item is typed only by its `itemtype` or `typeof`, so a page whose
+    markup names none of them has no such item, and the (slow) parsers are skipped.
+    RDFa builds a whole rdflib graph (~0.5 s on a large page), and real shops often
+    carry RDFa or microdata for their breadcrumbs only."""
+    wanted = {name.lower() for name in types}
     rdfa = (_extruct(lxml.html.tostring(tree, encoding="unicode"), "rdfa", url)
-            if "typeof" in marked else [])
-    microdata = _extruct(tree, "microdata", url) if "itemscope" in marked else []
+            if _names_one(_TYPEOF(tree), wanted) else [])
+    microdata = _extruct(tree, "microdata", url) if _names_one(_ITEMTYPE(tree), wanted) else []
     return replace(data, microdata=tuple(microdata), rdfa=tuple(flatten_rdfa(rdfa)))
+
+
+_TYPEOF = lxml.etree.XPath("//@typeof")
+_ITEMTYPE = lxml.etree.XPath("//*[@itemscope]/@itemtype")
+
+
+def _names_one(values: list[str], wanted: set[str]) -> bool:
+    """Whether a type in `values` (space-separated IRIs, CURIEs or terms) is in `wanted`
+    (lower-case names): its last segment, as `schema_product.is_type` compares them."""
+    return any(token.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].lower() in wanted
+               for value in values for token in value.split())
 
 
 def _drop_related_sections(tree: lxml.html.HtmlElement) -> None:
@@ -114,8 +125,8 @@ def _drop_related_sections(tree: lxml.html.HtmlElement) -> None:
     (the pattern has no space). An EXSLT `re:test` in the XPath, calling back
     into Python per element, took ~2.4× as long on the crawl bench's pages and
     ~1.1× on the corpus's real pages (~1,600 class and id values a page)."""
-    search = _RELATED.search
-    for element in dict.fromkeys(value.getparent() for value in _NAMES(tree) if search(value)):
+    found_in = _RELATED.found_in
+    for element in dict.fromkeys(value.getparent() for value in _NAMES(tree) if found_in(value)):
         if element.tag in _KEEP_TAGS:
             continue
         parent = element.getparent()

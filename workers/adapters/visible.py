@@ -46,6 +46,7 @@ from workers.adapters.visible_marks import (
 )
 from workers.adapters.visible_stock import marks as _marks  # also what marks a price
 from workers.adapters.visible_stock import stock_line
+from workers.caseless import Caseless
 from workers.currency import Where
 from workers.prices import PRICE_WORDS, Money, parse_price
 
@@ -54,33 +55,32 @@ __all__ = ["Candidate", "Visible", "read_visible"]
 _SKIP_TAGS = frozenset({"script", "style", "noscript", "template", "svg", "head", "select",
                         "option", "textarea"})
 _NOISE_TAGS = frozenset({"nav", "footer", "aside"})
-_NOISE = re.compile(r"cookie|consent|gdpr|footer|breadcrumb|newsletter|minicart|mini-cart|"
-                    r"megamenu|mega-menu|navigation|navbar|sidebar|recommend|similar|related|"
-                    r"carousel|upsell|cross-?sell|recently|also-?(?:bought|viewed)|"
-                    r"compare-?list|wishlist|login|signin|modal", re.IGNORECASE)
-_PRICE_MARK = re.compile(r"price|preis|prix|precio|prezzo|prijs|pris|pre[cç]o|cena|cijena|"
-                         r"hinta|fiyat|[цЦ]ена|[сС]тоимость|amount|buybox|buy-box|"
-                         r"價|价|가격|値段|価格", re.IGNORECASE)
+_NOISE = Caseless(r"cookie|consent|gdpr|footer|breadcrumb|newsletter|minicart|mini-cart|"
+                  r"megamenu|mega-menu|navigation|navbar|sidebar|recommend|similar|related|"
+                  r"carousel|upsell|cross-?sell|recently|also-?(?:bought|viewed)|"
+                  r"compare-?list|wishlist|login|signin|modal")
+_PRICE_MARK = Caseless(r"price|preis|prix|precio|prezzo|prijs|pris|pre[cç]o|cena|cijena|"
+                       r"hinta|fiyat|[цЦ]ена|[сС]тоимость|amount|buybox|buy-box|"
+                       r"價|价|가격|値段|価格")
 _JUNK_WORDS = re.compile(r"%|/\s*(?:mo|month|monat|mois|mes)\b|per month|x\s*\d|\d\s*x\b|"
                          r"shipping|versand|livraison|env[ií]o|spedizione|delivery|доставка|"
                          r"save|spare|économisez|ahorra|risparmi|rabatt|discount|скидка|"
                          r"rating|review|bewertung|stars?\b|sterne|votes?\b|approx|circa|"
                          r"ungefähr|environ|≈|~|postage|p&p|as low as", re.IGNORECASE)
-_BUY = re.compile(r"add[ -]?to[ -]?(?:cart|basket|bag|trolley)|addtocart|add-to-cart|buy[ -]?now|"
-                  r"in den (?:warenkorb|einkaufswagen)|warenkorb|ajouter au panier|"
-                  r"a[ñn]adir al carrito|agregar al carrito|aggiungi al carrello|"
-                  r"in winkelwagen|dodaj do koszyka|do koszyka|в корзину|купить|"
-                  r"до кошика|sepete ekle|kosárba|do košíku|lägg i varukorgen|"
-                  r"læg i kurv|legg i handlekurven|lisää ostoskoriin|"
-                  r"カートに入れる|加入購物車|加入购物车|장바구니|comprar|kaufen|"
-                  r"adicionar ao carrinho|bid now|place bid", re.IGNORECASE)
+_BUY = Caseless(r"add[ -]?to[ -]?(?:cart|basket|bag|trolley)|addtocart|add-to-cart|buy[ -]?now|"
+                r"in den (?:warenkorb|einkaufswagen)|warenkorb|ajouter au panier|"
+                r"a[ñn]adir al carrito|agregar al carrito|aggiungi al carrello|"
+                r"in winkelwagen|dodaj do koszyka|do koszyka|в корзину|купить|"
+                r"до кошика|sepete ekle|kosárba|do košíku|lägg i varukorgen|"
+                r"læg i kurv|legg i handlekurven|lisää ostoskoriin|"
+                r"カートに入れる|加入購物車|加入购物车|장바구니|comprar|kaufen|"
+                r"adicionar ao carrinho|bid now|place bid")
 _DIGIT = re.compile(r"\d")
 #: "Price: £60", "Preis: 12,00 €", "Цена: 500 ₽": a label saying the amount is the price
 _PRICE_LABEL = re.compile(rf"\s*(?:our |sale |your )?(?:{PRICE_WORDS})\s*:", re.IGNORECASE)
 _BID = re.compile(r"\bbid\b|gebot|ench[eè]re|puja|offerta|licytuj|ставк", re.IGNORECASE)
-_CART = re.compile(r"cart|basket|trolley|korb|panier|carrito|carrello|winkelwagen|koszyk|"
-                   r"košík|kosár|varukorg|kurv|ostoskori|sepet|корзин|кошик|carrinho",
-                   re.IGNORECASE)
+_CART = Caseless(r"cart|basket|trolley|korb|panier|carrito|carrello|winkelwagen|koszyk|"
+                 r"košík|kosár|varukorg|kurv|ostoskori|sepet|корзин|кошик|carrinho")
 #: price candidates read per page
 _MAX_CANDIDATES = 400
 #: a text this long is a sentence, not a price
@@ -205,7 +205,7 @@ def _is_noise(element: lxml.html.HtmlElement) -> bool:
     if element.tag in _NOISE_TAGS:
         return True
     marks = _marks(element)
-    return bool(marks) and bool(_NOISE.search(marks)) and element.tag not in ("body", "html")
+    return bool(marks) and _NOISE.found_in(marks) and element.tag not in ("body", "html")
 
 
 def _is_buy(element: lxml.html.HtmlElement) -> bool:
@@ -215,10 +215,10 @@ def _is_buy(element: lxml.html.HtmlElement) -> bool:
                                                                          "image"):
         return False
     label = _label(element)
-    if _BUY.search(label):
+    if _BUY.found_in(label):
         return True
     # "Do košíka", "In den Korb": a cart word on a real button (not a header cart link)
-    return element.tag in ("button", "input") and bool(_CART.search(label)) \
+    return element.tag in ("button", "input") and _CART.found_in(label) \
         and not _DIGIT.search(element.text_content() if element.tag != "input" else "")
 
 
@@ -254,7 +254,7 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
         net = before_tax(text, _own_words(element), marked)
         reasons = ["labelled as before tax"] if net else []
         score = 0.0
-        said = bool(_PRICE_MARK.search(marked)) or element.get("itemprop") == "price"
+        said = _PRICE_MARK.found_in(marked) or element.get("itemprop") == "price"
         if said:
             score += 4
             reasons.append("marked as a price")

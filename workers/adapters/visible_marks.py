@@ -22,6 +22,8 @@ import re
 
 import lxml.html
 
+from workers.caseless import Caseless
+
 __all__ = ["CONVERTED", "MAIN_PRICE", "before_tax", "marked_old_by_class", "struck"]
 
 #: classes and ids platforms give the product's own price (a bonus over other prices)
@@ -31,11 +33,10 @@ MAIN_PRICE = re.compile(r"our-?price|deal-?price|sale-?price|special-?price|fina
                          r"price_inside_buybox", re.IGNORECASE)
 #: classes and ids of an amount that is not the price: converted, instalment, bulk total
 CONVERTED = re.compile(r"conv|approx|install|financ|klarna|monthly|per-?month|bulk", re.IGNORECASE)
-_OLD_MARK = re.compile(r"\b(?:old|was|before|list|strike|crossed|compare|orig|"
-                       r"original|uvp|rrp|msrp|retail|reference|statt|avant|antes|prima|"
-                       r"alt|previous|former|marketprice|market-price|line-through|"
-                       r"vorher|oldprice|old-price|price-old|price--old|price-was|wasprice)",
-                       re.IGNORECASE)
+_OLD_MARK = Caseless(r"\b(?:old|was|before|list|strike|crossed|compare|orig|"
+                     r"original|uvp|rrp|msrp|retail|reference|statt|avant|antes|prima|"
+                     r"alt|previous|former|marketprice|market-price|line-through|"
+                     r"vorher|oldprice|old-price|price-old|price--old|price-was|wasprice)")
 _OLD_WORDS = re.compile(r"\b(?:was|statt|uvp|rrp|list price|regular price|avant|antes|"
                         r"prima|before|vorher|old price|alter preis|zuvor)\b|"
                         r"старая цена|было", re.IGNORECASE)
@@ -48,16 +49,15 @@ _NET_WORDS = re.compile(rf"(?<!\w){_WITHOUT}\.?\s*(?:[^\W\d]+\.?\s*)?{_TAX}(?!\w
                         r"(?<!\w)(?:netto|net price|prix net|hors taxes?|nettopreis)(?!\w)",
                         re.IGNORECASE)
 _HT = re.compile(r"(?<!\w)HT(?!\w)")
-_NET_CLASS = re.compile(r"excl(?:uding)?[-_]?(?:vat|tax)|(?:tax|vat)[-_]?excl|without[-_]?tax|"
-                        r"price[-_]?(?:excl|net)\b|net[-_]?price|netto|ex[-_]?vat",
-                        re.IGNORECASE)
+_NET_CLASS = Caseless(r"excl(?:uding)?[-_]?(?:vat|tax)|(?:tax|vat)[-_]?excl|without[-_]?tax|"
+                      r"price[-_]?(?:excl|net)\b|net[-_]?price|netto|ex[-_]?vat")
 _PERCENT = re.compile(r"\d+(?:[.,]\d+)?\s*%")
 
 
 def before_tax(text: str, around: str, marked: str) -> bool:
     """Whether the price `text`, in the short text `around` it and inside elements
     whose classes are `marked`, is labelled as a price before tax."""
-    if _NET_WORDS.search(text) or _HT.search(text) or _NET_CLASS.search(marked):
+    if _NET_WORDS.search(text) or _HT.search(text) or _NET_CLASS.found_in(marked):
         return True
     rest = _PERCENT.sub("", around.replace(text, " ", 1))
     return not _DIGIT.search(rest) and bool(_NET_WORDS.search(rest) or _HT.search(rest))
@@ -71,7 +71,7 @@ def struck(element: lxml.html.HtmlElement, text: str) -> bool:
 
 def marked_old_by_class(marked: str) -> bool:
     """Whether the classes and ids `marked` around a price name it old."""
-    return bool(_OLD_MARK.search(marked))
+    return _OLD_MARK.found_in(marked)
 
 
 def _struck_style(element: lxml.html.HtmlElement) -> bool:

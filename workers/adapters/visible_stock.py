@@ -14,6 +14,7 @@ import re
 import lxml.html
 
 from workers.availability import from_text
+from workers.caseless import Caseless
 
 __all__ = ["hidden", "marks", "stock_line"]
 
@@ -38,7 +39,7 @@ def stock_line(elements: list[lxml.html.HtmlElement], heading: int | None, buy: 
     said: list[tuple[bool, int, str]] = []
     for index, element in enumerate(elements[start:end], start):
         text = " ".join((element.text or "").split())
-        if not 2 < len(text) <= 120 or _NOT_ABOUT_STOCK.search(text):
+        if not 2 < len(text) <= 120 or _NOT_ABOUT_STOCK.found_in(text):
             continue
         found = from_text(text)
         if found != "unknown":
@@ -69,9 +70,9 @@ def _stock_mark(element: lxml.html.HtmlElement, levels: int = 3) -> str | None:
         if current is None:
             break
         found = marks(current)
-        if _NOT_ABOUT_STOCK_MARKS.search(found):
+        if _NOT_ABOUT_STOCK_MARKS.found_in(found):
             return "other"
-        if _STOCK_MARK.search(found):
+        if _STOCK_MARK.found_in(found):
             return "stock"
         current = current.getparent()
     return None
@@ -99,14 +100,11 @@ _HIDING_CLASS = re.compile(r"hidden|hide|d-none|invisible|is-hidden|(?!overflow-
 #: text of a client-side template, never shown as such ("${x}", "{{x}}", "<%= x %>")
 _TEMPLATE = re.compile(r"\$\{|\{\{|<%")
 #: stock words about something else than the product itself
-_NOT_ABOUT_STOCK = re.compile(
+_NOT_ABOUT_STOCK = Caseless(
     r"image|immagine|imagen|imagem|bild|photo|foto|video|in-?store|store availability|"
     r"click ?& ?collect|collect|delivery|lieferung|livraison|let you know|notify|"
-    r"benachrichtig|alert me|email me|e-mail|size|taglia|talla|gr[öo]ße|farbe|colou?r",
-    re.IGNORECASE)
-_NOT_ABOUT_STOCK_MARKS = re.compile(r"image|photo|video|deliver|shipping|in-?store|collect|"
-                                    r"notify|swatch|store-?locator|pickup|spec|feature|"
-                                    r"attribute|param|(?<![\w-])(?:size|sizes|variant|option)(?![\w-])",
-                                    re.IGNORECASE)
-_STOCK_MARK = re.compile(r"avail|stock|lager|dispon|inventory|наличи|sklad|magazyn|zapas",
-                         re.IGNORECASE)
+    r"benachrichtig|alert me|email me|e-mail|size|taglia|talla|gr[öo]ße|farbe|colou?r")
+_NOT_ABOUT_STOCK_MARKS = Caseless(r"image|photo|video|deliver|shipping|in-?store|collect|"
+                                  r"notify|swatch|store-?locator|pickup|spec|feature|"
+                                  r"attribute|param|(?<![\w-])(?:size|sizes|variant|option)(?![\w-])")
+_STOCK_MARK = Caseless(r"avail|stock|lager|dispon|inventory|наличи|sklad|magazyn|zapas")
