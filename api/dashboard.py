@@ -141,7 +141,8 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         with lock:
             ledger.catch_up()
             head = ledger.source.head()
-            recent = ledger.source.read(max(0, head - RECENT_EVENTS), RECENT_EVENTS)
+            recent = ledger.source.read_types(max(0, head - RECENT_EVENTS), RECENT_EVENTS,
+                                              _HOURLY_TYPES)
             counts = ledger.read.job_counts()
             failing = queries.failing_reasons()
             upcoming = queries.upcoming(now)
@@ -373,6 +374,10 @@ def _timeline(env: Any) -> dict[str, Any]:
     return {"type": env.event_type, "at": env.occurred_at, "version": env.version,
             "position": env.position, "stream": env.stream_id, "reason": reason,
             "lineage": lineage, "payload": payload}
+
+
+#: the event types `_hourly` counts
+_HOURLY_TYPES = frozenset({"CrawlJob.Succeeded", "CrawlJob.Failed"})
 
 
 def _hourly(events: list[Any]) -> list[tuple[str, int, dict[str, int]]]:

@@ -82,6 +82,9 @@ def test_pages_sign_in_and_refusals_on_both_backends(ledger: Ledger) -> None:
             assert page.status_code == 200, path
             assert "default-src 'self'" in page.headers["content-security-policy"]
         assert browser.get("/jobs/not-a-job").status_code == 404
+        # the overview's hour: one result and one failure (read from the latest events)
+        assert re.search(r'<td>1</td><td><span class="tag">http_5xx 1</span>',
+                         browser.get("/").text)
         csrf = re.search(r'data-csrf="([^"]+)"', browser.get("/jobs").text)
         assert csrf is not None
         forged = browser.post("/jobs/actions", data={"action": "pause", "ids": jobs[1]})

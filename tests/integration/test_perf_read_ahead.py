@@ -46,6 +46,27 @@ def test_read_ahead_yields_what_read_yields(ledger: Ledger, limit: int) -> None:
         assert ahead == generic == plain(ledger, after, limit)
 
 
+def test_read_types_is_read_keeping_those_types(ledger: Ledger) -> None:
+    """What the dashboard's overview reads: the window's envelopes of some types only,
+    equal to those `read` gives, in order; a type nothing has is nothing."""
+    record(ledger, 5)
+    store = ledger.app.register_store(name="Own", base_url="https://own.example",
+                                      platform="shopify", now=T0)
+    ledger.app.schedule_job(kind="catalog", url="https://s0.example/p", every=3600, now=T0,
+                            store_id=store)
+    ledger.app.disable_store(store, "asked us to stop", now=T0)
+    head = ledger.source.head()
+    every = ledger.source.read(0, head)
+    assert {e.event_type for e in every} >= {"Store.Registered", "CrawlJob.Scheduled",
+                                              "Store.Disabled"}
+    for types in ({"CrawlJob.Scheduled", "Store.Disabled"}, {"Store.Registered"}, set()):
+        for after, limit in ((0, head), (2, 3), (head - 1, 10)):
+            kept = ledger.source.read_types(after, limit, frozenset(types))
+            assert [e.to_json() for e in kept] == [
+                e.to_json() for e in ledger.source.read(after, limit) if e.event_type in types]
+    assert ledger.source.read_types(0, head, {"CrawlJob.Succeeded"}) == []
+
+
 def test_stream_ids_are_canonical_uuid_strings(ledger: Ledger) -> None:
     record(ledger, 3)
     for envelope in ledger.source.read(0, 100):
