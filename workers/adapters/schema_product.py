@@ -21,7 +21,7 @@ from workers.currency import resolve
 from workers.prices import parse_amount, parse_price
 from workers.urls import normalize_url
 
-__all__ = ["is_type", "product_observation"]
+__all__ = ["is_type", "product_observation", "type_name"]
 
 _REGULAR_TYPES = {"strikethroughprice", "listprice", "msrp", "srp"}
 
@@ -30,10 +30,13 @@ def is_type(node: Any, name: str) -> bool:
     if not isinstance(node, dict):
         return False
     wanted = name.lower()
-    return any(
-        isinstance(t, str) and t.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].lower() == wanted
-        for t in as_list(node.get("@type"))
-    )
+    return any(isinstance(t, str) and type_name(t) == wanted for t in as_list(node.get("@type")))
+
+
+def type_name(written: str) -> str:
+    """A type's name as `is_type` compares it, however it is written (an IRI, a CURIE,
+    a term): its last segment, lower-cased ("http://schema.org/Product" -> "product")."""
+    return written.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].lower()
 
 
 def product_observation(

@@ -20,6 +20,7 @@ import lxml.etree
 import lxml.html
 
 from workers.adapters.rdfa import flatten_rdfa
+from workers.adapters.schema_product import type_name
 from workers.caseless import Caseless
 
 __all__ = [
@@ -112,9 +113,8 @@ _ITEMTYPE = lxml.etree.XPath("//*[@itemscope]/@itemtype")
 
 def _names_one(values: list[str], wanted: set[str]) -> bool:
     """Whether a type in `values` (space-separated IRIs, CURIEs or terms) is in `wanted`
-    (lower-case names): its last segment, as `schema_product.is_type` compares them."""
-    return any(token.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].lower() in wanted
-               for value in values for token in value.split())
+    (lower-case names, compared as `schema_product.is_type` compares them)."""
+    return any(type_name(token) in wanted for value in values for token in value.split())
 
 
 def _drop_related_sections(tree: lxml.html.HtmlElement) -> None:
