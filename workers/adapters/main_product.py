@@ -18,9 +18,11 @@ from workers.urls import normalize_url
 
 __all__ = ["PRODUCT_TYPES", "page_products"]
 
-#: the schema.org types `page_products` reads products from (a Product or a
-#: ProductGroup itself, or the products an ItemList lists)
-PRODUCT_TYPES = ("Product", "ProductGroup", "ItemList")
+#: the types of a product itself
+_PRODUCT = ("Product", "ProductGroup")
+#: the schema.org types `page_products` reads products from (a product itself, or the
+#: products an ItemList lists)
+PRODUCT_TYPES = (*_PRODUCT, "ItemList")
 
 _RELATED_LIST = re.compile(r"related|similar|also|recommend|recently", re.IGNORECASE)
 _CONTAINER_KEYS = ("@graph", "mainEntity", "mainEntityOfPage", "about")
@@ -42,7 +44,7 @@ def _collect(
 ) -> None:
     if depth > 4:
         return
-    if is_type(node, "Product") or is_type(node, "ProductGroup"):  # PRODUCT_TYPES
+    if any(is_type(node, name) for name in _PRODUCT):
         tops.append(node)  # its isRelatedTo/isSimilarTo are deliberately not walked
         return
     if is_type(node, "ItemList"):
