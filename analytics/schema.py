@@ -1,7 +1,8 @@
 """The Parquet datasets as DuckDB sees them: the contract with the dataset writer.
 
-Parquet files under `<dataset dir>/<dataset>/date=YYYY-MM-DD/` carry these
-columns (plus the `date` partition column). When a dataset has no files yet
+Parquet files under `<dataset dir>/<dataset>/date=YYYY-MM-DD/` (a date's parts)
+and `month=YYYY-MM/` (closed dates merged) carry these columns, `date` (the
+row's UTC date partition) included. When a dataset has no files yet
 its view is an empty relation of exactly these types, so queries never fail
 on a fresh data dir. A contract test checks the writer's files against this.
 """

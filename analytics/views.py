@@ -24,7 +24,7 @@ import duckdb
 
 from analytics.as_of_macros import AS_OF_MACROS
 from analytics.schema import DATASETS
-from projections.parquet_writer import LATEST, latest_through
+from projections.parquet_writer import FILES, LATEST, latest_through
 
 LATEST_KEY = ("PARTITION BY product_id, pricing_type, option "
               "ORDER BY observed_at DESC, position DESC")
@@ -64,10 +64,9 @@ def _quote(text: str) -> str:
 
 def _source(root: Path, name: str) -> str:
     """The dataset's files (globbed per query, so new parts show up), or a typed empty set."""
-    if any((root / name).glob("date=*/part-*.parquet")):
-        pattern = _quote(str(root / name / "date=*" / "part-*.parquet"))
-        return (f"read_parquet({pattern}, hive_partitioning = true, "
-                "hive_types = {'date': DATE}, union_by_name = true)")
+    if any((root / name).glob(FILES)):  # date parts and month files; each has `date`
+        pattern = _quote(str(root / name / FILES))
+        return f"read_parquet({pattern}, hive_partitioning = false)"
     typed = ", ".join(f"CAST(NULL AS {kind}) AS {column}" for column, kind in DATASETS[name].items())
     return f"(SELECT {typed} WHERE false)"
 

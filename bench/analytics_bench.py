@@ -2,17 +2,22 @@
 
     .venv/bin/python bench/analytics_bench.py [--rows 10000000] [--dir /tmp/analytics-bench]
 
+Setups already prepared in `--dir` are reused (each is compacted again: a no-op).
+
 Generates the datasets as the dataset writer leaves them before compaction
 (vectorised numpy/pyarrow): per date, `PARTS_PER_DAY` batch-sized parts in
 time order, plus proportional `stock_events`, `job_runs` and the
-`price_changes` the ledger's `PriceChanged` events would give. A copy is then
-compacted with the writer's own `compact` + `refresh_latest` (timed). Every
-query runs in one process against three setups:
+`price_changes` the ledger's `PriceChanged` events would give. Two copies are then
+compacted with the writer's own `compact` (one without month files) + `refresh_latest`
+(timed). Every query runs in one process against four setups:
 
 - `raw`: the uncompacted parts, current views;
 - `window views`: compacted files, but `price_changes` / `products_latest` as the
   window views over every observation (no materialised tables);
-- `compacted`: compacted files, current views (what `analytics refresh` leaves).
+- `dates only`: each date compacted, no month file (`compact(months=False)`), current views;
+- `compacted`: compacted files, current views (what `analytics refresh` leaves): the
+  29 closed dates merged into one month file (their month is the newest, and more than
+  `MONTH_ROLLUP_DAYS` of its dates have closed), the newest date its own file.
 
 Each cell is the median of 3 on one connection; `cold` is the first call on a
 fresh connection (what a one-shot CLI command pays). DESIGN targets: one
@@ -22,6 +27,7 @@ product's history < 100 ms, daily aggregates < 2 s.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import shutil
 import statistics
 import time
@@ -45,7 +51,7 @@ from analytics import (
     price_history,
     store_summary,
 )
-from projections.parquet_writer import compact, part_name, refresh_latest
+from projections.parquet_writer import FILES, compact, part_name, refresh_latest
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DAYS = 30
@@ -190,6 +196,8 @@ ORDER BY position
 def _write_parts(root: Path, dataset: str, table: pa.Table, date: str, parts: int) -> None:
     folder = root / dataset / f"date={date}"
     folder.mkdir(parents=True, exist_ok=True)
+    table = table.append_column("date", pa.array([dt.date.fromisoformat(date)] * table.num_rows,
+                                                 pa.date32()))
     for chunk in np.array_split(np.arange(table.num_rows), parts):
         if len(chunk):
             piece = table.slice(int(chunk[0]), len(chunk))
@@ -226,22 +234,24 @@ def _generate_changes(root: Path) -> None:
                      PARTS_PER_DAY // 8)
 
 
-def prepare(base: Path, rows: int) -> tuple[Path, Path]:
-    raw, compacted = base / f"raw-{rows}", base / f"compacted-{rows}"
+def prepare(base: Path, rows: int) -> tuple[Path, Path, Path]:
+    raw, daily, compacted = (base / f"{name}-{rows}" for name in ("raw", "daily", "compacted"))
     if not (raw / "price_observations").exists():
         start = time.perf_counter()
         generate(raw, rows)
         print(f"generated {rows:,} observations in {time.perf_counter() - start:.1f}s")
-    if not (compacted / "price_observations").exists():
-        shutil.copytree(raw, compacted)
-    start = time.perf_counter()
-    written = compact(compacted)  # idempotent: the writer's own step, as after a catch-up
-    middle = time.perf_counter()
-    refreshed = refresh_latest(compacted, 1 << 62)
-    if written or refreshed:
-        print(f"compaction {middle - start:.1f}s ({len(written)} files), products_latest "
-              f"{time.perf_counter() - middle:.1f}s (first build; later ones are incremental)")
-    return raw, compacted
+    for root, months in ((daily, False), (compacted, True)):
+        if not (root / "price_observations").exists():
+            shutil.copytree(raw, root)
+        start = time.perf_counter()
+        written = compact(root, months=months)  # idempotent: the writer's own step
+        middle = time.perf_counter()
+        refreshed = refresh_latest(root, 1 << 62)
+        if written or refreshed:
+            print(f"{root.name}: compaction {middle - start:.1f}s ({len(written)} files), "
+                  f"products_latest {time.perf_counter() - middle:.1f}s (first build; later "
+                  "ones are incremental)")
+    return raw, daily, compacted
 
 
 def timed(open_con: Callable[[], duckdb.DuckDBPyConnection],
@@ -286,17 +296,18 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--dir", type=Path, default=Path("/tmp/analytics-bench"))
     args = parser.parse_args()
-    raw, compacted = prepare(args.dir, args.rows)
+    raw, daily, compacted = prepare(args.dir, args.rows)
     setups: dict[str, Callable[[], duckdb.DuckDBPyConnection]] = {
         "raw": lambda: connect(raw), "window views": lambda: _window_views(compacted),
-        "compacted": lambda: connect(compacted),
+        "dates only": lambda: connect(daily), "compacted": lambda: connect(compacted),
     }
     con = connect(compacted)
     total = con.sql("SELECT count(*) FROM price_observations").fetchall()[0][0]
-    files = {name: len(list(root.glob("price_observations/date=*/*.parquet")))
-             for name, root in (("raw", raw), ("compacted", compacted))}
+    files = {name: len(list(root.glob("price_observations/" + FILES)))
+             for name, root in (("raw", raw), ("daily", daily), ("compacted", compacted))}
     print(f"\n{total:,} price observations, {DAYS} daily partitions "
-          f"({files['raw']} raw parts, {files['compacted']} compacted files)\n"
+          f"({files['raw']} raw parts; dates only: {files['daily']} compacted files; "
+          f"compacted: {files['compacted']} files, the closed dates merged into a month file)\n"
           "median of 3 on one connection / first call on a fresh one (cold)\n")
     print(f"{'query':<34} {'target':>7} " + " ".join(f"{n + ' med/cold':>22}" for n in setups)
           + "  rows")

@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["CHECKSUMS", "publish", "sha256_file", "verify"]
+__all__ = ["CHECKSUMS", "publish", "publish_written", "sha256_file", "verify"]
 
 CHECKSUMS = "checksums.json"
 
@@ -39,6 +39,12 @@ def publish(root: Path, table: pa.Table, final: Path, **write_options: Any) -> P
     """Write `table` to `final` atomically and durably, and record its hash."""
     tmp = final.with_name(final.name + ".tmp")
     pq.write_table(table, tmp, **write_options)
+    return publish_written(root, tmp, final)
+
+
+def publish_written(root: Path, tmp: Path, final: Path) -> Path:
+    """Move the file another writer (DuckDB's `COPY`) left at `tmp` to `final` as
+    `publish` does: fsync, record its hash, rename."""
     with open(tmp, "rb") as handle:
         os.fsync(handle.fileno())
     digest = sha256_file(tmp)

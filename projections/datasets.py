@@ -73,7 +73,7 @@ def money(value: Any) -> Decimal | None:
 
 
 #: bumped when a dataset is added or a row changes meaning (older datasets are rebuilt)
-FORMAT = 3
+FORMAT = 4
 
 
 def empty_state() -> dict[str, Any]:

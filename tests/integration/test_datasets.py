@@ -22,6 +22,7 @@ from analytics.schema import DATASETS as VIEW_COLUMNS
 from domain.values import CrawlFailure, CrawlSuccess, Observation, Offer
 from ledger.bootstrap import Ledger, bootstrap
 from ledger.settings import Settings
+from projections import parquet_writer
 from projections.datasets import DatasetWriter
 from projections.parquet_writer import (
     DATASETS,
@@ -67,12 +68,13 @@ def _obs(n: int, cycle: int) -> Observation:
 class Shop:
     """One store and catalog job, driven through the real commands cycle by cycle."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Ledger, base: str = BASE) -> None:
         self.app = ledger.app
         self.now = T0
-        self.store_id = self.app.register_store(name="Shop", base_url=BASE, platform="shopify",
+        self.base = base
+        self.store_id = self.app.register_store(name="Shop", base_url=base, platform="shopify",
                                                 now=T0)
-        self.job_id = self.app.schedule_job(kind="catalog", url=f"{BASE}/products.json",
+        self.job_id = self.app.schedule_job(kind="catalog", url=f"{base}/products.json",
                                             now=T0, store_id=self.store_id, every=3600,
                                             adaptive=False)
 
@@ -83,7 +85,7 @@ class Shop:
     def crawl(self, cycle: int, products: range) -> None:
         lease = self._lease()
         self.app.record_success(self.job_id, lease, CrawlSuccess(
-            http_status=200, final_url=f"{BASE}/products.json", extractor="shopify",
+            http_status=200, final_url=f"{self.base}/products.json", extractor="shopify",
             extractor_version="7", content_hash=f"h{cycle}", duration=0.25,
             observations=tuple(_obs(n, cycle) for n in products)), self.now)
 
@@ -157,7 +159,7 @@ def test_parquet_files_match_the_published_view_schema(ledger: Ledger, shop: Sho
     for name in DATASETS:
         files = sorted((writer.root / name).glob("date=*/part-*.parquet"))
         assert files and all(PART.match(f.name) for f in files)
-        assert pq.read_schema(files[0]).names + ["date"] == list(VIEW_COLUMNS[name])
+        assert pq.read_schema(files[0]).names == list(VIEW_COLUMNS[name])  # `date` included
         live = con.sql(f"DESCRIBE {name}").fetchall()
         typed = empty.sql(f"DESCRIBE {name}").fetchall()
         assert [row[:2] for row in live] == [row[:2] for row in typed]
@@ -261,3 +263,98 @@ def test_datasets_of_an_older_format_are_rebuilt(ledger: Ledger, shop: Shop,
     write_manifest(writer.root, Manifest(manifest.position, old_state))
     assert writer.catch_up() == ledger.source.head()  # replayed from position 0
     assert dump(writer.root) == expected
+
+
+def _months(shop: Shop, cycles: int) -> None:
+    """A crawl every 15 hours: `cycles` of them from 1 March run into April."""
+    for cycle in range(cycles):
+        shop.crawl(cycle, range(4) if cycle % 5 != 4 else range(1, 4))
+        shop.now += timedelta(hours=15)
+
+
+def _dates(root: Path, dataset: str, kind: str) -> list[str]:
+    return sorted(f.name for f in (root / dataset).glob(f"{kind}=*"))
+
+
+def test_closed_dates_are_merged_into_month_files_with_the_same_rows(
+        ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shop = Shop(ledger)
+    _months(shop, 70)  # 1 March 20:00 to 13 April
+    writer = DatasetWriter(ledger.data_dir, ledger.source, batch_size=50)
+    for _ in range(3):  # catching up as the log grows: March is merged step by step
+        writer.catch_up()
+        _months(shop, 3)
+    writer.catch_up()
+    root = writer.root
+    for name in ("price_observations", "job_runs", "job_states"):
+        assert _dates(root, name, "month") == ["month=2026-03", "month=2026-04"]
+        assert not [d for d in _dates(root, name, "date") if d < "date=2026-04"]
+        assert len(_dates(root, name, "date")) <= parquet_writer.MONTH_ROLLUP_DAYS  # + the open
+        for month in (root / name).glob("month=*"):
+            (only,) = month.glob("part-*.parquet")  # one file a month, sorted
+            assert SORTED_BY in (pq.read_schema(only).metadata or {})
+    monkeypatch.setattr(parquet_writer, "roll_up", lambda root, dataset: [])
+    daily = DatasetWriter(tmp_path / "daily", ledger.source, batch_size=50)
+    daily.catch_up()
+    assert not list(daily.root.glob("*/month=*"))
+    assert dump(root) == dump(daily.root)  # the same rows, `date` included
+    latest = "SELECT * FROM products_latest ORDER BY ALL"
+    assert connect(root).sql(latest).fetchall() == connect(daily.root).sql(latest).fetchall()
+    monkeypatch.undo()
+    before = sorted(p.stat().st_mtime_ns for p in root.rglob("*.parquet"))
+    writer.compact()  # idempotent
+    assert sorted(p.stat().st_mtime_ns for p in root.rglob("*.parquet")) == before
+
+
+class Crash(Exception):
+    pass
+
+
+def test_a_merge_interrupted_after_its_rename_is_finished_without_duplicates(
+        ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shop = Shop(ledger)
+    _months(shop, 60)
+    published = parquet_writer.publish_written
+
+    def crash_after_rename(root: Path, tmp: Path, final: Path) -> Path:
+        published(root, tmp, final)
+        raise Crash(final)  # the merged file is in place, the parts it took in are not deleted
+
+    monkeypatch.setattr(parquet_writer, "publish_written", crash_after_rename)
+    writer = DatasetWriter(ledger.data_dir, ledger.source)
+    with pytest.raises(Crash):
+        writer.catch_up()
+    monkeypatch.undo()
+    root = writer.root
+    (month,) = (root / "price_observations").glob("month=*/part-*.parquet")
+    taken = (pq.read_schema(month).metadata or {})[parquet_writer.MERGED].decode().splitlines()
+    assert taken and all((root / "price_observations" / p).exists() for p in taken)
+    clean = DatasetWriter(tmp_path / "clean", ledger.source)
+    clean.catch_up()
+    count = "SELECT count(*) FROM price_observations"
+    assert connect(root).sql(count).fetchall() > connect(clean.root).sql(count).fetchall()
+    writer.catch_up()  # finishes the merge: the parts taken in are deleted, none merged twice
+    assert not any((root / "price_observations" / p).exists() for p in taken)
+    assert dump(root) == dump(clean.root)
+
+
+def test_an_event_for_a_merged_month_joins_its_month_file(
+        ledger: Ledger, shop: Shop, tmp_path: Path) -> None:
+    late = Shop(ledger, "https://late.example")  # a second store whose crawls happened in March, recorded after April's
+    _months(shop, 60)
+    writer = DatasetWriter(ledger.data_dir, ledger.source)
+    writer.catch_up()
+    (march,) = (writer.root / "price_observations").glob("month=2026-03/part-*.parquet")
+    day = "SELECT count(*) FROM price_observations WHERE date = DATE '2026-03-04'"
+    (before,) = connect(writer.root).sql(day).fetchall()
+    late.now = T0 + timedelta(days=3)
+    late.crawl(0, range(2))
+    writer.catch_up()
+    assert not list((writer.root / "price_observations").glob("date=2026-03-*"))
+    (merged,) = (writer.root / "price_observations").glob("month=2026-03/part-*.parquet")
+    assert merged != march and not march.exists()
+    clean = DatasetWriter(tmp_path / "clean", ledger.source)
+    clean.catch_up()
+    assert dump(writer.root) == dump(clean.root)
+    # two products, two options
+    assert connect(writer.root).sql(day).fetchall() == [(before[0] + 4,)]
