@@ -131,20 +131,24 @@ class Projection(ABC):
         return {t.name: t for t in self.tables}
 
     def create(self, db: Database) -> None:
-        with db.transaction() as tx:
-            _create_positions(db, tx)
-            for table in self.tables:
-                for statement in table.ddl(db, self.prefix):
-                    tx.execute(statement)
+        create_all(db, [self])
 
     def drop(self, db: Database) -> None:
-        with db.transaction() as tx:
-            _create_positions(db, tx)
-            for table in self.tables:
-                tx.execute(f"DROP TABLE IF EXISTS {self.prefix}{table.name}")
-                if table.search and db.dialect == "sqlite":  # PostgreSQL's is a column
-                    tx.execute(f"DROP TABLE IF EXISTS {search_table(self.prefix + table.name)}")
-            tx.execute(f"DELETE FROM {POSITIONS} WHERE name = ?", (self.tracking_name,))
+        drop_all(db, [self])
+
+    def create_in(self, db: Database, tx: Tx) -> None:
+        """Create this projection's tables (if missing) in the caller's transaction."""
+        for table in self.tables:
+            for statement in table.ddl(db, self.prefix):
+                tx.execute(statement)
+
+    def drop_in(self, db: Database, tx: Tx) -> None:
+        """Drop this projection's tables and position in the caller's transaction."""
+        for table in self.tables:
+            tx.execute(f"DROP TABLE IF EXISTS {self.prefix}{table.name}")
+            if table.search and db.dialect == "sqlite":  # PostgreSQL's is a column
+                tx.execute(f"DROP TABLE IF EXISTS {search_table(self.prefix + table.name)}")
+        tx.execute(f"DELETE FROM {POSITIONS} WHERE name = ?", (self.tracking_name,))
 
     def position(self, tx: Tx) -> int:
         rows = tx.execute(f"SELECT position FROM {POSITIONS} WHERE name = ?", (self.tracking_name,))
@@ -198,6 +202,23 @@ def positions(tx: Tx, projections: Sequence[Projection]) -> dict[str, int]:
                       f"({', '.join('?' for _ in names)})", names) if names else []
     found = {row["name"]: int(row["position"]) for row in rows}
     return {name: found.get(name, 0) for name in names}
+
+
+def create_all(db: Database, projections: Sequence[Projection]) -> None:
+    """Create the projections' tables in one transaction (one commit, not one each:
+    on PostgreSQL each commit of DDL waits for its WAL flush)."""
+    with db.transaction() as tx:
+        _create_positions(db, tx)
+        for projection in projections:
+            projection.create_in(db, tx)
+
+
+def drop_all(db: Database, projections: Sequence[Projection]) -> None:
+    """Drop the projections' tables and positions in one transaction."""
+    with db.transaction() as tx:
+        _create_positions(db, tx)
+        for projection in projections:
+            projection.drop_in(db, tx)
 
 
 def _create_positions(db: Database, tx: Tx) -> None:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from projections.db import Database
-from projections.framework import Projection, Table, table_rows
+from projections.framework import Projection, Table, drop_all, table_rows
 from projections.runner import ProjectionRunner
 from projections.search import index_faults
 from projections.source import EventSource
@@ -37,8 +37,7 @@ def rebuild(source: EventSource, db: Database, factory: Factory,
             progress: Progress | None = None) -> int:
     """Drop the live read models and rebuild them from position 0."""
     projections = factory("")
-    for projection in projections:
-        projection.drop(db)
+    drop_all(db, projections)
     return ProjectionRunner(source, db, projections, REBUILD_BATCH).catch_up(progress)
 
 
@@ -48,16 +47,14 @@ def verify(source: EventSource, db: Database, factory: Factory,
     live = ProjectionRunner(source, db, factory(""))
     live.catch_up()
     scratch = factory(SCRATCH)
-    for projection in scratch:
-        projection.drop(db)
+    drop_all(db, scratch)
     ProjectionRunner(source, db, scratch, REBUILD_BATCH).catch_up(progress)
     try:
         tables = [t for p in scratch for t in p.tables]
         return ([_compare(db, table, SCRATCH) for table in tables]
                 + [_check_index(db, table) for table in tables if table.search])
     finally:
-        for projection in scratch:
-            projection.drop(db)
+        drop_all(db, scratch)
 
 
 def _check_index(db: Database, table: Table) -> TableComparison:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from domain.envelope import Envelope
 from domain.gcpause import gc_paused
 from projections.db import Database
-from projections.framework import MOVE_POSITION, Projection, positions
+from projections.framework import MOVE_POSITION, Projection, create_all, positions
 from projections.source import EventSource, batches
 
 
@@ -38,8 +38,7 @@ class ProjectionRunner:
         self.db = db
         self.projections = list(projections)
         self.batch_size = batch_size
-        for projection in self.projections:
-            projection.create(db)
+        create_all(db, self.projections)
 
     def position(self) -> int:
         """The lowest position any of the projections has reached."""
