@@ -266,9 +266,17 @@ def test_datasets_of_an_older_format_are_rebuilt(ledger: Ledger, shop: Shop,
 
 
 def _months(shop: Shop, cycles: int) -> None:
-    """A crawl every 15 hours: `cycles` of them from 1 March run into April."""
+    """A crawl every 15 hours: `cycles` of them from 1 March run into April; every
+    product's price moves now and then."""
     for cycle in range(cycles):
-        shop.crawl(cycle, range(4) if cycle % 5 != 4 else range(1, 4))
+        lease = shop._lease()
+        shop.app.record_success(shop.job_id, lease, CrawlSuccess(
+            http_status=200, final_url=f"{shop.base}/products.json", extractor="shopify",
+            extractor_version="7", content_hash=f"m{cycle}", duration=0.25, observations=tuple(
+                Observation(provider_product_id=f"p{n}", name=f"Product {n}", category="Goods",
+                            offers=(Offer("S", Decimal(10 + (n + cycle // 2) % 3), "USD"),),
+                            availability="in_stock")
+                for n in (range(4) if cycle % 5 != 4 else range(1, 4)))), shop.now)
         shop.now += timedelta(hours=15)
 
 
@@ -286,13 +294,18 @@ def test_closed_dates_are_merged_into_month_files_with_the_same_rows(
         _months(shop, 3)
     writer.catch_up()
     root = writer.root
-    for name in ("price_observations", "job_runs", "job_states"):
+    for name in ("price_observations", "price_changes", "job_runs", "job_states"):
         assert _dates(root, name, "month") == ["month=2026-03", "month=2026-04"]
         assert not [d for d in _dates(root, name, "date") if d < "date=2026-04"]
         assert len(_dates(root, name, "date")) <= parquet_writer.MONTH_ROLLUP_DAYS  # + the open
         for month in (root / name).glob("month=*"):
             (only,) = month.glob("part-*.parquet")  # one file a month, sorted
             assert SORTED_BY in (pq.read_schema(only).metadata or {})
+    for name, keys in parquet_writer.MONTH_SORT_KEYS.items():
+        for month in (root / name).glob("month=*/part-*.parquet"):
+            rows = pq.read_table(month, columns=list(keys)).to_pylist()
+            in_order = [tuple(r[k] for k in keys) for r in rows]
+            assert in_order and in_order == sorted(in_order)
     monkeypatch.setattr(parquet_writer, "roll_up", lambda root, dataset: [])
     daily = DatasetWriter(tmp_path / "daily", ledger.source, batch_size=50)
     daily.catch_up()
