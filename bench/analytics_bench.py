@@ -51,7 +51,8 @@ from analytics import (
     price_history,
     store_summary,
 )
-from projections.parquet_writer import FILES, compact, part_name, refresh_latest
+from projections.compaction import compact
+from projections.parquet_writer import FILES, part_name, refresh_latest
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DAYS = 30

@@ -20,8 +20,9 @@ rebuild from position 0 yields the same rows. A manifest written by an older
 format (no `format` in its state) is rebuilt from position 0 on the next
 catch-up, so new datasets never start half-way through the log.
 
-After each catch-up the writer compacts closed date partitions and refreshes
-the materialised `products_latest` (see `parquet_writer`).
+After each catch-up the writer compacts closed date partitions, merges closed
+dates into month files (see `compaction`) and refreshes the materialised
+`products_latest` (see `parquet_writer`).
 """
 
 from __future__ import annotations
@@ -38,12 +39,11 @@ from typing import Any
 
 from domain.envelope import Envelope
 from projections.checksums import verify as verify_checksums
+from projections.compaction import compact, discard_superseded
 from projections.dataset_jobs import JOB_STATE_EVENTS, JobRows
 from projections.parquet_writer import (
     Manifest,
-    compact,
     discard_beyond,
-    discard_superseded,
     read_manifest,
     refresh_latest,
     timestamp,

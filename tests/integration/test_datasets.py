@@ -22,12 +22,12 @@ from analytics.schema import DATASETS as VIEW_COLUMNS
 from domain.values import CrawlFailure, CrawlSuccess, Observation, Offer
 from ledger.bootstrap import Ledger, bootstrap
 from ledger.settings import Settings
-from projections import parquet_writer
+from projections import compaction
+from projections.compaction import SORTED_BY
 from projections.datasets import DatasetWriter
 from projections.parquet_writer import (
     DATASETS,
     PART,
-    SORTED_BY,
     Manifest,
     latest_through,
     read_manifest,
@@ -297,16 +297,16 @@ def test_closed_dates_are_merged_into_month_files_with_the_same_rows(
     for name in ("price_observations", "price_changes", "job_runs", "job_states"):
         assert _dates(root, name, "month") == ["month=2026-03", "month=2026-04"]
         assert not [d for d in _dates(root, name, "date") if d < "date=2026-04"]
-        assert len(_dates(root, name, "date")) <= parquet_writer.MONTH_ROLLUP_DAYS  # + the open
+        assert len(_dates(root, name, "date")) <= compaction.MONTH_ROLLUP_DAYS  # + the open
         for month in (root / name).glob("month=*"):
             (only,) = month.glob("part-*.parquet")  # one file a month, sorted
             assert SORTED_BY in (pq.read_schema(only).metadata or {})
-    for name, keys in parquet_writer.MONTH_SORT_KEYS.items():
+    for name, keys in compaction.MONTH_SORT_KEYS.items():
         for month in (root / name).glob("month=*/part-*.parquet"):
             rows = pq.read_table(month, columns=list(keys)).to_pylist()
             in_order = [tuple(r[k] for k in keys) for r in rows]
             assert in_order and in_order == sorted(in_order)
-    monkeypatch.setattr(parquet_writer, "roll_up", lambda root, dataset: [])
+    monkeypatch.setattr(compaction, "roll_up", lambda root, dataset: [])
     daily = DatasetWriter(tmp_path / "daily", ledger.source, batch_size=50)
     daily.catch_up()
     assert not list(daily.root.glob("*/month=*"))
@@ -327,20 +327,20 @@ def test_a_merge_interrupted_after_its_rename_is_finished_without_duplicates(
         ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     shop = Shop(ledger)
     _months(shop, 60)
-    published = parquet_writer.publish_written
+    published = compaction.publish_written
 
     def crash_after_rename(root: Path, tmp: Path, final: Path) -> Path:
         published(root, tmp, final)
         raise Crash(final)  # the merged file is in place, the parts it took in are not deleted
 
-    monkeypatch.setattr(parquet_writer, "publish_written", crash_after_rename)
+    monkeypatch.setattr(compaction, "publish_written", crash_after_rename)
     writer = DatasetWriter(ledger.data_dir, ledger.source)
     with pytest.raises(Crash):
         writer.catch_up()
     monkeypatch.undo()
     root = writer.root
     (month,) = (root / "price_observations").glob("month=*/part-*.parquet")
-    taken = (pq.read_schema(month).metadata or {})[parquet_writer.MERGED].decode().splitlines()
+    taken = (pq.read_schema(month).metadata or {})[compaction.MERGED].decode().splitlines()
     assert taken and all((root / "price_observations" / p).exists() for p in taken)
     clean = DatasetWriter(tmp_path / "clean", ledger.source)
     clean.catch_up()

@@ -10,14 +10,11 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from analytics import connect
+from projections.compaction import OPEN_DATE_PARTS, SORTED_BY, compact, discard_superseded
 from projections.parquet_writer import (
     LATEST,
-    OPEN_DATE_PARTS,
     PART,
     ROW_GROUP_ROWS,
-    SORTED_BY,
-    compact,
-    discard_superseded,
     latest_through,
     refresh_latest,
     write_part,
