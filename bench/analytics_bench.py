@@ -27,7 +27,6 @@ product's history < 100 ms, daily aggregates < 2 s.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import shutil
 import statistics
 import time
@@ -52,7 +51,7 @@ from analytics import (
     store_summary,
 )
 from projections.compaction import compact
-from projections.parquet_writer import FILES, part_name, refresh_latest
+from projections.parquet_writer import FILES, part_name, refresh_latest, with_date
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DAYS = 30
@@ -197,8 +196,7 @@ ORDER BY position
 def _write_parts(root: Path, dataset: str, table: pa.Table, date: str, parts: int) -> None:
     folder = root / dataset / f"date={date}"
     folder.mkdir(parents=True, exist_ok=True)
-    table = table.append_column("date", pa.array([dt.date.fromisoformat(date)] * table.num_rows,
-                                                 pa.date32()))
+    table = with_date(table, date)
     for chunk in np.array_split(np.arange(table.num_rows), parts):
         if len(chunk):
             piece = table.slice(int(chunk[0]), len(chunk))

@@ -166,9 +166,14 @@ def write_part(root: Path, dataset: str, date: str, first: int, last: int,
     """Write one batch's rows of one dataset and date: temp file, fsync, rename."""
     folder = root / dataset / f"date={date}"
     folder.mkdir(parents=True, exist_ok=True)
-    table = pa.Table.from_pylist(rows, schema=DATASETS[dataset][0])
-    table = table.append_column(DATE, pa.array([Day.fromisoformat(date)] * len(rows), pa.date32()))
+    table = with_date(pa.Table.from_pylist(rows, schema=DATASETS[dataset][0]), date)
     return publish(root, table, folder / part_name(first, last), compression="zstd")
+
+
+def with_date(table: pa.Table, date: str) -> pa.Table:
+    """A date's rows as its files hold them: `date` (YYYY-MM-DD) appended as a column."""
+    return table.append_column(DATE, pa.array([Day.fromisoformat(date)] * table.num_rows,
+                                              pa.date32()))
 
 
 def file_schema(dataset: str) -> pa.Schema:

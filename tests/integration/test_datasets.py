@@ -7,7 +7,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -82,12 +82,13 @@ class Shop:
         self.now = max(self.now, self.app.get_job(self.job_id).next_run_at)
         return self.app.lease(self.job_id, "w1", 300, self.now).lease_id
 
-    def crawl(self, cycle: int, products: range) -> None:
+    def crawl(self, cycle: int, products: range,
+              observe: Callable[[int, int], Observation] = _obs) -> None:
         lease = self._lease()
         self.app.record_success(self.job_id, lease, CrawlSuccess(
             http_status=200, final_url=f"{self.base}/products.json", extractor="shopify",
             extractor_version="7", content_hash=f"h{cycle}", duration=0.25,
-            observations=tuple(_obs(n, cycle) for n in products)), self.now)
+            observations=tuple(observe(n, cycle) for n in products)), self.now)
 
     def fail(self) -> None:
         self.app.record_failure(self.job_id, self._lease(),
@@ -265,18 +266,17 @@ def test_datasets_of_an_older_format_are_rebuilt(ledger: Ledger, shop: Shop,
     assert dump(writer.root) == expected
 
 
+def _moving(n: int, cycle: int) -> Observation:
+    return Observation(provider_product_id=f"p{n}", name=f"Product {n}", category="Goods",
+                       offers=(Offer("S", Decimal(10 + (n + cycle // 2) % 3), "USD"),),
+                       availability="in_stock")
+
+
 def _months(shop: Shop, cycles: int) -> None:
     """A crawl every 15 hours: `cycles` of them from 1 March run into April; every
     product's price moves now and then."""
     for cycle in range(cycles):
-        lease = shop._lease()
-        shop.app.record_success(shop.job_id, lease, CrawlSuccess(
-            http_status=200, final_url=f"{shop.base}/products.json", extractor="shopify",
-            extractor_version="7", content_hash=f"m{cycle}", duration=0.25, observations=tuple(
-                Observation(provider_product_id=f"p{n}", name=f"Product {n}", category="Goods",
-                            offers=(Offer("S", Decimal(10 + (n + cycle // 2) % 3), "USD"),),
-                            availability="in_stock")
-                for n in (range(4) if cycle % 5 != 4 else range(1, 4)))), shop.now)
+        shop.crawl(cycle, range(4) if cycle % 5 != 4 else range(1, 4), _moving)
         shop.now += timedelta(hours=15)
 
 
