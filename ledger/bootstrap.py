@@ -6,8 +6,8 @@ for a driver process that opens its own), and never import this module.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -17,13 +17,15 @@ from ledger.crawlers import crawler_for, runner_crawler
 from ledger.redact import redact_url
 from ledger.settings import ConfigError, Settings
 from projections.db import Database, PostgresDatabase, SQLiteDatabase
+from projections.source import NotificationLogSource
 from runtime.components import Components
 from runtime.ledger import Ledger
 
 if TYPE_CHECKING:
     from workers.notify import Notifier
 
-__all__ = ["Ledger", "bootstrap", "components", "crawler_for", "notifier_for", "runner_crawler"]
+__all__ = ["Ledger", "bootstrap", "components", "crawler_for", "event_source", "notifier_for",
+           "runner_crawler"]
 
 
 def backend_for(settings: Settings) -> Backend:
@@ -56,6 +58,20 @@ def bootstrap(settings: Settings) -> Ledger:
     return Ledger(app, db, backend, settings.data_dir)
 
 
+@contextmanager
+def event_source(settings: Settings) -> Iterator[NotificationLogSource]:
+    """The notification log alone, for a process that only reads it (the relay's
+    reader process): the event store's application, no read models."""
+    if settings.is_postgres:
+        _postgres_schema(settings)  # unreachable: one line now, not the pool's 30 s of retries
+    backend = backend_for(settings)
+    app = CrawlLedger(backend, ledger_options(settings))
+    try:
+        yield NotificationLogSource(app.recorder, backend)
+    finally:
+        app.close()
+
+
 def components(settings: Settings) -> Components:
     """Factories for a driver process: it opens the ledger and crawler when it runs."""
     servers = tuple(settings.broker_servers) if settings.broker else ()
@@ -70,13 +86,29 @@ def _postgres_read_db(settings: Settings) -> Database:
     import psycopg
 
     pg = settings.postgres
+    _postgres_schema(settings)
+    try:
+        return PostgresDatabase(pg.conninfo, schema=f"{pg.schema}_read")
+    except psycopg.OperationalError as error:
+        raise _unreachable(settings, error) from error
+
+
+def _postgres_schema(settings: Settings) -> None:
+    """Connect once and create the event store's schema (a clear error if unreachable)."""
+    import psycopg
+
+    pg = settings.postgres
     try:
         with psycopg.connect(pg.conninfo, autocommit=True) as conn:
             conn.execute(f"CREATE SCHEMA IF NOT EXISTS {pg.schema}")
-        return PostgresDatabase(pg.conninfo, schema=f"{pg.schema}_read")
     except psycopg.OperationalError as error:
-        raise ConfigError(f"cannot connect to PostgreSQL at {pg.host}:{pg.port}/{pg.dbname}:"
-                          f" {str(error).strip().splitlines()[0]}") from error
+        raise _unreachable(settings, error) from error
+
+
+def _unreachable(settings: Settings, error: Exception) -> ConfigError:
+    pg = settings.postgres
+    return ConfigError(f"cannot connect to PostgreSQL at {pg.host}:{pg.port}/{pg.dbname}:"
+                       f" {str(error).strip().splitlines()[0]}")
 
 
 @asynccontextmanager

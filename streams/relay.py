@@ -14,9 +14,10 @@ producer hit a fatal error such as an unknown producer id), `run` closes the
 producer, builds a new one (`reconnect`), backs off and publishes again from
 the last acknowledged position: nothing is skipped, the batch may repeat.
 
-Pipelining: while a full batch is being flushed to the broker, a helper thread
-reads and encodes the next one (`_ReadAhead`); the publishable prefix and the
-gaps are still decided at the acknowledged position, after the flush, so the
+Pipelining: while a full batch is being flushed to the broker, the next one is
+read and encoded ahead (`streams.relay_reader`: in a child process, `ProcessReader`,
+as `crawl-ledger relay` runs, or in a helper thread); the publishable prefix and
+the gaps are still decided at the acknowledged position, after the flush, so the
 read-ahead never moves the stored position (it only saves the read's time).
 
 Gaps: notification ids come from a sequence, so a rolled-back insert leaves
@@ -27,7 +28,6 @@ gap (`relay_gaps`) and moves on.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -37,12 +37,15 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, Protocol
 
-from domain.envelope import Envelope
-from domain.transcoder import plain_json
 from projections.source import EventSource
 from streams.relay_position import Offsets, RelayPositionStore
+from streams.relay_reader import Pending, ProcessReader, ThreadReadAhead, one_line
 from streams.topics import Topics
 from streams.wakeup import PollWakeup, Wakeup
+from streams.wire import Batch, Message, encode_batch, wire_value
+
+__all__ = ["Message", "ProcessReader", "Producer", "PublishFailed", "Relay", "RelayMetrics",
+           "kafka_producer", "key_hash", "relay_status", "wire_value"]
 
 log = logging.getLogger(__name__)
 
@@ -57,26 +60,12 @@ class Producer(Protocol):
     def close(self, timeout: float | None = None) -> None: ...
 
 
-def wire_value(env: Envelope, ledger_id: str | None = None) -> bytes:
-    """The message value: the public envelope's JSON, stamped with the event store's identity.
-
-    The bytes `json.dumps` writes (`Envelope.to_json`), by orjson where that is
-    provably the same (`plain_json`: ~1.6 instead of ~5.2 µs for a price observation)."""
-    data = env.__dict__ if ledger_id is None else {**env.__dict__, "ledger_id": ledger_id}
-    fast = plain_json(data)
-    return fast if fast is not None else json.dumps(data, separators=(",", ":")).encode()
-
-
 @lru_cache(maxsize=8192)
 def key_hash(key: bytes) -> int:
     """kafka-python's `DefaultPartitioner` hash of a key (a stream's events come in runs)."""
     from kafka.partitioner.default import murmur2  # kafka-python loads on first use only
 
     return int(murmur2(key)) & 0x7FFFFFFF
-
-
-#: one message ready to send: (topic, value, key)
-Message = tuple[str, bytes, bytes]
 
 
 class PublishFailed(Exception):
@@ -130,7 +119,7 @@ class Relay:
                  *, batch_size: int = 2000, gap_timeout: float = 3.0,
                  monotonic: Callable[[], float] = time.monotonic,
                  reconnect: Callable[[], Producer] | None = None, ledger_id: str | None = None,
-                 topics: Topics | None = None) -> None:
+                 topics: Topics | None = None, reader: ProcessReader | None = None) -> None:
         self.source = source
         self.positions = positions
         self.producer = producer
@@ -138,6 +127,8 @@ class Relay:
         self.ledger_id = ledger_id
         self.topics = topics or Topics()
         self.batch_size = batch_size
+        #: reads ahead in a child process while it works (else in a thread)
+        self.reader = reader
         self.gap_timeout = gap_timeout
         self.monotonic = monotonic
         positions.create()
@@ -147,7 +138,7 @@ class Relay:
         self.published = 0
         self._gap: _Gap | None = None
         self._head = 0
-        self._ahead: _ReadAhead | None = None
+        self._ahead: Pending | None = None
 
     def metrics(self) -> RelayMetrics:
         head = max(self._head, self.position)
@@ -156,15 +147,15 @@ class Relay:
 
     def step(self) -> int:
         """Publish the next batch; returns how many envelopes were published."""
-        envelopes, messages = self._next_batch()
-        self._head = max(self._head, envelopes[-1].position if envelopes else 0)
-        ready, skipped = self._contiguous(envelopes)
+        positions, messages = self._next_batch()
+        self._head = max(self._head, positions[-1] if positions else 0)
+        ready, skipped = self._contiguous(positions)
         if not ready and not skipped:
             return 0
-        new_position = ready[-1].position if ready else self.position
+        new_position = ready[-1] if ready else self.position
         new_position = max([new_position, *skipped])
-        if len(envelopes) == self.batch_size and len(ready) == len(envelopes):
-            self._ahead = _ReadAhead(self, new_position)  # more is waiting: read it meanwhile
+        if len(positions) == self.batch_size and len(ready) == len(positions):
+            self._ahead = self._read_ahead(new_position)  # more is waiting: read it meanwhile
         offsets = self._publish(messages[:len(ready)])
         self.positions.save(new_position, skipped, _now_iso(), offsets)
         self.position = new_position
@@ -172,33 +163,41 @@ class Relay:
         self.published += len(ready)
         return len(ready)
 
-    def _next_batch(self) -> tuple[list[Envelope], list[Message]]:
-        """The batch after the acknowledged position with its messages: the one read ahead
-        while the last batch was flushed when it starts there, else read now."""
+    def _next_batch(self) -> Batch:
+        """The batch after the acknowledged position: the one read ahead while the last
+        batch was flushed when it starts there and could be read, else read now."""
         ahead, self._ahead = self._ahead, None
         if ahead is not None and ahead.after == self.position:
-            return ahead.result()
-        return self.encoded(self.source.read(self.position, self.batch_size))
+            batch = ahead.result()
+            if batch is not None:
+                return batch
+        return self._read(self.position)
 
-    def encoded(self, envelopes: list[Envelope]) -> tuple[list[Envelope], list[Message]]:
-        topic_for, ledger_id = self.topics.for_stream, self.ledger_id
-        return envelopes, [(topic_for(env.stream_type), wire_value(env, ledger_id),
-                            env.stream_id.encode()) for env in envelopes]
+    def _read(self, after: int) -> Batch:
+        return encode_batch(self.source.read(after, self.batch_size), self.topics, self.ledger_id)
 
-    def _contiguous(self, envelopes: Sequence[Envelope]) -> tuple[list[Envelope], list[int]]:
-        """The publishable prefix, and the ids given up as permanent gaps before it."""
+    def _read_ahead(self, after: int) -> Pending:
+        if self.reader is not None:
+            pending = self.reader.read_ahead(after, self.batch_size)
+            if pending is not None:
+                return pending
+        return ThreadReadAhead(self._read, after)
+
+    def _contiguous(self, positions: Sequence[int]) -> tuple[list[int], list[int]]:
+        """The publishable prefix's positions, and the ids given up as permanent gaps
+        before it."""
         expected = self.position + 1
-        ready: list[Envelope] = []
+        ready: list[int] = []
         skipped: list[int] = []
-        for env in envelopes:
-            if env.position != expected:
+        for position in positions:
+            if position != expected:
                 if not self._gap_expired(expected):
                     break
-                skipped.extend(range(expected, env.position))
+                skipped.extend(range(expected, position))
                 log.warning("relay: notification ids %d..%d never appeared, skipped as a gap",
-                            expected, env.position - 1)
-            ready.append(env)
-            expected = env.position + 1
+                            expected, position - 1)
+            ready.append(position)
+            expected = position + 1
         else:
             self._gap = None
         return ready, skipped
@@ -283,7 +282,7 @@ class Relay:
         assert self.reconnect is not None
         delay = min(2.0 ** (failures - 1), 30.0)
         log.warning("relay: publishing failed at position %d (%s); reconnecting in %.0f s",
-                    self.position, _one_line(error), delay)
+                    self.position, one_line(error), delay)
         try:
             self.producer.close(timeout=1.0)
         except Exception:  # noqa: BLE001 - a broken producer may fail to close too
@@ -293,38 +292,7 @@ class Relay:
         try:
             self.producer = self.reconnect()
         except Exception as again:  # noqa: BLE001 - the broker is still away: next turn
-            log.warning("relay: cannot reach the broker yet (%s)", _one_line(again))
-
-
-class _ReadAhead:
-    """The batch after `after`, read and encoded in a helper thread while the current
-    batch is flushed (the wait for the broker's acknowledgements leaves the relay's
-    own thread idle). A read that failed is read again by the relay's thread."""
-
-    def __init__(self, relay: Relay, after: int) -> None:
-        self.after = after
-        self._relay = relay
-        self._batch: tuple[list[Envelope], list[Message]] | None = None
-        self._thread = threading.Thread(target=self._read, name="relay-read-ahead", daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        try:
-            relay = self._relay
-            self._batch = relay.encoded(relay.source.read(self.after, relay.batch_size))
-        except Exception:  # noqa: BLE001 - the relay's own read reports it
-            log.debug("relay: reading ahead failed; reading again", exc_info=True)
-
-    def result(self) -> tuple[list[Envelope], list[Message]]:
-        self._thread.join()
-        if self._batch is None:
-            relay = self._relay
-            return relay.encoded(relay.source.read(self.after, relay.batch_size))
-        return self._batch
-
-
-def _one_line(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+            log.warning("relay: cannot reach the broker yet (%s)", one_line(again))
 
 
 def relay_status(source: EventSource, positions: RelayPositionStore) -> dict[str, Any]:

@@ -13,13 +13,21 @@ import logging
 import signal
 import threading
 import time
+from functools import partial
 from typing import Any
 
-from ledger.bootstrap import Ledger, bootstrap
+from ledger.bootstrap import Ledger, bootstrap, event_source
 from ledger.cli.arguments import number
 from ledger.cli.errors import CommandError
 from ledger.settings import Settings
-from streams.relay import Producer, Relay, RelayMetrics, kafka_producer, relay_status
+from streams.relay import (
+    ProcessReader,
+    Producer,
+    Relay,
+    RelayMetrics,
+    kafka_producer,
+    relay_status,
+)
 from streams.relay_position import RelayPositionStore
 from streams.topics import DEFAULT_PARTITIONS, Topics, ensure_topics
 from streams.wakeup import wakeup_for
@@ -62,12 +70,16 @@ def run_relay(args: argparse.Namespace) -> int:
         return kafka_producer(servers)
 
     wakeup = wakeup_for(ledger.app.recorder, settings.postgres.conninfo, stop)
+    topics = Topics(settings.deployment)
+    # a backlog is read ahead in a child process, off the producer's GIL (streams.relay_reader)
+    reader = ProcessReader(partial(event_source, settings), topics, ledger.identity)
     relay = Relay(ledger.source, RelayPositionStore(ledger.db), kafka_producer(servers),
                   batch_size=args.batch_size, gap_timeout=args.gap_timeout, reconnect=reconnect,
-                  ledger_id=ledger.identity, topics=Topics(settings.deployment))
+                  ledger_id=ledger.identity, topics=topics, reader=reader)
     try:
         relay.run(stop, on_step=None if args.quiet else _status_printer(), wakeup=wakeup)
     finally:
+        reader.close()
         wakeup.close()
         relay.producer.close(5)
         ledger.close()

@@ -9,6 +9,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import backends
@@ -26,11 +27,11 @@ from kafka_fixtures import (  # noqa: F401
     wait_for_port,
 )
 
-from ledger.bootstrap import Ledger
+from ledger.bootstrap import Ledger, event_source
 from ledger.settings import parse_postgres
-from streams.relay import Relay, kafka_producer
+from streams.relay import ProcessReader, Relay, kafka_producer
 from streams.relay_position import RelayPositionStore
-from streams.topics import PUBLIC_TOPICS, STORES, ensure_topics
+from streams.topics import PUBLIC_TOPICS, STORES, Topics, ensure_topics
 from streams.wakeup import NotifyWakeup, wakeup_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, KAFKA_WARNINGS]
@@ -45,6 +46,20 @@ def ledger(pg_store_url: str, tmp_path: Path) -> Iterator[Ledger]:  # noqa: F811
 def make_relay(ledger: Ledger, servers: list[str], **kwargs: object) -> Relay:
     return Relay(ledger.source, RelayPositionStore(ledger.db), kafka_producer(servers),
                  **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.fixture(params=["thread", "process"])
+def reader(request: pytest.FixtureRequest, ledger: Ledger, pg_store_url: str,  # noqa: F811
+           tmp_path: Path) -> Iterator[ProcessReader | None]:
+    """How the relay reads ahead: in a thread (no reader) or in a child process, as
+    `crawl-ledger relay` does."""
+    if request.param == "thread":
+        yield None
+        return
+    with ProcessReader(partial(event_source, backends.settings_for(pg_store_url, tmp_path)),
+                       Topics(), None) as process:
+        assert process.wait_ready()
+        yield process
 
 
 def test_every_event_once_in_version_order_per_key(ledger: Ledger, tansu_broker: str) -> None:  # noqa: F811
@@ -211,17 +226,18 @@ def _hole_after(ledger: Ledger, stores: int, start: int) -> int:
     return _gap(ledger, ledger.source.head())
 
 
-def test_read_ahead_never_moves_the_position_past_a_gap(ledger: Ledger,
-                                                         tansu_broker: str) -> None:  # noqa: F811
+def test_read_ahead_never_moves_the_position_past_a_gap(
+        ledger: Ledger, tansu_broker: str, reader: ProcessReader | None) -> None:  # noqa: F811
     """The batch read ahead (during the flush of a full batch) holds a hole: the relay
     publishes up to the hole, waits, and records it only after its timeout."""
     servers = [tansu_broker]
     ensure_topics(servers, 2)
     hole = _hole_after(ledger, 30, start=0)
     size = (hole - 2) // 2  # batch 3 starts before the hole and holds it
-    relay = make_relay(ledger, servers, batch_size=size, gap_timeout=0.5)
+    relay = make_relay(ledger, servers, batch_size=size, gap_timeout=0.5, reader=reader)
     assert relay.step() == size and relay.step() == size  # full: batch 3 is read ahead
     published = relay.step()  # the batch read ahead: up to the hole
+    assert reader is None or reader.answered == 2  # the child read batches 2 and 3
     assert relay.position == hole - 1 and published == hole - 1 - 2 * size > 0
     assert relay.metrics().pending_gap == hole
     assert RelayPositionStore(ledger.db).load().position == hole - 1
@@ -257,8 +273,8 @@ class FailingFlush:
         self.inner.close(timeout)  # type: ignore[attr-defined]
 
 
-def test_a_failed_flush_discards_the_batch_read_ahead(ledger: Ledger,
-                                                      tansu_broker: str) -> None:  # noqa: F811
+def test_a_failed_flush_discards_the_batch_read_ahead(
+        ledger: Ledger, tansu_broker: str, reader: ProcessReader | None) -> None:  # noqa: F811
     """Batch 2's flush fails after batch 3 was read ahead: the position stays at batch 1,
     the next step publishes batch 2 again (not 3), and nothing is lost."""
     servers = [tansu_broker]
@@ -266,7 +282,7 @@ def test_a_failed_flush_discards_the_batch_read_ahead(ledger: Ledger,
     total = seed_stores(ledger.app, 100, changes=1)  # 200 events
     producer = FailingFlush(kafka_producer(servers), fail_on=2)
     relay = Relay(ledger.source, RelayPositionStore(ledger.db), producer,
-                  batch_size=50)
+                  batch_size=50, reader=reader)
     assert relay.step() == 50
     with pytest.raises(ConnectionError):
         relay.step()  # batch 2 (51..100) sent, not acknowledged; 101..150 read ahead
@@ -280,6 +296,7 @@ def test_a_failed_flush_discards_the_batch_read_ahead(ledger: Ledger,
         counts[env.position] += 1
     assert set(counts) == set(range(1, total + 1))  # nothing lost
     assert {p for p, n in counts.items() if n == 2} == set(range(51, 101))  # only batch 2 twice
+    assert reader is None or reader.answered > 0  # the child's batches were published
 
 
 def _first_store(ledger: Ledger) -> str:
