@@ -23,7 +23,6 @@ from kafka_fixtures import (  # noqa: F401
     free_port,
     pg_store_url,
     read_topics,
-    require_tansu,
     seed_stores,
     tansu_broker,
 )
