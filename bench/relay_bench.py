@@ -41,7 +41,7 @@ from ledger.bootstrap import event_source  # noqa: E402
 from ledger.settings import Settings, parse_postgres  # noqa: E402
 from streams.relay import ProcessReader, Relay, kafka_producer, wire_value  # noqa: E402
 from streams.relay_position import RelayPositionStore  # noqa: E402
-from streams.topics import Topics, topic_for  # noqa: E402
+from streams.topics import topic_for  # noqa: E402
 from streams.wakeup import wakeup_for  # noqa: E402
 
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -200,7 +200,7 @@ def main() -> None:
     tmp = Path("/tmp/crawl-ledger-bench")
     ledger, schema = new_ledger(args.pg, tmp)
     settings = Settings(data_dir=tmp, store=f"{args.pg}?schema={schema}")  # as new_ledger's
-    reader = ProcessReader(partial(event_source, settings), Topics(), ledger.identity)
+    reader = ProcessReader(partial(event_source, settings))
     try:
         assert reader.wait_ready(), "the relay's reader process did not start"
         job = new_job(ledger.app)

@@ -178,7 +178,7 @@ class Relay:
 
     def _read_ahead(self, after: int) -> Pending:
         if self.reader is not None:
-            pending = self.reader.read_ahead(after, self.batch_size)
+            pending = self.reader.read_ahead(after, self.batch_size, self.topics, self.ledger_id)
             if pending is not None:
                 return pending
         return ThreadReadAhead(self._read, after)

@@ -84,13 +84,12 @@ class ProcessReader:
     `close` it: the child is asked to stop, then terminated.
     """
 
-    def __init__(self, open_source: SourceOpener, topics: Topics, ledger_id: str | None,
-                 timeout: float = 60.0) -> None:
+    def __init__(self, open_source: SourceOpener, timeout: float = 60.0) -> None:
         self.timeout = timeout
         context = multiprocessing.get_context("spawn")  # no fork of a threaded process
         self._conn, child = context.Pipe()
         self._process = context.Process(target=_serve, name="relay-reader", daemon=True,
-                                        args=(child, open_source, topics, ledger_id))
+                                        args=(child, open_source))
         self._process.start()
         child.close()
         self._waiting = True  # its first message: the store is open, or why it is not
@@ -113,8 +112,10 @@ class ProcessReader:
         """False once the child failed: the relay then reads ahead in a thread."""
         return not self._broken
 
-    def read_ahead(self, after: int, limit: int) -> _ProcessPending | None:
-        """Ask the child for the batch after `after`; None if the child is gone, or
+    def read_ahead(self, after: int, limit: int, topics: Topics,
+                   ledger_id: str | None) -> _ProcessPending | None:
+        """Ask the child for the batch after `after`, encoded as the relay's own reads are
+        (`encode_batch` with its topics and ledger id); None if the child is gone, or
         still starting (its interpreter and its connection take about a second)."""
         if self._broken or (not self._started and not self._conn.poll(0)):
             return None
@@ -122,7 +123,7 @@ class ProcessReader:
         if self._broken:
             return None
         try:
-            self._conn.send((after, limit))
+            self._conn.send((after, limit, topics, ledger_id))
         except (OSError, ValueError) as error:
             self._fail(f"the reader process is gone ({error})")
             return None
@@ -191,9 +192,9 @@ class _ProcessPending:
         return self._reader._collect()
 
 
-def _serve(conn: Connection, open_source: SourceOpener, topics: Topics,
-           ledger_id: str | None) -> None:
-    """The child: answer (after, limit) with the encoded batch, None stops it."""
+def _serve(conn: Connection, open_source: SourceOpener) -> None:
+    """The child: answer (after, limit, topics, ledger id) with the encoded batch; None
+    stops it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the relay, which stops us
     try:
         opened = open_source()
@@ -210,7 +211,7 @@ def _serve(conn: Connection, open_source: SourceOpener, topics: Topics,
                 return
             if request is None:
                 return
-            after, limit = request
+            after, limit, topics, ledger_id = request
             answer: Batch | str
             try:
                 answer = encode_batch(source.read(after, limit), topics, ledger_id)

@@ -70,12 +70,11 @@ def run_relay(args: argparse.Namespace) -> int:
         return kafka_producer(servers)
 
     wakeup = wakeup_for(ledger.app.recorder, settings.postgres.conninfo, stop)
-    topics = Topics(settings.deployment)
     # a backlog is read ahead in a child process, off the producer's GIL (streams.relay_reader)
-    reader = ProcessReader(partial(event_source, settings), topics, ledger.identity)
+    reader = ProcessReader(partial(event_source, settings))
     relay = Relay(ledger.source, RelayPositionStore(ledger.db), kafka_producer(servers),
                   batch_size=args.batch_size, gap_timeout=args.gap_timeout, reconnect=reconnect,
-                  ledger_id=ledger.identity, topics=topics, reader=reader)
+                  ledger_id=ledger.identity, topics=Topics(settings.deployment), reader=reader)
     try:
         relay.run(stop, on_step=None if args.quiet else _status_printer(), wakeup=wakeup)
     finally:

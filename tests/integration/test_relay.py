@@ -31,7 +31,7 @@ from ledger.bootstrap import Ledger, event_source
 from ledger.settings import parse_postgres
 from streams.relay import ProcessReader, Relay, kafka_producer
 from streams.relay_position import RelayPositionStore
-from streams.topics import PUBLIC_TOPICS, STORES, Topics, ensure_topics
+from streams.topics import PUBLIC_TOPICS, STORES, ensure_topics
 from streams.wakeup import NotifyWakeup, wakeup_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, KAFKA_WARNINGS]
@@ -56,8 +56,8 @@ def reader(request: pytest.FixtureRequest, ledger: Ledger, pg_store_url: str,  #
     if request.param == "thread":
         yield None
         return
-    with ProcessReader(partial(event_source, backends.settings_for(pg_store_url, tmp_path)),
-                       Topics(), None) as process:
+    with ProcessReader(partial(event_source,
+                               backends.settings_for(pg_store_url, tmp_path))) as process:
         assert process.wait_ready()
         yield process
 

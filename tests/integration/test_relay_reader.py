@@ -32,7 +32,7 @@ from ledger.bootstrap import Ledger, event_source
 from projections.source import EventSource
 from streams.relay import ProcessReader, Relay, kafka_producer
 from streams.relay_position import RelayPositionStore
-from streams.topics import PUBLIC_TOPICS, Topics, ensure_topics
+from streams.topics import PUBLIC_TOPICS, ensure_topics
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, KAFKA_WARNINGS]
 
@@ -45,9 +45,8 @@ def ledger(pg_store_url: str, tmp_path: Path) -> Iterator[Ledger]:  # noqa: F811
         yield opened
 
 
-def reader_for(url: str, tmp_path: Path, ledger_id: str | None = None) -> ProcessReader:
-    return ProcessReader(partial(event_source, backends.settings_for(url, tmp_path)),
-                         Topics(), ledger_id)
+def reader_for(url: str, tmp_path: Path) -> ProcessReader:
+    return ProcessReader(partial(event_source, backends.settings_for(url, tmp_path)))
 
 
 def relay_with(ledger: Ledger, servers: list[str], reader: ProcessReader,
@@ -77,7 +76,7 @@ def test_batches_read_by_the_child_are_published_once_each_as_the_store_holds_th
     servers = [tansu_broker]
     ensure_topics(servers, 3)
     total = seed_stores(ledger.app, 240, changes=4)  # 1,200 events: 12 batches of 100
-    with reader_for(pg_store_url, tmp_path, ledger.identity) as reader:
+    with reader_for(pg_store_url, tmp_path) as reader:
         assert reader.wait_ready()
         own = CountedReads(ledger.source)
         relay = relay_with(ledger, servers, reader, 100, own)
