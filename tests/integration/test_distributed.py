@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from backends import LOOPBACK_ENV
+from fleet import wait_for
 from invariants import SETTLED, check, no_duplicate_effects, no_loss
 from kafka_fixtures import KAFKA_WARNINGS, pg_store_url, read_topics, seed_stores, tansu_broker  # noqa: F401
 
@@ -52,16 +53,6 @@ def dist(dist_settings: Settings) -> Iterator[Ledger]:
         yield ledger
     finally:
         ledger.close()
-
-
-def wait_until(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    pytest.fail(f"timed out after {timeout}s waiting for {what}")
 
 
 #: tables nothing in these runs fills (no alert is subscribed, no egress proxy added)
@@ -160,24 +151,27 @@ def test_kill_worker_and_relay_mid_run(dist: Ledger, dist_settings: Settings, tm
                     supervise=True) as cluster:
         seed_jobs(dist, sim.urls.locator_url, sim.urls.control_url, SystemClock())
         group = cluster.projector_group
-        wait_until(lambda: Counter(e.stream_type for e in dist.source.read(0, 100_000))["Product"],
-                   60, "the first product events")
+        wait_for(lambda: Counter(e.stream_type for e in dist.source.read(0, 100_000))["Product"],
+                 "the first product events", 60)
+        # both workers joined (each at its first work item) before one is killed: the
+        # restarted one joins again only if work still comes its way
+        wait_for(lambda: len(dist.read.workers()) >= 2, "both workers registered", 60)
         before = dist.source.read(0, 1_000_000)
         killed_at = time.time()
         cluster.kill("worker-1")
         cluster.kill("relay")
         # the cluster's supervisor restarts what crashed
-        wait_until(lambda: cluster.restarts == {"worker-1": 1, "relay": 1}
-                   and all(cluster.running().values()), 30, "the crashed processes restarted")
+        wait_for(lambda: cluster.restarts == {"worker-1": 1, "relay": 1}
+                 and all(cluster.running().values()), "the crashed processes restarted", 30)
         run_until_idle(dist, group, SystemClock(), scheduler=False, timeout=150)
         # the image role downloads the products' images after their crawls: done when
         # no image is pending but those the killed worker had claimed (left to it until
         # the claim runs out, after the test): then no image event is still to come
-        wait_until(lambda: images_settled(dist, killed_at), 120, "the image role's downloads")
+        wait_for(lambda: images_settled(dist, killed_at), "the image role's downloads", 120)
         wait_caught_up(dist, group, 30)
         # the projecting leader keeps the analysts' Parquet datasets caught up too
         written = DatasetWriter(settings.data_dir, dist.source)
-        wait_until(lambda: written.position() == dist.source.head(), 60, "the Parquet datasets")
+        wait_for(lambda: written.position() == dist.source.head(), "the Parquet datasets", 60)
         # compared while the cluster runs: the workers' departures, recorded as they stop
         # after their own projection agents, are projected by whichever projector runs next
         states = Counter(job["state"] for job in dist.read.jobs())
@@ -189,7 +183,6 @@ def test_kill_worker_and_relay_mid_run(dist: Ledger, dist_settings: Settings, tm
             "jobs_settled": lambda: None if set(states) <= SETTLED else f"states {dict(states)}",
         })
         assert_equal_to_rebuild(dist)
-        # both first workers registered (the restarted one joins at its first work item)
         registered = {row["name"] for row in dist.read.workers()}
         assert len(registered) >= 2 and all(n.startswith("faust:") for n in registered)
 
