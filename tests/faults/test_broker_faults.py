@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import backends
 import pytest
+from fleet import wait_for
 from invariants import check, no_duplicate_effects
 from kafka_fixtures import (  # noqa: F401
     KAFKA_WARNINGS,
@@ -58,14 +58,15 @@ def test_the_relay_process_survives_a_broker_restart(ledger: Ledger, pg_store_ur
         seed_stores(ledger.app, 20, changes=1)
         relay = subprocess.Popen([CLI, "relay", "--quiet", "--partitions", "2"], env=env,
                                  stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        _wait(lambda: _position(positions) == ledger.source.head(), "the first events published")
+        wait_for(lambda: _position(positions) == ledger.source.head(), "the first events published")
         stop_process(broker)
         before = _position(positions)
         seed_stores(ledger.app, 15, changes=1, start=20)  # recorded while the broker is away
         after = ledger.source.head()
         broker = start_tansu(binary, port, tmp_path / "tansu.log")
         wait_for_port(port)
-        _wait(lambda: _position(positions) == after, "the events recorded meanwhile published", 120)
+        wait_for(lambda: _position(positions) == after, "the events recorded meanwhile published",
+                 120)
         assert relay.poll() is None, (tmp_path / "relay.log").read_text()
         wanted = {e.event_id for e in ledger.source.read(before, 10_000)}
         published = {env.event_id for _, _, env in read_topics(servers, PUBLIC_TOPICS, len(wanted))}
@@ -87,11 +88,3 @@ def _position(positions: RelayPositionStore) -> int:
 
 
 CLI = str(Path(sys.executable).with_name("crawl-ledger"))
-
-
-def _wait(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)

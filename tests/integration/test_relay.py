@@ -7,7 +7,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -354,11 +354,3 @@ def test_a_commit_in_another_schema_does_not_wake_this_ledgers_listener(
     finally:
         wakeup.close()
         backends.drop_schema(other_url.rsplit("=", 1)[1])
-
-
-def _wait(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
