@@ -87,14 +87,19 @@ async def crawl(res: Resources, stream: AsyncIterable[WorkItem], index: int) -> 
 
 
 async def join(res: Resources) -> None:
-    """Register this process in the worker registry (an event), once, when its first
-    crawl agent starts; `heartbeat` keeps it alive, `Resources.close` departs."""
+    """Register this process in the worker registry (an event), once: when the crawl
+    role starts (`streams.app`), so an idle worker is listed too, or else at its first
+    work item. `heartbeat` keeps it alive, `Resources.close` departs."""
     if res.member is not None:
         return
     res.member = member = f"faust:{worker_name()}"
-    await res.call(lambda ledger: register(ledger, member, "faust",
-                                           res.options.crawl_concurrency, ["all"],
-                                           res.clock.now()))
+    try:
+        await res.call(lambda ledger: register(ledger, member, "faust",
+                                               res.options.crawl_concurrency, ["all"],
+                                               res.clock.now()))
+    except BaseException:
+        res.member = None  # not registered: the next call tries again
+        raise
 
 
 async def heartbeat(res: Resources) -> None:

@@ -22,6 +22,7 @@ see every message. Scale out by starting more processes with the same roles.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -36,6 +37,8 @@ from streams import agents
 from streams.records import WorkItem
 from streams.resources import Resources, WorkerOptions
 from streams.transport import PromptApp
+
+log = logging.getLogger(__name__)
 
 ROLES = ("dispatch", "crawl", "project", "alert", "image")
 
@@ -142,6 +145,14 @@ def _crawl(app: faust.App, res: Resources, work: Any) -> None:
     @app.agent(work, name="crawl", concurrency=res.options.crawl_concurrency)
     async def crawl(stream: Any) -> None:
         await agents.crawl(res, stream, id(stream) % 10_000)
+
+    @app.task
+    async def register() -> None:  # listed in the registry from the start, idle or not
+        try:
+            await agents.join(res)
+        except Exception as error:  # noqa: BLE001 - the first work item joins instead
+            log.warning("worker not registered at start (%s); it joins at its first work item",
+                        (str(error).strip().splitlines() or [type(error).__name__])[0])
 
     @app.timer(HEARTBEAT_INTERVAL, name="worker-heartbeat")
     async def heartbeat() -> None:

@@ -142,6 +142,16 @@ def images_settled(ledger: Ledger, killed_at: float) -> bool:
     return pending <= abandoned
 
 
+def test_an_idle_crawl_worker_is_listed_in_the_registry(dist: Ledger,
+                                                        dist_settings: Settings) -> None:
+    """A crawl worker registers when it starts: with no job scheduled (no work item will
+    come), the operator still sees it in the registry."""
+    with Cluster(dist_settings, workers=[("crawl", "project")]):
+        rows = wait_for(lambda: dist.read.workers(), "the idle worker registered", 60)
+        assert dist.read.jobs() == []
+    assert len(rows) == 1 and rows[0]["name"].startswith("faust:")
+
+
 def test_kill_worker_and_relay_mid_run(dist: Ledger, dist_settings: Settings, tmp_path: Path) -> None:
     settings = dist_settings
     args = ["--lease-ttl", "6", "--tick", "0.3", "--redrive-after", "5", "--partitions", "4",
