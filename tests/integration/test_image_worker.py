@@ -18,8 +18,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from fleet import wait_for
 from kafka_fixtures import KAFKA_WARNINGS, pg_store_url, tansu_broker  # noqa: F401
-from test_distributed import dist, dist_settings, wait_until  # noqa: F401
+from test_distributed import dist, dist_settings  # noqa: F401
 
 from ledger.bootstrap import Ledger
 from ledger.distributed import Cluster, cli_command, settings_env
@@ -47,16 +48,16 @@ def test_the_image_role_and_images_fetch_download_each_image_once(
                               every=86400, now=now)
         with Cluster(settings, workers=[("dispatch", "crawl", "project"), ("image",)],
                      worker_args=["--images-every", "2"]):
-            wait_until(lambda: dist.read.image_counts().get("pending")
-                       or dist.read.image_counts().get("stored"), 120, "the catalog's images")
+            wait_for(lambda: dist.read.image_counts().get("pending")
+                     or dist.read.image_counts().get("stored"), "the catalog's images", 120)
             fetched = subprocess.run(  # an operator's fetch while the image worker runs
                 [*cli_command(), "images", "fetch"], env=os.environ | settings_env(settings),
                 capture_output=True, text=True, timeout=120, check=False)
             assert fetched.returncode == 0, fetched.stderr
             products = {e.stream_id: e.payload["image_url"]
                         for e in events_of(dist, "Product.Discovered")}
-            wait_until(lambda: len(events_of(dist, "Product.ImageStored", "Product.ImageFailed"))
-                       >= len(products), 120, "every product's image recorded")
+            wait_for(lambda: len(events_of(dist, "Product.ImageStored", "Product.ImageFailed"))
+                     >= len(products), "every product's image recorded", 120)
         downloads = Counter(r.path for r in sim.simulator.requests(served.key)
                             if r.path.startswith("/images/"))
     recorded = events_of(dist, "Product.ImageStored", "Product.ImageFailed")
