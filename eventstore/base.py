@@ -61,6 +61,10 @@ class Backend(ABC):
     def runner_lock(self, holder: Holder) -> AbstractContextManager[Holder]:
         """Hold the store for one runner; `StoreLocked` (naming the holder) if taken."""
 
+    def discard_broken(self, recorder: Any) -> None:  # noqa: B027 - a default, not abstract
+        """After an operation failed: drop the pooled connections the server has closed
+        (it restarted), so the next operation gets a new one. Nothing to do in-process."""
+
     def identity(self, recorder: Any) -> str:
         """This event store's identity: a UUID made once, when it is first asked for, and kept
         in the store (envelopes carry it, so readers can refuse another store's events)."""

@@ -57,6 +57,10 @@ class NotificationLogSource:
     def head(self) -> int:
         return self.recorder.max_notification_id() or 0
 
+    def discard_broken(self) -> None:
+        """After a failed read: drop the connections a server restart closed."""
+        self.backend.discard_broken(self.recorder)
+
     def batches(self, after: int, limit: int) -> Generator[list[Envelope], None, None]:
         """`read` batch after batch until a short one (yielded too, even if empty).
 

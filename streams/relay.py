@@ -277,12 +277,20 @@ class Relay:
 
 
     def _recover(self, error: Exception, failures: int, stop: threading.Event) -> None:
-        """Drop the producer, wait (1, 2, 4… up to 30 s, or until stopped) and build a
-        new one; the stored position is untouched, so the next step resends the batch."""
+        """A step failed (the broker or the event store): drop the event store's dead
+        connections and the producer, wait (1, 2, 4… up to 30 s, or until stopped) and
+        build a new producer; the stored position is untouched, so the next step reads
+        and sends the batch again."""
         assert self.reconnect is not None
         delay = min(2.0 ** (failures - 1), 30.0)
-        log.warning("relay: publishing failed at position %d (%s); reconnecting in %.0f s",
+        log.warning("relay: a batch failed at position %d (%s); trying again in %.0f s",
                     self.position, one_line(error), delay)
+        discard = getattr(self.source, "discard_broken", None)  # a NotificationLogSource's
+        if discard is not None:
+            try:
+                discard()
+            except Exception:  # noqa: BLE001 - the server is still away: next turn
+                log.debug("relay: checking the store's connections failed", exc_info=True)
         try:
             self.producer.close(timeout=1.0)
         except Exception:  # noqa: BLE001 - a broken producer may fail to close too
