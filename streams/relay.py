@@ -39,7 +39,13 @@ from typing import Any, Protocol
 
 from projections.source import EventSource
 from streams.relay_position import Offsets, RelayPositionStore
-from streams.relay_reader import Pending, ProcessReader, ThreadReadAhead, one_line
+from streams.relay_reader import (
+    Pending,
+    ProcessReader,
+    ThreadReadAhead,
+    discard_broken,
+    one_line,
+)
 from streams.topics import Topics
 from streams.wakeup import PollWakeup, Wakeup
 from streams.wire import Batch, Message, encode_batch, wire_value
@@ -285,12 +291,7 @@ class Relay:
         delay = min(2.0 ** (failures - 1), 30.0)
         log.warning("relay: a batch failed at position %d (%s); trying again in %.0f s",
                     self.position, one_line(error), delay)
-        discard = getattr(self.source, "discard_broken", None)  # a NotificationLogSource's
-        if discard is not None:
-            try:
-                discard()
-            except Exception:  # noqa: BLE001 - the server is still away: next turn
-                log.debug("relay: checking the store's connections failed", exc_info=True)
+        discard_broken(self.source)
         try:
             self.producer.close(timeout=1.0)
         except Exception:  # noqa: BLE001 - a broken producer may fail to close too

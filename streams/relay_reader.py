@@ -217,7 +217,7 @@ def _serve(conn: Connection, open_source: SourceOpener) -> None:
                 answer = encode_batch(source.read(after, limit), topics, ledger_id)
             except Exception as error:  # noqa: BLE001 - the relay reads it again itself
                 answer = f"reading after {after}: {one_line(error)}"
-                _discard_broken(source)
+                discard_broken(source)
             try:
                 conn.send(answer)
             except OSError:  # the relay is gone
@@ -226,14 +226,15 @@ def _serve(conn: Connection, open_source: SourceOpener) -> None:
         opened.__exit__(None, None, None)
 
 
-def _discard_broken(source: EventSource) -> None:
-    """After a failed read, the connections a server restart closed are dropped."""
-    discard = getattr(source, "discard_broken", None)  # a NotificationLogSource's
+def discard_broken(source: EventSource) -> None:
+    """After a failed read, drop the connections a server restart closed (a
+    `NotificationLogSource`'s; other sources have none)."""
+    discard = getattr(source, "discard_broken", None)
     if discard is not None:
         try:
             discard()
         except Exception:  # noqa: BLE001 - the server is still away: the next read tells
-            log.debug("relay reader: checking the store's connections failed", exc_info=True)
+            log.debug("relay: checking the store's connections failed", exc_info=True)
 
 
 def one_line(error: BaseException) -> str:
