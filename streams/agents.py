@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterable, Awaitable, Callable, Sequence
 from datetime import timedelta
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -18,7 +19,7 @@ from runtime.images import ImageBatch, image_requests
 from runtime.ledger import Ledger
 from runtime.registry import Heartbeats, register
 from runtime.scheduler import Scheduler
-from runtime.work import JobWorker, worker_name
+from runtime.work import JobWorker, retrying_while_unavailable, worker_name
 from streams.kafka_projection import Consumed, apply_consumed, projector_offsets
 from streams.records import WorkItem
 from streams.resources import Resources
@@ -124,7 +125,9 @@ async def project(res: Resources, stream: Any, consumer: str) -> None:
     async for events in stream.take_events(options.batch_size, within=options.batch_within):
         batch = [Consumed(e.message.topic, e.message.partition, e.message.offset,
                           Envelope.from_json(e.value)) for e in events]
-        await res.call(apply_batch, consumer, batch)
+        # a batch and its offsets commit together, so applying it again is harmless
+        await retrying_while_unavailable(partial(res.call, apply_batch, consumer, batch),
+                                         f"projecting {len(batch)} events", options.store_patience)
 
 
 async def alert_batch(res: Resources, envelopes: Sequence[Envelope]) -> int:
@@ -140,7 +143,11 @@ async def alert(res: Resources, stream: Any) -> None:
     """`ledger.products.v1` -> deliveries, each once per (subscription, event id)."""
     options = res.options
     async for events in stream.take_events(options.batch_size, within=options.batch_within):
-        await alert_batch(res, [Envelope.from_json(e.value) for e in events])
+        envelopes = [Envelope.from_json(e.value) for e in events]
+        # deliveries are kept once per (subscription, event id): matching again is harmless
+        await retrying_while_unavailable(partial(alert_batch, res, envelopes),
+                                         f"alerts for {len(envelopes)} events",
+                                         options.store_patience)
 
 
 async def alert_retries(res: Resources) -> None:
@@ -164,7 +171,11 @@ async def images(res: Resources, stream: Any) -> None:
     """`ledger.products.v1` -> each new image URL downloaded and recorded once."""
     options = res.options
     async for events in stream.take_events(options.batch_size, within=options.batch_within):
-        await image_batch(res, [Envelope.from_json(e.value) for e in events])
+        envelopes = [Envelope.from_json(e.value) for e in events]
+        # an image is claimed and recorded once: fetching the batch again skips those done
+        await retrying_while_unavailable(partial(image_batch, res, envelopes),
+                                         f"images of {len(envelopes)} events",
+                                         options.store_patience)
 
 
 async def image_sweep(res: Resources) -> None:
@@ -250,7 +261,10 @@ def stale_dispatched(ledger: Ledger, before: str) -> list[WorkItem]:
 async def schedule(res: Resources) -> None:
     """The leader's tick: reap expired leases, then dispatch due jobs until
     `dispatch_ahead` wait for a crawl worker (`Scheduler.fill`)."""
-    await res.call(leader_tick, res.clock.now(), res.options.dispatch_ahead)
+    try:
+        await res.call(leader_tick, res.clock.now(), res.options.dispatch_ahead)
+    except Exception:  # the next tick tries again; a timer that raises stops the worker
+        log.exception("scheduler tick failed")
 
 
 async def redrive(res: Resources, work_topic: Any) -> None:
@@ -265,7 +279,12 @@ async def redrive(res: Resources, work_topic: Any) -> None:
     sent = res.redriven
     for job_id in [j for j, at in sent.items() if at < before]:
         del sent[job_id]
-    for item in await res.call(stale_dispatched, iso(before)):
+    try:
+        stale = await res.call(stale_dispatched, iso(before))
+    except Exception:  # the next turn tries again; a timer that raises stops the worker
+        log.exception("redrive check failed")
+        return
+    for item in stale:
         if item.job_id in sent:
             continue
         log.warning("job %s still dispatched: sending its work item again", item.job_id)

@@ -54,6 +54,7 @@ class WorkerOptions:
     alert_retry_every: float = 15.0  # seconds between sends of the alert retries due (leader)
     images_every: float = 30.0     # seconds between the image leader's sweeps of pending images
     image_concurrency: int = 4     # image downloads in flight at once per worker
+    store_patience: float = 600.0  # seconds an agent's batch waits out an unavailable event store
     clock_file: str | None = None  # a FileClock instead of the system clock (demo only)
 
 

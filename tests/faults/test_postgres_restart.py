@@ -1,19 +1,14 @@
-"""PostgreSQL restarts under a running `crawl-ledger run`: the runner waits for the
-store to come back (no crash, no lost result), keeps crawling afterwards, and the
-invariants hold. The server is a private cluster on a free loopback port, so the
-shared PostgreSQL of the other tests is never touched."""
+"""PostgreSQL restarts under a running `crawl-ledger run` and `crawl-ledger relay`: each
+waits for the store to come back (no crash, no lost result), carries on afterwards, and
+the invariants hold. The server is a private cluster (`pg_server`), so the shared
+PostgreSQL of the other tests is never touched."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import socket
 import subprocess
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -32,63 +27,13 @@ from kafka_fixtures import (
     stop_process,
     wait_for_port,
 )
+from pg_server import private_postgres
 from psycopg.rows import dict_row
 
 from streams.relay_position import POSITION_TABLE
 from streams.topics import PUBLIC_TOPICS
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.postgres]
-
-BINARIES = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
-
-
-@dataclass
-class PrivatePostgres:
-    base: Path
-    port: int
-
-    @property
-    def url(self) -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
-
-    def ctl(self, *args: str) -> None:
-        options = (f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1 "
-                   "-c fsync=off -c max_connections=60")
-        _as_postgres([str(BINARIES[-1]), "-D", str(self.base / "data"), "-o", options,
-                      "-l", str(self.base / "log"), "-w", *args])
-
-
-def _as_postgres(argv: list[str]) -> None:
-    prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-    done = subprocess.run(prefix + argv, capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, f"{argv[0]} failed: {done.stderr or done.stdout}"
-
-
-@contextmanager
-def private_postgres() -> Iterator[PrivatePostgres]:
-    if not BINARIES or (os.geteuid() == 0 and shutil.which("runuser") is None):
-        reason = "PostgreSQL server binaries (initdb, pg_ctl) are not installed"
-        if os.environ.get("CI") == "true":  # a backend test must not skip in CI
-            pytest.fail(reason)
-        pytest.skip(reason)
-    base = Path(tempfile.mkdtemp(prefix="ledger-pg-"))
-    if os.geteuid() == 0:
-        shutil.chown(base, "postgres")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = PrivatePostgres(base, port)
-    try:
-        _as_postgres([str(BINARIES[-1].with_name("initdb")), "-D", str(base / "data"),
-                      "-A", "trust", "-U", "postgres", "--no-sync"])
-        server.ctl("start")
-        yield server
-    finally:
-        subprocess.run(["runuser", "-u", "postgres", "--", str(BINARIES[-1]), "-D",
-                        str(base / "data"), "-m", "immediate", "stop"] if os.geteuid() == 0
-                       else [str(BINARIES[-1]), "-D", str(base / "data"), "-m", "immediate",
-                             "stop"], capture_output=True, timeout=60, check=False)
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def job_rows(box: Fleet) -> dict[str, dict[str, object]]:

@@ -13,6 +13,7 @@ from backends import LOOPBACK_ENV
 from fleet import wait_for
 from invariants import SETTLED, check, no_duplicate_effects, no_loss
 from kafka_fixtures import KAFKA_WARNINGS, pg_store_url, read_topics, seed_stores, tansu_broker  # noqa: F401
+from pg_server import private_postgres
 
 from analytics import connect
 from analytics.schema import DATASETS
@@ -226,6 +227,46 @@ PRODUCT_COLUMNS = ("provider_product_id", "name", "brand", "category", "offers",
 
 def product_rows(ledger: Ledger) -> list[tuple[Any, ...]]:
     return sorted(tuple(str(r[c]) for c in PRODUCT_COLUMNS) for r in ledger.read.products())
+
+
+def test_postgres_restart_under_the_distributed_workers(tansu_broker: str,  # noqa: F811
+                                                        tmp_path: Path) -> None:
+    """PostgreSQL (a private server) restarts under the relay and two workers with every
+    role: their agents and timers wait for it, no process is restarted, nothing is lost
+    and the read models equal a rebuild."""
+    args = ["--lease-ttl", "6", "--tick", "0.3", "--redrive-after", "5", "--partitions", "4"]
+    with private_postgres() as pg:
+        settings = cluster_settings(f"{pg.url}?schema=dist", tansu_broker, tmp_path / "dist")
+        ledger = bootstrap(settings)
+        create_read_models(ledger)
+        ledger.close()
+        with SimulatorThread(stores=3, seed=11) as sim, \
+                Cluster(settings, workers=[("all",), ("all",)], worker_args=args,
+                        supervise=True) as cluster:
+            ledger = bootstrap(settings)
+            seed_jobs(ledger, sim.urls.locator_url, sim.urls.control_url, SystemClock())
+            wait_for(lambda: Counter(e.stream_type for e in ledger.source.read(0, 100_000))
+                     ["Product"], "the first product events", 60)
+            before = ledger.source.read(0, 1_000_000)
+            ledger.close()
+            pg.ctl("-m", "fast", "restart")  # every connection of every process is cut
+            ledger = bootstrap(settings)
+            try:
+                run_until_idle(ledger, cluster.projector_group, SystemClock(), scheduler=False,
+                               timeout=150)
+                wait_caught_up(ledger, cluster.projector_group, 60)
+                states = Counter(job["state"] for job in ledger.read.jobs())
+                stored = ledger.source.read(0, 1_000_000)
+                check("PostgreSQL restart under the distributed workers", {
+                    "no_loss": lambda: no_loss(before, stored),
+                    "no_duplicate_effects": lambda: no_duplicate_effects(stored),
+                    "read_models_equal_rebuild": lambda: rebuild_differences(ledger),
+                    "jobs_settled": lambda: None if set(states) <= SETTLED
+                    else f"states {dict(states)}",
+                })
+                assert cluster.restarts == {}, f"processes restarted: {cluster.restarts}"
+            finally:
+                ledger.close()
 
 
 def test_distributed_equals_embedded(dist: Ledger, dist_settings: Settings, tmp_path: Path) -> None:
