@@ -17,6 +17,7 @@ from pg_server import private_postgres
 
 from analytics import connect
 from analytics.schema import DATASETS
+from domain.envelope import Envelope
 from ledger.bootstrap import Ledger, bootstrap
 from ledger.demo import DEMO_START, DemoConfig, run_cycles, run_embedded_demo, seed_jobs
 from ledger.distributed import Cluster, run_until_idle, wait_caught_up
@@ -84,6 +85,20 @@ def rebuild_differences(ledger: Ledger) -> str | None:
     differing = [t.name for p in scratch for t in p.tables
                  if table_rows(ledger.db, t, "") != table_rows(ledger.db, t, "scratch_")]
     return f"differ from a rebuild: {', '.join(differing)}" if differing else None
+
+
+def check_cluster(case: str, ledger: Ledger, before: list[Envelope]) -> list[Envelope]:
+    """The fault table's invariants after a cluster run (`before`: the events stored
+    before the fault); returns every stored event."""
+    states = Counter(job["state"] for job in ledger.read.jobs())
+    stored = ledger.source.read(0, 1_000_000)
+    check(case, {
+        "no_loss": lambda: no_loss(before, stored),
+        "no_duplicate_effects": lambda: no_duplicate_effects(stored),
+        "read_models_equal_rebuild": lambda: rebuild_differences(ledger),
+        "jobs_settled": lambda: None if set(states) <= SETTLED else f"states {dict(states)}",
+    })
+    return stored
 
 
 def commit_group_at(servers: list[str], group: str, offsets: dict[tuple[str, int], int]) -> int:
@@ -185,14 +200,7 @@ def test_kill_worker_and_relay_mid_run(dist: Ledger, dist_settings: Settings, tm
         wait_for(lambda: written.position() == dist.source.head(), "the Parquet datasets", 60)
         # compared while the cluster runs: the workers' departures, recorded as they stop
         # after their own projection agents, are projected by whichever projector runs next
-        states = Counter(job["state"] for job in dist.read.jobs())
-        stored = dist.source.read(0, 1_000_000)
-        check("worker (crawl+project) and relay kill -9 mid-run", {
-            "no_loss": lambda: no_loss(before, stored),
-            "no_duplicate_effects": lambda: no_duplicate_effects(stored),
-            "read_models_equal_rebuild": lambda: rebuild_differences(dist),
-            "jobs_settled": lambda: None if set(states) <= SETTLED else f"states {dict(states)}",
-        })
+        stored = check_cluster("worker (crawl+project) and relay kill -9 mid-run", dist, before)
         assert_equal_to_rebuild(dist)
         registered = {row["name"] for row in dist.read.workers()}
         assert len(registered) >= 2 and all(n.startswith("faust:") for n in registered)
@@ -255,15 +263,7 @@ def test_postgres_restart_under_the_distributed_workers(tansu_broker: str,  # no
                 run_until_idle(ledger, cluster.projector_group, SystemClock(), scheduler=False,
                                timeout=150)
                 wait_caught_up(ledger, cluster.projector_group, 60)
-                states = Counter(job["state"] for job in ledger.read.jobs())
-                stored = ledger.source.read(0, 1_000_000)
-                check("PostgreSQL restart under the distributed workers", {
-                    "no_loss": lambda: no_loss(before, stored),
-                    "no_duplicate_effects": lambda: no_duplicate_effects(stored),
-                    "read_models_equal_rebuild": lambda: rebuild_differences(ledger),
-                    "jobs_settled": lambda: None if set(states) <= SETTLED
-                    else f"states {dict(states)}",
-                })
+                check_cluster("PostgreSQL restart under the distributed workers", ledger, before)
                 assert cluster.restarts == {}, f"processes restarted: {cluster.restarts}"
             finally:
                 ledger.close()
