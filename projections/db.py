@@ -299,6 +299,23 @@ def _column(values: Sequence[Any], kind: str) -> list[Any] | None:
     return list(values)
 
 
+def _alive(conn: Any) -> bool:
+    """Whether a PostgreSQL connection is still usable, without a round trip: what the
+    server sent meanwhile is read from the socket (a restart's "terminating connection"
+    and the close), so a connection cut while idle is found before it fails a statement."""
+    import psycopg
+    from psycopg.pq import ConnStatus
+
+    if conn.closed or conn.broken:
+        return False
+    try:  # twice: the first read may take the server's last message, the second its close
+        conn.pgconn.consume_input()
+        conn.pgconn.consume_input()
+    except psycopg.OperationalError:
+        return False
+    return bool(conn.pgconn.status == ConnStatus.OK)
+
+
 class PostgresDatabase(Database):
     """Read models in a PostgreSQL schema (distributed deployment)."""
 
@@ -311,7 +328,7 @@ class PostgresDatabase(Database):
         self._conninfo = conninfo
         self._lock = threading.RLock()
         self._conn = self._connect()
-        self._readers = Readers(self._reader, lambda conn: not (conn.closed or conn.broken))
+        self._readers = Readers(self._reader, _alive)
 
     def _reader(self) -> Any:
         import psycopg
@@ -349,7 +366,8 @@ class PostgresDatabase(Database):
     @contextmanager
     def transaction(self) -> Iterator[Tx]:
         with self._lock:
-            if self._conn.closed or self._conn.broken:  # the server restarted: reconnect
+            if not _alive(self._conn):  # the server restarted (or closed it): reconnect
+                self._conn.close()
                 self._conn = self._connect()
             try:
                 yield _PostgresTx(self._conn)

@@ -17,9 +17,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import backends
 import httpx
 import pytest
 import uvicorn
+from pg_server import private_postgres
 
 from api.app import create_app
 from api.auth import TokenStore
@@ -256,3 +258,26 @@ def test_as_of_shows_a_product_and_a_job_as_the_ledger_knew_them(api: tuple) -> 
         assert before.status_code == 404 and "not yet recorded" in before.json()["detail"]
         naive = http.get(f"/api/v1/jobs/{job}", params={"as_of": "2026-01-01T00:00:00"})
         assert naive.status_code == 422
+
+
+@pytest.mark.postgres
+def test_commands_after_a_postgres_restart_succeed(tmp_path: Path) -> None:
+    """PostgreSQL (a private server) restarts under the API: the commands that follow
+    meet the cut connections and still succeed (the library's recorder tries again on a
+    new connection; the read-model database reconnects), without a restart of the API."""
+    with private_postgres() as pg, \
+            backends.open_ledger(f"{pg.url}?schema=api", tmp_path) as ledger:
+        store = ledger.app.register_store(name="Shop", base_url="https://shop.example",
+                                          platform="shopify", now=T0)
+        job = ledger.app.schedule_job(kind="catalog", url="https://shop.example/products.json",
+                                      now=T0, store_id=store, every=3600)
+        with serving(ledger) as (url, secrets), httpx.Client(base_url=url, timeout=30) as http:
+            operate = bearer(secrets["operate"])
+            assert http.post(f"/api/v1/jobs/{job}/pause", headers=operate).status_code == 200
+            pg.ctl("-m", "fast", "restart")  # every connection of the API is cut
+            answers = [http.post(f"/api/v1/jobs/{job}/{action}", headers=operate)
+                       for action in ("resume", "pause", "resume")]
+            assert [a.status_code for a in answers] == [200, 200, 200]
+            assert [a.json()["state"] for a in answers] == ["scheduled", "paused", "scheduled"]
+            listed = http.get("/api/v1/jobs", headers=bearer(secrets["read"]))
+            assert listed.status_code == 200
