@@ -33,6 +33,7 @@ from faust.types import TP
 
 from runtime.components import Components
 from runtime.registry import INTERVAL as HEARTBEAT_INTERVAL
+from runtime.work import first_line
 from streams import agents
 from streams.records import WorkItem
 from streams.resources import Resources, WorkerOptions
@@ -152,7 +153,7 @@ def _crawl(app: faust.App, res: Resources, work: Any) -> None:
             await agents.join(res)
         except Exception as error:  # noqa: BLE001 - the first work item joins instead
             log.warning("worker not registered at start (%s); it joins at its first work item",
-                        (str(error).strip().splitlines() or [type(error).__name__])[0])
+                        first_line(error))
 
     @app.timer(HEARTBEAT_INTERVAL, name="worker-heartbeat")
     async def heartbeat() -> None:
