@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Holder", "StoreLocked", "postgres_lock", "sqlite_lock"]
+__all__ = ["Holder", "StoreLocked", "postgres_lock", "postgres_schema_lock", "sqlite_lock"]
 
 
 class StoreLocked(Exception):
@@ -102,5 +102,26 @@ def postgres_lock(conninfo: str, dbname: str, schema: str, store: str,
             # Closing the connection would free the lock too, but only once the server's
             # backend has finished exiting, after the client has moved on: a runner
             # started right after this one stopped could still find it held.
+            with suppress(psycopg.Error):  # a lost session has let go anyway
+                conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
+
+
+@contextmanager
+def postgres_schema_lock(conninfo: str, dbname: str, schema: str) -> Iterator[None]:
+    """Create `schema` and hold a session advisory lock while the caller creates its
+    tables: `CREATE … IF NOT EXISTS` is not safe against a concurrent creator in
+    PostgreSQL (the loser fails on the catalog's unique index), so processes started
+    together on one schema create it one after the other; for the later ones every
+    statement is a no-op. Waiting processes block on the lock, not on a retry loop."""
+    import psycopg
+    from psycopg.sql import SQL, Identifier
+
+    key = f"crawl-ledger schema {dbname}.{schema}"
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
+        try:
+            conn.execute(SQL("CREATE SCHEMA IF NOT EXISTS {}").format(Identifier(schema)))
+            yield
+        finally:
             with suppress(psycopg.Error):  # a lost session has let go anyway
                 conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))

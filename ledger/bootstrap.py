@@ -7,7 +7,7 @@ for a driver process that opens its own), and never import this module.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager, nullcontext
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -44,28 +44,30 @@ def ledger_options(settings: Settings) -> LedgerOptions:
 
 def bootstrap(settings: Settings) -> Ledger:
     """Build the ledger for these settings (connects to the databases)."""
-    try:
-        if settings.is_postgres:
-            db: Database = _postgres_read_db(settings)
-        else:
-            settings.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
-            db = SQLiteDatabase(settings.sqlite_path.with_name("readmodels.sqlite"))
-        backend = backend_for(settings)
-        app = CrawlLedger(backend, ledger_options(settings))
-    except OSError as error:
-        raise ConfigError(f"cannot open the event store {redact_url(settings.store)}: "
-                          f"{error}") from error
-    return Ledger(app, db, backend, settings.data_dir)
+    with _creating_tables(settings):
+        try:
+            if settings.is_postgres:
+                db: Database = _postgres_read_db(settings)
+            else:
+                settings.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
+                db = SQLiteDatabase(settings.sqlite_path.with_name("readmodels.sqlite"))
+            backend = backend_for(settings)
+            app = CrawlLedger(backend, ledger_options(settings))
+        except OSError as error:
+            raise ConfigError(f"cannot open the event store {redact_url(settings.store)}: "
+                              f"{error}") from error
+        ledger = Ledger(app, db, backend, settings.data_dir)
+        ledger.create_tables()
+        return ledger
 
 
 @contextmanager
 def event_source(settings: Settings) -> Iterator[NotificationLogSource]:
     """The notification log alone, for a process that only reads it (the relay's
     reader process): the event store's application, no read models."""
-    if settings.is_postgres:
-        _postgres_schema(settings)  # unreachable: one line now, not the pool's 30 s of retries
-    backend = backend_for(settings)
-    app = CrawlLedger(backend, ledger_options(settings))
+    with _creating_tables(settings):  # unreachable: one line now, not the pool's 30 s
+        backend = backend_for(settings)
+        app = CrawlLedger(backend, ledger_options(settings))
     try:
         yield NotificationLogSource(app.recorder, backend)
     finally:
@@ -86,21 +88,29 @@ def _postgres_read_db(settings: Settings) -> Database:
     import psycopg
 
     pg = settings.postgres
-    _postgres_schema(settings)
     try:
         return PostgresDatabase(pg.conninfo, schema=f"{pg.schema}_read")
     except psycopg.OperationalError as error:
         raise _unreachable(settings, error) from error
 
 
-def _postgres_schema(settings: Settings) -> None:
-    """Connect once and create the event store's schema (a clear error if unreachable)."""
+def _creating_tables(settings: Settings) -> AbstractContextManager[None]:
+    """Held while a process creates its tables (one creator at a time on PostgreSQL)."""
+    return _postgres_schema(settings) if settings.is_postgres else nullcontext()
+
+
+@contextmanager
+def _postgres_schema(settings: Settings) -> Iterator[None]:
+    """Create the event store's schema and hold the schema lock while the stores create
+    their tables (a clear error if PostgreSQL is unreachable)."""
     import psycopg
+
+    from eventstore.locks import postgres_schema_lock
 
     pg = settings.postgres
     try:
-        with psycopg.connect(pg.conninfo, autocommit=True) as conn:
-            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {pg.schema}")
+        with postgres_schema_lock(pg.conninfo, pg.dbname, pg.schema):
+            yield
     except psycopg.OperationalError as error:
         raise _unreachable(settings, error) from error
 

@@ -15,6 +15,7 @@ from eventstore.base import Backend
 from projections import Projection, read_models
 from projections.alerts import AlertQueries
 from projections.db import Database
+from projections.framework import create_all
 from projections.queries import ReadModel
 from projections.runner import ProjectionRunner
 from projections.source import NotificationLogSource
@@ -53,6 +54,12 @@ class Ledger:
         if self._alerts is None:
             self._alerts = AlertQueries(self.db)
         return self._alerts
+
+    def create_tables(self) -> None:
+        """Create the read models' tables (bootstrap does, under the schema lock, so
+        processes started together on one store do not race to create them)."""
+        create_all(self.db, self.projections())
+        _ = self.alerts
 
     def projections(self, prefix: str = "") -> Sequence[Projection]:
         return read_models(prefix)
