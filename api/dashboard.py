@@ -30,6 +30,15 @@ from domain.errors import LedgerError
 from projections.dashboard import JOB_SORTS, PRODUCT_SORTS, DashboardQueries
 from projections.queries import JOB_STATES
 from runtime.clock import Clock
+from runtime.commands import (
+    JOB_CONTROLS,
+    Command,
+    DisableStore,
+    EnableStore,
+    Origin,
+    RequeueDead,
+    token_origin,
+)
 from runtime.history import stream_history
 from runtime.ledger import Ledger
 from runtime.registry import Heartbeats, registry
@@ -37,8 +46,6 @@ from runtime.registry import Heartbeats, registry
 __all__ = ["STATIC", "build_dashboard"]
 
 STATIC = resources.files("api") / "static"
-ACTIONS = {"pause": "pause", "resume": "resume", "cancel": "cancel", "retry": "retry",
-           "force-run": "force_run"}
 PAGE = 50
 #: the overview's results and failures per hour come from the latest events
 RECENT_EVENTS = 5000
@@ -64,6 +71,14 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
     def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         with lock:
             return function(*args, **kwargs)
+
+    def send(command: Command) -> Any:
+        return call(ledger.commands.send, command, clock.now())
+
+    def by(token: Token, fields: dict[str, list[str]]) -> Origin:
+        """The signed-in token as the actor; the form's reason, if it gave one."""
+        return token_origin(token.name, token.scope, "dashboard",
+                            (fields.get("reason") or [""])[0][:500])
 
     def render(request: Request, template: str, who: tuple[Session, Token] | None,
                code: int = 200, **context: Any) -> HTMLResponse:
@@ -187,18 +202,19 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
             return refused(request, error)
         action = (fields.get("action") or [""])[0]
         ids = fields.get("ids") or []
+        origin = by(who[1], fields)
         outcomes: dict[str, str] = {}
         if action == "requeue-dead":
             with lock:
                 ledger.catch_up()
                 dead = [r["job_id"] for r in ledger.read.jobs(state="dead")]
-                for requeued in ledger.app.requeue_dead(dead, clock.now()):
+                for requeued in ledger.commands.send(RequeueDead(dead, origin), clock.now()):
                     outcomes[str(requeued)] = "requeued"
-        elif action not in ACTIONS:
+        elif action not in JOB_CONTROLS:
             return refused(request, Refused(422, f"unknown action {action!r}"))
-        for job_id in ids[:500] if action in ACTIONS else ():
+        for job_id in ids[:500] if action in JOB_CONTROLS else ():
             try:
-                call(getattr(ledger.app, ACTIONS[action]), job_id, clock.now())
+                send(JOB_CONTROLS[action](job_id, origin))
                 outcomes[job_id] = f"{action}: done"
             except (LedgerError, ValueError) as error:
                 outcomes[job_id] = f"{action} refused: {error}"
@@ -221,17 +237,17 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         except (LedgerError, ValueError) as error:
             return refused(request, Refused(404, str(error)))
         return render(request, "job.html", who, job_id=str(found.id), status=status, head=head,
-                      history=[_timeline(e) for e in history], actions=list(ACTIONS))
+                      history=[_timeline(e) for e in history], actions=list(JOB_CONTROLS))
 
     @router.post("/jobs/{job_id}/action")
     async def job_action(request: Request, job_id: str) -> Response:
         try:
-            _, fields = await acting(request)
+            (_, token), fields = await acting(request)
             action = (fields.get("action") or [""])[0]
-            if action not in ACTIONS:
+            if action not in JOB_CONTROLS:
                 raise Refused(422, f"unknown action {action!r}")
             try:
-                call(getattr(ledger.app, ACTIONS[action]), job_id, clock.now())
+                send(JOB_CONTROLS[action](job_id, by(token, fields)))
             except (LedgerError, ValueError) as error:
                 raise Refused(409, f"{action} refused: {error}") from None
         except Refused as error:
@@ -252,15 +268,15 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
     @router.post("/stores/{store_id}/{change}")
     async def store_change(request: Request, store_id: str, change: str) -> Response:
         try:
-            _, fields = await acting(request)
+            (_, token), fields = await acting(request)
             value = (fields.get("reason") or fields.get("crawl_delay") or [""])[0].strip()
             try:
                 if change == "disable":
                     if not value:
                         raise Refused(422, "say why the store is disabled")
-                    call(ledger.app.disable_store, store_id, value[:500], clock.now())
+                    send(DisableStore(store_id, by(token, fields)))
                 elif change == "enable":
-                    call(ledger.app.enable_store, store_id, clock.now())
+                    send(EnableStore(store_id, by(token, fields)))
                 elif change == "policy":
                     delay = float(value)
                     if not 0 <= delay <= 86400:
@@ -373,6 +389,7 @@ def _timeline(env: Any) -> dict[str, Any]:
                                        "attempt", "content_hash") if payload.get(k)}
     return {"type": env.event_type, "at": env.occurred_at, "version": env.version,
             "position": env.position, "stream": env.stream_id, "reason": reason,
+            "actor": payload.get("actor"), "surface": payload.get("surface"),
             "lineage": lineage, "payload": payload}
 
 

@@ -24,6 +24,15 @@ from api.sessions import COOKIE, Sessions
 from domain.crawl_job import RetryPolicy
 from domain.envelope import Envelope
 from runtime.clock import Clock
+from runtime.commands import (
+    JOB_CONTROLS,
+    Command,
+    DisableStore,
+    EnableStore,
+    Origin,
+    RequeueDead,
+    token_origin,
+)
 from runtime.defaults import DEFAULTS
 from runtime.history import stream_history
 from runtime.ledger import Ledger
@@ -37,8 +46,6 @@ __all__ = ["ApiProblem", "build_router", "requirement"]
 __all__ = ["PROBLEMS", "AlertSender", "ApiProblem", "build_router", "requirement"]
 
 POSITIONS = 2**62
-ACTIONS = {"pause": "pause", "resume": "resume", "cancel": "cancel", "retry": "retry",
-           "force-run": "force_run"}
 Action = Literal["pause", "resume", "cancel", "retry", "force-run"]
 
 
@@ -98,6 +105,7 @@ class JobIn(BaseModel):
 class BulkActions(BaseModel):
     action: Action
     ids: list[str] = Field(min_length=1, max_length=1000)
+    reason: str | None = Field(default=None, max_length=500)
 
 
 def _plain(value: Any) -> Any:
@@ -182,6 +190,12 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
         with lock:
             return function(*args, **kwargs)
 
+    def send(command: Command) -> Any:
+        return call(ledger.commands.send, command, clock.now())
+
+    def by(token: Token, reason: str | None) -> Origin:
+        return token_origin(token.name, token.scope, "api", reason)
+
     # stores ------------------------------------------------------------------------
     @router.get("/stores", dependencies=[read], tags=["stores"])
     def list_stores() -> JSONResponse:
@@ -200,14 +214,17 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
         row = next((r for r in call(ledger.read.stores) if r["store_id"] == str(store.id)), None)
         return reply({"id": str(store.id), "status": row})
 
-    @router.post("/stores/{store_id}/disable", dependencies=[operate], tags=["stores"])
-    def disable_store(store_id: str, body: Reason) -> JSONResponse:
-        call(ledger.app.disable_store, store_id, body.reason, clock.now())
+    @router.post("/stores/{store_id}/disable", tags=["stores"])
+    def disable_store(store_id: str, body: Reason, token: Token = operate
+                      ) -> JSONResponse:
+        send(DisableStore(store_id, by(token, body.reason)))
         return reply({"id": store_id, "enabled": False})
 
-    @router.post("/stores/{store_id}/enable", dependencies=[operate], tags=["stores"])
-    def enable_store(store_id: str) -> JSONResponse:
-        call(ledger.app.enable_store, store_id, clock.now())
+    @router.post("/stores/{store_id}/enable", tags=["stores"])
+    def enable_store(store_id: str, token: Token = operate,
+                     reason: Annotated[str | None, Query(max_length=500)] = None
+                     ) -> JSONResponse:
+        send(EnableStore(store_id, by(token, reason)))
         return reply({"id": store_id, "enabled": True})
 
     # jobs --------------------------------------------------------------------------
@@ -240,27 +257,31 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
         return reply({"id": str(job.id), "status": call(ledger.read.job, str(job.id)),
                       "events": [_event(e) for e in history]})
 
-    @router.post("/jobs/actions", dependencies=[operate], tags=["jobs"])
-    def bulk(body: BulkActions) -> JSONResponse:
+    @router.post("/jobs/actions", tags=["jobs"])
+    def bulk(body: BulkActions, token: Token = operate) -> JSONResponse:
         results = []
         for job_id in body.ids:
             try:
-                call(getattr(ledger.app, ACTIONS[body.action]), job_id, clock.now())
+                send(JOB_CONTROLS[body.action](job_id, by(token, body.reason)))
                 results.append({"id": job_id, "ok": True})
             except Exception as error:  # noqa: BLE001 - each id reports its own refusal
                 results.append({"id": job_id, "ok": False, "error": str(error)})
         return reply({"action": body.action, "results": results})
 
-    @router.post("/jobs/requeue-dead", dependencies=[operate], tags=["jobs"])
-    def requeue_dead() -> JSONResponse:
+    @router.post("/jobs/requeue-dead", tags=["jobs"])
+    def requeue_dead(token: Token = operate,
+                     reason: Annotated[str | None, Query(max_length=500)] = None
+                     ) -> JSONResponse:
         call(ledger.catch_up)
         dead = [r["job_id"] for r in call(ledger.read.jobs, state="dead")]
-        return reply({"requeued": [str(j) for j in call(ledger.app.requeue_dead, dead,
-                                                         clock.now())]})
+        return reply({"requeued": [str(j) for j in send(RequeueDead(dead, by(token, reason)))]})
 
-    @router.post("/jobs/{job_id}/{action}", dependencies=[operate], tags=["jobs"])
-    def control(job_id: str, action: Action) -> JSONResponse:
-        call(getattr(ledger.app, ACTIONS[action]), job_id, clock.now())
+    @router.post("/jobs/{job_id}/{action}", tags=["jobs"])
+    def control(job_id: str, action: Action, token: Token = operate,
+                reason: Annotated[str | None, Query(max_length=500)] = None) -> JSONResponse:
+        """Pause, resume, cancel, retry or force-run the job; the event records the
+        token's name and scope as its actor, `api` as its surface, and `reason`."""
+        send(JOB_CONTROLS[action](job_id, by(token, reason)))
         return reply({"id": job_id, "state": call(ledger.app.get_job, job_id).state})
 
     # products ----------------------------------------------------------------------

@@ -34,7 +34,7 @@ from domain.registry import WorkerRegistry
 from domain.store import PLATFORMS, Store
 from domain.timeutil import command, utc
 from domain.urls import normalize_url
-from domain.values import CrawlTask, Policy
+from domain.values import CrawlTask, Origin, Policy
 
 R = TypeVar("R")
 
@@ -110,15 +110,17 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
         self._save(store)
 
     @command
-    def disable_store(self, store_id: UUID | str, reason: str, now: datetime) -> None:
+    def disable_store(self, store_id: UUID | str, reason: str, now: datetime,
+                      origin: Origin | None = None) -> None:
         store = self.get_store(store_id)
-        store.disable(reason)
+        store.disable(reason, origin)
         self._save(store)
 
     @command
-    def enable_store(self, store_id: UUID | str, now: datetime) -> None:
+    def enable_store(self, store_id: UUID | str, now: datetime,
+                     origin: Origin | None = None) -> None:
         store = self.get_store(store_id)
-        store.enable()
+        store.enable(origin)
         self._save(store)
 
     # jobs: scheduling -------------------------------------------------------

@@ -16,6 +16,7 @@ from eventsourcing.domain import Aggregate
 
 from domain.crawl_job import CrawlJob
 from domain.timeutil import command, utc
+from domain.values import Origin
 
 __all__ = ["JobControls"]
 
@@ -26,39 +27,42 @@ class JobControls:
 
         def _save(self, *aggregates: Aggregate | None) -> Sequence[int]: ...
 
-    def _control(self, job_id: UUID | str, action: str, now: datetime) -> None:
+    def _control(self, job_id: UUID | str, action: str, now: datetime,
+                 origin: Origin | None) -> None:
         job = self.get_job(job_id)
-        getattr(job, action)(utc(now))
+        getattr(job, action)(utc(now), origin)
         self._save(job)
 
     @command
-    def pause(self, job_id: UUID | str, now: datetime) -> None:
-        self._control(job_id, "pause", now)
+    def pause(self, job_id: UUID | str, now: datetime, origin: Origin | None = None) -> None:
+        self._control(job_id, "pause", now, origin)
 
     @command
-    def resume(self, job_id: UUID | str, now: datetime) -> None:
-        self._control(job_id, "resume", now)
+    def resume(self, job_id: UUID | str, now: datetime, origin: Origin | None = None) -> None:
+        self._control(job_id, "resume", now, origin)
 
     @command
-    def cancel(self, job_id: UUID | str, now: datetime) -> None:
-        self._control(job_id, "cancel", now)
+    def cancel(self, job_id: UUID | str, now: datetime, origin: Origin | None = None) -> None:
+        self._control(job_id, "cancel", now, origin)
 
     @command
-    def retry(self, job_id: UUID | str, now: datetime) -> None:
-        self._control(job_id, "retry", now)
+    def retry(self, job_id: UUID | str, now: datetime, origin: Origin | None = None) -> None:
+        self._control(job_id, "retry", now, origin)
 
     @command
-    def force_run(self, job_id: UUID | str, now: datetime) -> None:
-        self._control(job_id, "force_run", now)
+    def force_run(self, job_id: UUID | str, now: datetime, origin: Origin | None = None
+                  ) -> None:
+        self._control(job_id, "force_run", now, origin)
 
     @command
-    def requeue_dead(self, job_ids: Sequence[UUID | str], now: datetime) -> list[UUID]:
+    def requeue_dead(self, job_ids: Sequence[UUID | str], now: datetime,
+                     origin: Origin | None = None) -> list[UUID]:
         """Retry every given job that is dead (candidates come from the job-status model)."""
         requeued = []
         for job_id in job_ids:
             job = self.get_job(job_id)
             if job.state == "dead":
-                job.retry(utc(now))
+                job.retry(utc(now), origin)
                 self._save(job)
                 requeued.append(job.id)
         return requeued

@@ -370,27 +370,32 @@ class CrawlJob(JobOperations, LedgerAggregate):
         self.interval = interval
 
     @event("Paused")
-    def _paused(self, at: datetime) -> None:
+    def _paused(self, at: datetime, actor: str | None = None, surface: str | None = None,
+                reason: str | None = None) -> None:
         self.state = "paused"
 
     @event("Resumed")
-    def _resumed(self, next_run_at: datetime, at: datetime) -> None:
+    def _resumed(self, next_run_at: datetime, at: datetime, actor: str | None = None,
+                 surface: str | None = None, reason: str | None = None) -> None:
         self.state = "scheduled"
         self.next_run_at = next_run_at
 
     @event("Cancelled")
-    def _cancelled(self, at: datetime) -> None:
+    def _cancelled(self, at: datetime, actor: str | None = None, surface: str | None = None,
+                   reason: str | None = None) -> None:
         self._end_lease()
         self.state = "cancelled"
 
     @event("RetryRequested")
-    def _retry_requested(self, at: datetime) -> None:
+    def _retry_requested(self, at: datetime, actor: str | None = None,
+                         surface: str | None = None, reason: str | None = None) -> None:
         self.state = "scheduled"
         self.attempt = 0
         self.next_run_at = at
 
     @event("ForceRunRequested")
-    def _force_run_requested(self, boost: int, at: datetime) -> None:
+    def _force_run_requested(self, boost: int, at: datetime, actor: str | None = None,
+                             surface: str | None = None, reason: str | None = None) -> None:
         self.next_run_at = at
         self.boost = boost
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from domain.values import Origin
+
 __all__ = ["CANCELLABLE", "JobOperations"]
 
 CANCELLABLE = frozenset({"scheduled", "dispatched", "leased", "paused"})
@@ -21,39 +23,52 @@ class JobOperations:
         children: tuple[str, ...]
 
         def _require(self, action: str, *states: str) -> None: ...
-        def _paused(self, at: datetime) -> None: ...
+        def _paused(self, at: datetime, actor: str | None = None, surface: str | None = None,
+                    reason: str | None = None) -> None: ...
         def _rescheduled(self, next_run_at: datetime, reason: str, at: datetime) -> None: ...
-        def _resumed(self, next_run_at: datetime, at: datetime) -> None: ...
-        def _cancelled(self, at: datetime) -> None: ...
-        def _retry_requested(self, at: datetime) -> None: ...
-        def _force_run_requested(self, boost: int, at: datetime) -> None: ...
+        def _resumed(self, next_run_at: datetime, at: datetime, actor: str | None = None,
+                     surface: str | None = None, reason: str | None = None) -> None: ...
+        def _cancelled(self, at: datetime, actor: str | None = None,
+                       surface: str | None = None, reason: str | None = None) -> None: ...
+        def _retry_requested(self, at: datetime, actor: str | None = None,
+                             surface: str | None = None, reason: str | None = None) -> None: ...
+        def _force_run_requested(self, boost: int, at: datetime, actor: str | None = None,
+                                 surface: str | None = None, reason: str | None = None
+                                 ) -> None: ...
         def _child_scheduled(self, child_job: str) -> None: ...
 
-    def pause(self, now: datetime) -> None:
+    def pause(self, now: datetime, origin: Origin | None = None) -> None:
         self._require("pause", "scheduled")
-        self._paused(now)
+        self._paused(now, **_recorded(origin))
 
     def move(self, next_run_at: datetime, reason: str, now: datetime) -> None:
         self._require("move", "scheduled")
         self._rescheduled(next_run_at, reason, now)
 
-    def resume(self, now: datetime) -> None:
+    def resume(self, now: datetime, origin: Origin | None = None) -> None:
         self._require("resume", "paused")
-        self._resumed(max(self.next_run_at, now), now)
+        self._resumed(max(self.next_run_at, now), now, **_recorded(origin))
 
-    def cancel(self, now: datetime) -> None:
+    def cancel(self, now: datetime, origin: Origin | None = None) -> None:
         self._require("cancel", *sorted(CANCELLABLE))
-        self._cancelled(now)
+        self._cancelled(now, **_recorded(origin))
 
-    def retry(self, now: datetime) -> None:
+    def retry(self, now: datetime, origin: Origin | None = None) -> None:
         """Operator retry: resets attempts and runs as soon as possible."""
         self._require("retry", "dead", "scheduled")
-        self._retry_requested(now)
+        self._retry_requested(now, **_recorded(origin))
 
-    def force_run(self, now: datetime, boost: int = 100) -> None:
+    def force_run(self, now: datetime, origin: Origin | None = None, boost: int = 100) -> None:
         self._require("force-run", "scheduled")
-        self._force_run_requested(boost, now)
+        self._force_run_requested(boost, now, **_recorded(origin))
 
     def add_child(self, child_job: str) -> None:
         if child_job not in self.children:
             self._child_scheduled(child_job)
+
+
+def _recorded(origin: Origin | None) -> dict[str, str | None]:
+    """The origin's event fields (none when a command names no origin: old callers and
+    history recorded before origins were)."""
+    return origin.fields() if origin is not None else {}
+

@@ -13,7 +13,7 @@ from domain import ids
 from domain.aggregate import LedgerAggregate
 from domain.errors import InvalidInput, InvalidTransition
 from domain.snapshot_event import LedgerSnapshot
-from domain.values import Policy
+from domain.values import Origin, Policy
 
 PLATFORMS = ("dispensary", "shopify", "woocommerce", "jsonld", "microdata", "generic", "locator", "feed")
 
@@ -100,10 +100,10 @@ class Store(LedgerAggregate):
         if platform_store_id != self.platform_store_id:
             self._entry_point_resolved(platform_store_id)
 
-    def enable(self) -> None:
+    def enable(self, origin: Origin | None = None) -> None:
         if self.enabled:
             raise InvalidTransition(f"store {self.id} is already enabled")
-        self._enabled()
+        self._enabled(**(origin.fields() if origin is not None else {}))
 
     def refuses_work(self) -> str | None:
         """Why no job of this store may be dispatched, leased or chained now (None: none).
@@ -113,10 +113,10 @@ class Store(LedgerAggregate):
         """
         return None if self.enabled else f"store {self.id} is disabled ({self.disabled_reason})"
 
-    def disable(self, reason: str) -> None:
+    def disable(self, reason: str, origin: Origin | None = None) -> None:
         if not self.enabled:
             raise InvalidTransition(f"store {self.id} is already disabled")
-        self._disabled(reason)
+        self._disabled(reason, **_by(origin))
 
     # events ---------------------------------------------------------------
     @event("PolicyChanged")
@@ -140,11 +140,19 @@ class Store(LedgerAggregate):
         self.platform_store_id = platform_store_id
 
     @event("Enabled")
-    def _enabled(self) -> None:
+    def _enabled(self, actor: str | None = None, surface: str | None = None,
+                 reason: str | None = None) -> None:
         self.enabled = True
         self.disabled_reason = None
 
     @event("Disabled")
-    def _disabled(self, reason: str) -> None:
+    def _disabled(self, reason: str, actor: str | None = None, surface: str | None = None
+                  ) -> None:
         self.enabled = False
         self.disabled_reason = reason
+
+
+def _by(origin: Origin | None) -> dict[str, str | None]:
+    """Who and where, for the store's events (its reason is a field of its own)."""
+    return {"actor": origin.actor, "surface": origin.surface} if origin is not None else {}
+

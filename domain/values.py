@@ -262,3 +262,23 @@ class ImageFailure:
 
 
 ImageOutcome = StoredImage | ImageFailure
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Who asked for a change, through which surface, and why: recorded on the events an
+    operator command produces, so the ledger answers "who paused this job?".
+
+    `actor`: `token:<name> (<scope>)`, `cli:<user>@<host>`, `worker:<name>` or
+    `system:<component>`; `surface`: `cli`, `api`, `dashboard`, `bot`, `agent`, `runner`
+    or `system`; `reason`: free text, optional.
+    """
+
+    actor: str
+    surface: str
+    reason: str | None = None
+
+    def fields(self) -> dict[str, str | None]:
+        """The event fields that record it."""
+        return {"actor": self.actor, "surface": self.surface, "reason": self.reason}
+

@@ -19,6 +19,7 @@ from projections.framework import create_all
 from projections.queries import ReadModel
 from projections.runner import ProjectionRunner
 from projections.source import NotificationLogSource
+from runtime.commands import Dispatcher
 from runtime.defaults import DEFAULTS
 
 
@@ -36,6 +37,7 @@ class Ledger:
     _runner: ProjectionRunner | None = field(default=None, init=False, repr=False)
     _identity: str | None = field(default=None, init=False, repr=False)
     _alerts: AlertQueries | None = field(default=None, init=False, repr=False)
+    _commands: Dispatcher | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.source = NotificationLogSource(self.app.recorder, self.backend)
@@ -47,6 +49,13 @@ class Ledger:
         if self._identity is None:
             self._identity = self.backend.identity(self.app.recorder)
         return self._identity
+
+    @property
+    def commands(self) -> Dispatcher:
+        """The dispatcher every driver sends its operator commands to."""
+        if self._commands is None:
+            self._commands = Dispatcher(self.app)
+        return self._commands
 
     @property
     def alerts(self) -> AlertQueries:

@@ -47,6 +47,12 @@ function eventItem(e) {
   at.append(time);
   li.append(type, " ", at);
   const p = e.payload || {};
+  if (p.actor) {
+    const who = document.createElement("span");
+    who.className = "eactor";
+    who.textContent = `by ${p.actor}` + (p.surface ? ` via ${p.surface}` : "");
+    li.append(" ", who);
+  }
   const reason = p.reason || p.error_kind || p.message;
   if (reason) {
     const r = document.createElement("span");

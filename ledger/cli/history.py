@@ -58,7 +58,16 @@ def describe(env: Envelope) -> str:
         return (f"{p['option']}: {p['old']} -> {p['new']} {p['currency'] or ''}"
                 + (f" (special {p['old_special']} -> {p['new_special']})"
                    if p["old_special"] != p["new_special"] else ""))
-    return ", ".join(f"{k}={_short(v)}" for k, v in p.items() if k not in QUIET)
+    details = ", ".join(f"{k}={_short(v)}" for k, v in p.items()
+                        if k not in QUIET and k not in _ORIGIN)
+    if p.get("actor"):
+        by = f"by {p['actor']}" + (f" via {p['surface']}" if p.get("surface") else "")
+        return f"{by}: {details}" if details else by
+    return details
+
+
+#: who/where fields, shown first as "by … via …"
+_ORIGIN = frozenset({"actor", "surface"})
 
 
 def _offer(offer: dict[str, Any]) -> str:

@@ -13,10 +13,8 @@ from ledger.cli.errors import CommandError
 from ledger.cli.history import add_show_parser, print_history, stream_as_of
 from ledger.cli.output import print_json, print_table, short
 from projections.queries import JOB_STATES
+from runtime.commands import JOB_CONTROLS, RequeueDead, cli_origin
 from runtime.slots import place, planned_jobs
-
-CONTROLS = {"pause": "pause", "resume": "resume", "cancel": "cancel", "retry": "retry",
-            "force-run": "force_run"}
 
 
 def register(sub: Any) -> None:
@@ -43,11 +41,13 @@ def register(sub: Any) -> None:
     lst.add_argument("--json", action="store_true")
     lst.set_defaults(handler=list_jobs)
     add_show_parser(actions, "job_id", "a job's status and full event history", show_job)
-    for name in CONTROLS:
+    for name in JOB_CONTROLS:
         control = actions.add_parser(name, help=f"{name} a job")
         control.add_argument("job_id")
+        control.add_argument("--reason", help="why (recorded with the change)")
         control.set_defaults(handler=control_job, control=name)
     requeue = actions.add_parser("requeue-dead", help="retry every dead job")
+    requeue.add_argument("--reason", help="why (recorded with the change)")
     requeue.set_defaults(handler=requeue_dead)
 
 
@@ -108,7 +108,8 @@ def show_job(args: argparse.Namespace) -> int:
 
 def control_job(args: argparse.Namespace) -> int:
     with open_ledger(fresh=False) as ledger:
-        getattr(ledger.app, CONTROLS[args.control])(args.job_id, utcnow())
+        ledger.commands.send(JOB_CONTROLS[args.control](args.job_id, cli_origin(args.reason)),
+                             utcnow())
         state = ledger.app.get_job(args.job_id).state
     print(f"job {args.job_id}: {args.control} recorded, now {state}")
     return 0
@@ -117,6 +118,6 @@ def control_job(args: argparse.Namespace) -> int:
 def requeue_dead(args: argparse.Namespace) -> int:
     with open_ledger() as ledger:
         dead = [r["job_id"] for r in ledger.read.jobs(state="dead")]
-        requeued = ledger.app.requeue_dead(dead, utcnow())
+        requeued = ledger.commands.send(RequeueDead(dead, cli_origin(args.reason)), utcnow())
     print(f"requeued {len(requeued)} dead job(s)")
     return 0

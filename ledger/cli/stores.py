@@ -9,6 +9,7 @@ from ledger.cli.arguments import number
 from ledger.cli.context import open_ledger, utcnow
 from ledger.cli.output import print_json, print_table
 from ledger.cli.proxies import register_store_command
+from runtime.commands import DisableStore, EnableStore, cli_origin
 
 
 def register(sub: Any) -> None:
@@ -33,6 +34,7 @@ def register(sub: Any) -> None:
     disable.set_defaults(handler=disable_store)
     enable = actions.add_parser("enable", help="crawl a disabled store again")
     enable.add_argument("store_id")
+    enable.add_argument("--reason", help="why (recorded with the change)")
     enable.set_defaults(handler=enable_store)
     register_store_command(actions)
     lst = actions.add_parser("list", help="list stores")
@@ -57,14 +59,14 @@ def add_store(args: argparse.Namespace) -> int:
 
 def disable_store(args: argparse.Namespace) -> int:
     with open_ledger(fresh=False) as ledger:
-        ledger.app.disable_store(args.store_id, args.reason, utcnow())
+        ledger.commands.send(DisableStore(args.store_id, cli_origin(args.reason)), utcnow())
     print(f"store {args.store_id} disabled: its jobs are not dispatched or leased until enabled")
     return 0
 
 
 def enable_store(args: argparse.Namespace) -> int:
     with open_ledger(fresh=False) as ledger:
-        ledger.app.enable_store(args.store_id, utcnow())
+        ledger.commands.send(EnableStore(args.store_id, cli_origin(args.reason)), utcnow())
     print(f"store {args.store_id} enabled")
     return 0
 
