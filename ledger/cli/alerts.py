@@ -105,7 +105,7 @@ def add_alert(args: argparse.Namespace) -> int:
     triggers, channel = _triggers(args), _channel(args)
     kind, target = next((k, v) for k, v in (("product", args.product), ("store", args.store),
                                             ("search", args.search)) if v is not None)
-    with open_ledger(fresh=False) as ledger:
+    with open_ledger(fresh=False, create=True) as ledger:
         if kind == "product":
             target = str(ledger.app.get_product(target).id)
         elif kind == "store":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,15 +23,34 @@ def utcnow() -> datetime:
 
 
 @contextmanager
-def open_ledger(fresh: bool = True) -> Iterator[Ledger]:
-    """Bootstrap from the environment; with `fresh`, catch the read models up first."""
-    ledger = bootstrap(Settings.from_env())
+def open_ledger(fresh: bool = True, create: bool = False) -> Iterator[Ledger]:
+    """Bootstrap from the environment; with `fresh`, catch the read models up first.
+
+    Only a command that adds something (`create`: a store, a job, a token…) may start
+    a new embedded ledger: the others refuse a data directory that holds none, so a
+    mistyped `LEDGER_DATA_DIR` is an error, not an empty answer."""
+    settings = Settings.from_env()
+    if not create:
+        require_existing(settings)
+    ledger = bootstrap(settings)
     try:
         if fresh:
             ledger.catch_up()
         yield ledger
     finally:
         ledger.close()
+
+
+def require_existing(settings: Settings) -> None:
+    """Refuse (one line, exit 2) an embedded store that does not exist yet."""
+    if settings.is_postgres or settings.sqlite_path.exists():
+        return
+    if os.environ.get("LEDGER_STORE"):
+        where = f"LEDGER_STORE names {settings.sqlite_path}"
+    else:
+        where = f"LEDGER_DATA_DIR={settings.data_dir}"
+    raise CommandError(f"no ledger here ({where}, which holds no ledger.sqlite): check the "
+                       "variable, or create one with `stores add` or `jobs schedule`")
 
 
 def parse_duration(text: str) -> int:

@@ -153,7 +153,7 @@ def import_events(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.is_file():
         raise CommandError(f"{args.file}: no such file")
-    with open_ledger(fresh=False) as ledger:
+    with open_ledger(fresh=False, create=True) as ledger:
         try:
             summary = import_log(ledger, path, args.expect)
         except LedgerError as error:

@@ -58,7 +58,7 @@ def schedule_job(args: argparse.Namespace) -> int:
     if args.spread and every is None:
         raise CommandError("--spread places recurring jobs: it needs --every, not --once")
     now = utcnow()
-    with open_ledger(fresh=args.spread) as ledger:
+    with open_ledger(fresh=args.spread, create=True) as ledger:
         start = place(planned_jobs(ledger), every, now) if args.spread and every else None
         job_id = ledger.app.schedule_job(
             kind=args.kind, url=args.url, now=now, store_id=args.store_id, every=every,

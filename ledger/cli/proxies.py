@@ -61,7 +61,7 @@ def _url(args: argparse.Namespace) -> str:
 
 def add_cmd(args: argparse.Namespace) -> int:
     url, settings = _url(args), Settings.from_env()
-    with open_ledger(fresh=False) as ledger:
+    with open_ledger(fresh=False, create=True) as ledger:
         guard = AddressGuard(settings.allow_networks)
         proxy_id = run_loop(add_proxy(ledger, ProxyStore(ledger.db), guard, url, args.region,
                                       utcnow()))

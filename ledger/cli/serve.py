@@ -65,7 +65,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from workers.addresses import AddressGuard
 
     settings = Settings.from_env()
-    with open_ledger() as ledger:
+    with open_ledger(create=True) as ledger:
         tokens = TokenStore(ledger.db)
         if not _loopback(args.host) and not tokens.any_live():
             raise CommandError(f"refusing to serve on {args.host} with no API token: create one "
@@ -115,7 +115,7 @@ def _tokens(db: Any) -> Any:
 
 
 def create_token(args: argparse.Namespace) -> int:
-    with open_ledger(fresh=False) as ledger:
+    with open_ledger(fresh=False, create=True) as ledger:
         secret, token = _tokens(ledger.db).create(args.scope, args.name, utcnow())
     if args.json:
         print_json({"id": token.token_id, "name": token.name, "scope": token.scope,

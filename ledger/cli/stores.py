@@ -43,7 +43,7 @@ def register(sub: Any) -> None:
 
 
 def add_store(args: argparse.Namespace) -> int:
-    with open_ledger(fresh=False) as ledger:
+    with open_ledger(fresh=False, create=True) as ledger:
         store_id = ledger.app.register_store(
             name=args.name, base_url=args.url, platform=args.platform, now=utcnow(),
             region=args.region, timezone=args.timezone, crawl_delay=args.crawl_delay,

@@ -109,7 +109,12 @@ def test_the_wheel_runs_jobs_list_in_a_clean_virtualenv(wheel: Path, tmp_path: P
     where = subprocess.run([str(python), "-c", "import ledger; print(ledger.__file__)"],
                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert where.stdout.strip().startswith(site), where.stdout + where.stderr
-    result = subprocess.run([str(venv / "bin" / "crawl-ledger"), "jobs", "list"],
+    binary = str(venv / "bin" / "crawl-ledger")
+    added = subprocess.run([binary, "stores", "add", "Shop", "https://shop.example", "--platform",
+                            "shopify"], capture_output=True, text=True, env=env, cwd=tmp_path,
+                           timeout=120)
+    assert added.returncode == 0, added.stderr[-2000:]
+    result = subprocess.run([binary, "jobs", "list"],
                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "jobs" in result.stdout.lower()
