@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -13,6 +14,9 @@ from projections.framework import loads
 from projections.product_search import PRODUCT_SEARCH
 from projections.search import DOC, SearchQuery, bm25_weights, search_table
 
+#: the table and id column of each kind of id a user may abbreviate
+_IDS = {"job": ("job_status", "job_id"), "product": ("current_products", "product_id"),
+        "store": ("stores", "store_id")}
 #: the due jobs, most urgent first (`job_status`'s first index holds every column the
 #: filter and the sort read)
 _DUE = ("SELECT {columns} FROM job_status WHERE state = 'scheduled' AND next_run_at <= ? "
@@ -77,6 +81,22 @@ class ReadModel:
                              [*(value for _, value in wanted), limit + 1])
         page = rows[:limit]
         return [_job(r) for r in page], page[-1]["job_id"] if len(rows) > limit else None
+
+    def ids_starting(self, kind: str, prefix: str, limit: int = 2) -> list[str]:
+        """Ids of jobs, products or stores (`kind`) that start with `prefix` (hex and
+        dashes only: no LIKE wildcard reaches the query)."""
+        table, column = _IDS[kind]
+        if not re.fullmatch(r"[0-9a-f-]+", prefix):
+            return []
+        rows = self.db.query(f"SELECT {column} FROM {table} WHERE {column} LIKE ? "
+                             f"ORDER BY {column} LIMIT ?", (prefix + "%", limit))
+        return [str(r[column]) for r in rows]
+
+    def stores_named(self, name: str) -> list[str]:
+        """Ids of the stores with exactly this name."""
+        rows = self.db.query("SELECT store_id FROM stores WHERE name = ? ORDER BY store_id",
+                             (name,))
+        return [str(r["store_id"]) for r in rows]
 
     def job(self, job_id: str) -> Row | None:
         rows = self.db.query("SELECT * FROM job_status WHERE job_id = ?", (job_id,))

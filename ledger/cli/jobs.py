@@ -11,7 +11,8 @@ from ledger.cli.arguments import number
 from ledger.cli.context import format_duration, open_ledger, parse_duration, utcnow
 from ledger.cli.errors import CommandError
 from ledger.cli.history import add_show_parser, print_history, stream_as_of
-from ledger.cli.output import print_json, print_table, short
+from ledger.cli.ids import resolve_id, resolve_store
+from ledger.cli.output import print_json, print_table, short, shown_id
 from projections.queries import JOB_STATES
 from runtime.commands import JOB_CONTROLS, RequeueDead, cli_origin
 from runtime.slots import place, planned_jobs
@@ -39,6 +40,7 @@ def register(sub: Any) -> None:
     lst.add_argument("--state", choices=JOB_STATES)
     lst.add_argument("--store")
     lst.add_argument("--json", action="store_true")
+    lst.add_argument("--wide", action="store_true", help="whole ids, times and URLs")
     lst.set_defaults(handler=list_jobs)
     add_show_parser(actions, "job_id", "a job's status and full event history", show_job)
     for name in JOB_CONTROLS:
@@ -61,7 +63,8 @@ def schedule_job(args: argparse.Namespace) -> int:
     with open_ledger(fresh=args.spread, create=True) as ledger:
         start = place(planned_jobs(ledger), every, now) if args.spread and every else None
         job_id = ledger.app.schedule_job(
-            kind=args.kind, url=args.url, now=now, store_id=args.store_id, every=every,
+            kind=args.kind, url=args.url, now=now,
+            store_id=resolve_store(ledger, args.store_id) if args.store_id else None, every=every,
             priority=args.priority, retry_policy=RetryPolicy(max_attempts=args.max_attempts),
             adaptive=not args.no_adaptive, start_at=start,
         )
@@ -75,22 +78,27 @@ def schedule_job(args: argparse.Namespace) -> int:
 
 def list_jobs(args: argparse.Namespace) -> int:
     with open_ledger() as ledger:
-        rows = ledger.read.jobs(state=args.state, store_id=args.store)
+        store = resolve_store(ledger, args.store) if args.store else None
+        rows = ledger.read.jobs(state=args.state, store_id=store)
     if args.json:
         print_json([dict(r, id=r["job_id"]) for r in rows])
         return 0
-    print_table("jobs", ["id", "kind", "state", "attempt", "next run", "every", "prio",
-                         "last", "url"],
-                ([r["job_id"], r["kind"], r["state"], f"{r['attempt']}/{r['max_attempts']}",
-                  (r["next_run_at"] or "")[:19], format_duration(r["interval_s"]),
-                  r["priority"] + (r["boost"] or 0), r["last_error"] or r["last_status"] or "",
-                  r["url"]] for r in rows))
+    wide = args.wide
+    columns = ["id", "kind", "state", "try", "next run (UTC)", "last", "url"]
+    print_table("jobs", columns + (["every", "prio"] if wide else []),
+                ([shown_id(r["job_id"], wide), r["kind"], r["state"],
+                  f"{r['attempt']}/{r['max_attempts']}",
+                  (r["next_run_at"] or "")[:19 if wide else 16].replace("T", " "),
+                  r["last_error"] or r["last_status"] or "", r["url"]]
+                 + ([format_duration(r["interval_s"]), r["priority"] + (r["boost"] or 0)]
+                    if wide else []) for r in rows), wide, flexible=("last", "url"))
     return 0
 
 
 def show_job(args: argparse.Namespace) -> int:
     with open_ledger() as ledger:
-        job, history = stream_as_of(ledger, ledger.app.get_job(args.job_id), args.as_of)
+        job_id = resolve_id(ledger, "job", args.job_id)
+        job, history = stream_as_of(ledger, ledger.app.get_job(job_id), args.as_of)
         status = None if args.as_of else ledger.read.job(str(job.id))
     if args.json:
         print_json({"id": str(job.id), "status": status,
@@ -108,9 +116,10 @@ def show_job(args: argparse.Namespace) -> int:
 
 def control_job(args: argparse.Namespace) -> int:
     with open_ledger(fresh=False) as ledger:
-        ledger.commands.send(JOB_CONTROLS[args.control](args.job_id, cli_origin(args.reason)),
+        job_id = resolve_id(ledger, "job", args.job_id)
+        ledger.commands.send(JOB_CONTROLS[args.control](job_id, cli_origin(args.reason)),
                              utcnow())
-        state = ledger.app.get_job(args.job_id).state
+        state = ledger.app.get_job(job_id).state
     print(f"job {args.job_id}: {args.control} recorded, now {state}")
     return 0
 

@@ -8,16 +8,18 @@ from typing import Any
 from ledger.cli.arguments import number
 from ledger.cli.context import open_ledger
 from ledger.cli.history import add_show_parser, print_history, stream_as_of
-from ledger.cli.output import print_json, print_table
+from ledger.cli.ids import resolve_id, resolve_store
+from ledger.cli.output import print_json, print_table, shown_id
 
 
 def register(sub: Any) -> None:
     products = sub.add_parser("products", help="current products, prices and stock")
     actions = products.add_subparsers(dest="action", required=True, metavar="ACTION")
     lst = actions.add_parser("list", help="list products")
-    lst.add_argument("--store")
+    lst.add_argument("--store", help="a store's id, id prefix or (unique) name")
     lst.add_argument("--out-of-stock", action="store_true")
     lst.add_argument("--json", action="store_true")
+    lst.add_argument("--wide", action="store_true", help="whole ids and names")
     lst.set_defaults(handler=list_products)
     search = actions.add_parser(
         "search", help="full-text search: products holding every word in their name, brand, "
@@ -26,39 +28,42 @@ def register(sub: Any) -> None:
     search.add_argument("--store")
     search.add_argument("--limit", type=number(1, 1000, integer=True), default=50)
     search.add_argument("--json", action="store_true")
+    search.add_argument("--wide", action="store_true", help="whole ids and names")
     search.set_defaults(handler=search_products)
     add_show_parser(actions, "product_id", "a product's current state and history", show_product)
 
 
 def list_products(args: argparse.Namespace) -> int:
     with open_ledger() as ledger:
-        rows = ledger.read.products(store_id=args.store, out_of_stock=args.out_of_stock)
-    return _print_products(rows, args.json)
+        store = resolve_store(ledger, args.store) if args.store else None
+        rows = ledger.read.products(store_id=store, out_of_stock=args.out_of_stock)
+    return _print_products(rows, args.json, args.wide)
 
 
 def search_products(args: argparse.Namespace) -> int:
     with open_ledger() as ledger:
-        rows = ledger.read.search_products(args.text, store_id=args.store,
+        store = resolve_store(ledger, args.store) if args.store else None
+        rows = ledger.read.search_products(args.text, store_id=store,
                                            limit=int(args.limit))
-    return _print_products(rows, args.json)
+    return _print_products(rows, args.json, args.wide)
 
 
-def _print_products(rows: list[dict[str, Any]], as_json: bool) -> int:
+def _print_products(rows: list[dict[str, Any]], as_json: bool, wide: bool) -> int:
     if as_json:
         print_json([dict(r, id=r["product_id"]) for r in rows])
         return 0
     print_table("products", ["id", "name", "brand", "price", "in stock", "misses", "last seen"],
-                ([r["product_id"], r["name"], r["brand"] or "",
+                ([shown_id(r["product_id"], wide), r["name"], r["brand"] or "",
                   f"{r['min_price'] or '-'} {r['currency'] or ''}",
                   "yes" if r["in_stock"] else f"no (since {(r['out_of_stock_since'] or '')[:10]})",
-                  r["consecutive_misses"], (r["last_seen_at"] or "")[:19]] for r in rows))
+                  r["consecutive_misses"], (r["last_seen_at"] or "")[:19]] for r in rows), wide)
     return 0
 
 
 def show_product(args: argparse.Namespace) -> int:
     with open_ledger() as ledger:
-        product, history = stream_as_of(ledger, ledger.app.get_product(args.product_id),
-                                        args.as_of)
+        product_id = resolve_id(ledger, "product", args.product_id)
+        product, history = stream_as_of(ledger, ledger.app.get_product(product_id), args.as_of)
         current = None if args.as_of else ledger.read.product(str(product.id))
     if args.json:
         print_json({"id": str(product.id), "current": current,

@@ -7,7 +7,8 @@ from typing import Any
 
 from ledger.cli.arguments import number
 from ledger.cli.context import open_ledger, utcnow
-from ledger.cli.output import print_json, print_table
+from ledger.cli.ids import resolve_store
+from ledger.cli.output import print_json, print_table, shown_id
 from ledger.cli.proxies import register_store_command
 from runtime.commands import DisableStore, EnableStore, cli_origin
 
@@ -39,6 +40,7 @@ def register(sub: Any) -> None:
     register_store_command(actions)
     lst = actions.add_parser("list", help="list stores")
     lst.add_argument("--json", action="store_true")
+    lst.add_argument("--wide", action="store_true", help="whole ids, names and URLs")
     lst.set_defaults(handler=list_stores)
 
 
@@ -59,15 +61,17 @@ def add_store(args: argparse.Namespace) -> int:
 
 def disable_store(args: argparse.Namespace) -> int:
     with open_ledger(fresh=False) as ledger:
-        ledger.commands.send(DisableStore(args.store_id, cli_origin(args.reason)), utcnow())
-    print(f"store {args.store_id} disabled: its jobs are not dispatched or leased until enabled")
+        store_id = resolve_store(ledger, args.store_id)
+        ledger.commands.send(DisableStore(store_id, cli_origin(args.reason)), utcnow())
+    print(f"store {store_id} disabled: its jobs are not dispatched or leased until enabled")
     return 0
 
 
 def enable_store(args: argparse.Namespace) -> int:
     with open_ledger(fresh=False) as ledger:
-        ledger.commands.send(EnableStore(args.store_id, cli_origin(args.reason)), utcnow())
-    print(f"store {args.store_id} enabled")
+        store_id = resolve_store(ledger, args.store_id)
+        ledger.commands.send(EnableStore(store_id, cli_origin(args.reason)), utcnow())
+    print(f"store {store_id} enabled")
     return 0
 
 
@@ -77,7 +81,8 @@ def list_stores(args: argparse.Namespace) -> int:
     if args.json:
         print_json([dict(r, id=r["store_id"]) for r in rows])
         return 0
-    print_table("stores", ["id", "name", "platform", "base url", "delay", "enabled"],
-                ([r["store_id"], r["name"], r["platform"], r["base_url"], r["crawl_delay"],
-                  "yes" if r["enabled"] else "no"] for r in rows))
+    print_table("stores", ["id", "name", "platform", "delay", "enabled", "base url"],
+                ([shown_id(r["store_id"], args.wide), r["name"], r["platform"], r["crawl_delay"],
+                  "yes" if r["enabled"] else "no", r["base_url"]] for r in rows), args.wide,
+                flexible=("name", "base url"))
     return 0
