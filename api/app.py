@@ -11,12 +11,12 @@ without a valid token, 403 when its scope is too small. Errors are RFC 9457
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -29,14 +29,18 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+from starlette.exceptions import HTTPException
+from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
 
 from api.auth import TokenStore
-from api.dashboard import build_dashboard
+from api.dashboard import FORM_MAX_BYTES, build_dashboard
 from api.docs import add_docs
 from api.events_import import build_import_router
+from api.http_limits import RequestLimits, RequestRefused, authenticated_by
 from api.images import build_images_router
+from api.request_metrics import RequestMetrics
 from api.routes import PROBLEMS, AlertSender, ApiProblem, build_router, requirement
-from api.sessions import Sessions
+from api.sessions import COOKIE, Sessions
 from domain.errors import InvalidInput, LedgerError, NotFound
 from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
@@ -44,7 +48,12 @@ from runtime.images import ImageStore
 from runtime.ledger import Ledger
 from workers.addresses import AddressGuard
 
-__all__ = ["Probes", "create_app", "problem"]
+__all__ = ["BODY_MAX_BYTES", "BODY_TIMEOUT", "Probes", "create_app", "problem"]
+
+#: the largest request body a route takes unless it says otherwise (bytes)
+BODY_MAX_BYTES = 1 << 20
+#: seconds a request body may stall before the request is answered 408
+BODY_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
@@ -59,9 +68,10 @@ class Probes:
     broker: Callable[[], str | None] | None = None
 
 
-def problem(status: int, title: str, detail: str) -> JSONResponse:
+def problem(status: int, title: str, detail: str,
+            headers: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"type": "about:blank", "title": title, "status": status,
-                         "detail": detail}, status_code=status,
+                         "detail": detail}, status_code=status, headers=headers,
                         media_type="application/problem+json")
 
 
@@ -69,7 +79,8 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
                lease_ttl: float = DEFAULTS.lease_ttl,
                alert_sender: AlertSender | None = None,
                proxy_guard: AddressGuard | None = None,
-               import_max_bytes: int = DEFAULTS.import_max_bytes) -> FastAPI:
+               import_max_bytes: int = DEFAULTS.import_max_bytes,
+               body_timeout: float = BODY_TIMEOUT) -> FastAPI:
     app = FastAPI(title="crawl-ledger", version="1", docs_url=None, redoc_url=None,
                   responses={503: PROBLEMS[422] | {"description": "not ready"}})
     lock = threading.RLock()  # one command or query at a time on the ledger's connections
@@ -96,17 +107,26 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
             found["relay_lag"] = max(0, head - probes.relay_position())
         return found
 
-    @app.middleware("http")
-    async def timed(request: Request, call_next: Callable[[Request], Awaitable[Response]]
-                    ) -> Response:
-        started = time.perf_counter()
-        response = await call_next(request)
-        route = getattr(request.scope.get("route"), "path", "unmatched")
-        latency.labels(request.method, route, str(response.status_code)).observe(
-            time.perf_counter() - started)
-        if response.status_code >= 400:
-            errors.labels(str(response.status_code)).inc()
-        return response
+    def observe(method: str, route: str, status: int, seconds: float) -> None:
+        latency.labels(method, route, str(status)).observe(seconds)
+        if status >= 400:
+            errors.labels(str(status)).inc()
+
+    sessions = Sessions(tokens)
+    # outermost first: every answer is measured, the limits' refusals included
+    app.add_middleware(RequestLimits, guarded=("/api/",), body_timeout=body_timeout,
+                       authenticated=authenticated_by(tokens.verify, sessions.get, COOKIE))
+    app.add_middleware(RequestMetrics, observe=observe)
+
+    @app.exception_handler(HTTPException)
+    async def http_refused(request: Request, error: HTTPException) -> Response:
+        if isinstance(error, RequestRefused):
+            return problem(error.status_code, error.title, error.detail, error.headers)
+        if error.status_code == 413:  # FastAPI's max_body_size
+            return problem(413, "Content Too Large", "the request body is larger than this "
+                           f"route takes ({request.scope.get(MAX_BODY_SIZE_SCOPE_KEY)} bytes)",
+                           {"Connection": "close"})
+        return await http_exception_handler(request, error)
 
     @app.exception_handler(LedgerError)
     async def refused(_: Request, error: LedgerError) -> JSONResponse:
@@ -176,14 +196,19 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
         return Response(generate_latest(registry) + generate_latest(REGISTRY),
                         media_type=CONTENT_TYPE_LATEST)
 
-    sessions = Sessions(tokens)
+    # body caps per router (a route may set its own): inside `RequestLimits`, so a refusal
+    # still closes the connection of an unread body
     app.include_router(build_router(ledger, tokens, clock, lock, lease_ttl, sessions,
-                                    alert_sender, proxy_guard), prefix="/api/v1")
+                                    alert_sender, proxy_guard), prefix="/api/v1",
+                       max_body_size=BODY_MAX_BYTES)
     app.include_router(build_import_router(ledger, lock, requirement(tokens, sessions)("admin"),
-                                           import_max_bytes), prefix="/api/v1")
+                                           import_max_bytes), prefix="/api/v1",
+                       max_body_size=BODY_MAX_BYTES)
     app.include_router(build_images_router(ImageStore(ledger.data_dir),
-                                           requirement(tokens, sessions)))
-    app.include_router(build_dashboard(ledger, sessions, clock, lock, probes.relay_position))
+                                           requirement(tokens, sessions)),
+                       max_body_size=BODY_MAX_BYTES)
+    app.include_router(build_dashboard(ledger, sessions, clock, lock, probes.relay_position),
+                       max_body_size=FORM_MAX_BYTES)
     app.mount("/static", StaticFiles(packages=[("api", "static")]), name="static")
     add_docs(app)
     return app

@@ -29,7 +29,10 @@ from runtime.registry import Heartbeats, register
 from runtime.remote import RemoteCrawls, Submitted, lease_for, ungzip
 from workers.archive import RawArchive
 
-__all__ = ["build_bot_router"]
+__all__ = ["RESULT_MAX_BYTES", "build_bot_router"]
+
+#: the largest result a bot submits: the page (`body_gzip_b64`, at most 12 MiB) and the rest
+RESULT_MAX_BYTES = 13 << 20
 
 
 class LeaseRequest(BaseModel):
@@ -113,7 +116,8 @@ def build_bot_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
         return {"lease_id": lease_id, "ttl": ttl}
 
     @router.post("/leases/{lease_id}/result", dependencies=[Depends(bot)],
-                 response_model=Submit, response_model_by_alias=True)
+                 response_model=Submit, response_model_by_alias=True,
+                 max_body_size=RESULT_MAX_BYTES)
     def result(lease_id: str, body: Result) -> Any:
         page = b""
         if body.ok:

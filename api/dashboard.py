@@ -34,12 +34,14 @@ from runtime.history import stream_history
 from runtime.ledger import Ledger
 from runtime.registry import Heartbeats, registry
 
-__all__ = ["STATIC", "build_dashboard"]
+__all__ = ["FORM_MAX_BYTES", "STATIC", "build_dashboard"]
 
 STATIC = resources.files("api") / "static"
 ACTIONS = {"pause": "pause", "resume": "resume", "cancel": "cancel", "retry": "retry",
            "force-run": "force_run"}
 PAGE = 50
+#: the largest form a dashboard page posts (also the router's `max_body_size`, `api.app`)
+FORM_MAX_BYTES = 64 * 1024
 #: the overview's results and failures per hour come from the latest events
 RECENT_EVENTS = 5000
 
@@ -83,7 +85,7 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
 
     async def form(request: Request) -> dict[str, list[str]]:
         body = await request.body()
-        if len(body) > 64 * 1024:
+        if len(body) > FORM_MAX_BYTES:
             raise Refused(413, "the form is too large")
         return parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
 
@@ -110,7 +112,10 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
 
     @router.post("/login")
     async def login(request: Request) -> Response:
-        fields = await form(request)
+        try:
+            fields = await form(request)
+        except Refused as error:
+            return refused(request, error)
         target = _local((fields.get("next") or ["/"])[0])
         opened = sessions.open((fields.get("token") or [""])[0].strip())
         if opened is None:
