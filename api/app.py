@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -29,16 +28,16 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from starlette.exceptions import HTTPException
-from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
+from starlette.types import Scope
 
 from api.auth import TokenStore
+from api.bot import RESULT_MAX_BYTES
 from api.dashboard import FORM_MAX_BYTES, build_dashboard
 from api.docs import add_docs
 from api.events_import import build_import_router
-from api.http_limits import RequestLimits, RequestRefused, authenticated_by
+from api.http_limits import CapFor, RequestLimits, RequestRefused, authenticated_by
 from api.images import build_images_router
-from api.request_metrics import RequestMetrics
+from api.request_metrics import RequestMetrics, route_template
 from api.routes import PROBLEMS, AlertSender, ApiProblem, build_router, requirement
 from api.sessions import COOKIE, Sessions
 from domain.errors import InvalidInput, LedgerError, NotFound
@@ -73,6 +72,22 @@ def problem(status: int, title: str, detail: str,
     return JSONResponse({"type": "about:blank", "title": title, "status": status,
                          "detail": detail}, status_code=status, headers=headers,
                         media_type="application/problem+json")
+
+
+def body_caps() -> CapFor:
+    """Each route's body cap: a bot's result its page, the events import its own (it
+    streams to disk, `serve --max-import-mb`), any other API call `BODY_MAX_BYTES`, a
+    dashboard form `FORM_MAX_BYTES`."""
+    own = {"/api/v1/bot/leases/{lease_id}/result": RESULT_MAX_BYTES,
+           "/api/v1/events/import": None}
+
+    def cap_for(scope: Scope) -> int | None:
+        route = route_template(scope)
+        if route in own:
+            return own[route]
+        return BODY_MAX_BYTES if route.startswith("/api/") else FORM_MAX_BYTES
+
+    return cap_for
 
 
 def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes = Probes(),
@@ -113,20 +128,15 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
             errors.labels(str(status)).inc()
 
     sessions = Sessions(tokens)
-    # outermost first: every answer is measured, the limits' refusals included
-    app.add_middleware(RequestLimits, guarded=("/api/",), body_timeout=body_timeout,
+    app.add_middleware(RequestLimits, guarded=("/api/",), cap_for=body_caps(),
+                       body_timeout=body_timeout,
                        authenticated=authenticated_by(tokens.verify, sessions.get, COOKIE))
+    # added last, so outermost: it measures every answer, the limits' refusals included
     app.add_middleware(RequestMetrics, observe=observe)
 
-    @app.exception_handler(HTTPException)
-    async def http_refused(request: Request, error: HTTPException) -> Response:
-        if isinstance(error, RequestRefused):
-            return problem(error.status_code, error.title, error.detail, error.headers)
-        if error.status_code == 413:  # FastAPI's max_body_size
-            return problem(413, "Content Too Large", "the request body is larger than this "
-                           f"route takes ({request.scope.get(MAX_BODY_SIZE_SCOPE_KEY)} bytes)",
-                           {"Connection": "close"})
-        return await http_exception_handler(request, error)
+    @app.exception_handler(RequestRefused)
+    async def refused_body(_: Request, error: RequestRefused) -> JSONResponse:
+        return problem(error.status_code, error.title, error.detail, error.headers)
 
     @app.exception_handler(LedgerError)
     async def refused(_: Request, error: LedgerError) -> JSONResponse:
@@ -196,19 +206,13 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
         return Response(generate_latest(registry) + generate_latest(REGISTRY),
                         media_type=CONTENT_TYPE_LATEST)
 
-    # body caps per router (a route may set its own): inside `RequestLimits`, so a refusal
-    # still closes the connection of an unread body
     app.include_router(build_router(ledger, tokens, clock, lock, lease_ttl, sessions,
-                                    alert_sender, proxy_guard), prefix="/api/v1",
-                       max_body_size=BODY_MAX_BYTES)
+                                    alert_sender, proxy_guard), prefix="/api/v1")
     app.include_router(build_import_router(ledger, lock, requirement(tokens, sessions)("admin"),
-                                           import_max_bytes), prefix="/api/v1",
-                       max_body_size=BODY_MAX_BYTES)
+                                           import_max_bytes), prefix="/api/v1")
     app.include_router(build_images_router(ImageStore(ledger.data_dir),
-                                           requirement(tokens, sessions)),
-                       max_body_size=BODY_MAX_BYTES)
-    app.include_router(build_dashboard(ledger, sessions, clock, lock, probes.relay_position),
-                       max_body_size=FORM_MAX_BYTES)
+                                           requirement(tokens, sessions)))
+    app.include_router(build_dashboard(ledger, sessions, clock, lock, probes.relay_position))
     app.mount("/static", StaticFiles(packages=[("api", "static")]), name="static")
     add_docs(app)
     return app

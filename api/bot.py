@@ -116,8 +116,7 @@ def build_bot_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
         return {"lease_id": lease_id, "ttl": ttl}
 
     @router.post("/leases/{lease_id}/result", dependencies=[Depends(bot)],
-                 response_model=Submit, response_model_by_alias=True,
-                 max_body_size=RESULT_MAX_BYTES)
+                 response_model=Submit, response_model_by_alias=True)
     def result(lease_id: str, body: Result) -> Any:
         page = b""
         if body.ok:

@@ -40,7 +40,7 @@ STATIC = resources.files("api") / "static"
 ACTIONS = {"pause": "pause", "resume": "resume", "cancel": "cancel", "retry": "retry",
            "force-run": "force_run"}
 PAGE = 50
-#: the largest form a dashboard page posts (also the router's `max_body_size`, `api.app`)
+#: the largest form a dashboard page posts (also the body cap of its routes, `api.app`)
 FORM_MAX_BYTES = 64 * 1024
 #: the overview's results and failures per hour come from the latest events
 RECENT_EVENTS = 5000

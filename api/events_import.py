@@ -58,7 +58,7 @@ def build_import_router(ledger: Ledger, lock: threading.RLock, admin: Callable[.
         return None
 
     @router.post("/events/import", dependencies=[Depends(admin)], responses=_TOO_LARGE,
-                 openapi_extra={"requestBody": _BODY}, max_body_size=max_bytes)
+                 openapi_extra={"requestBody": _BODY})
     async def import_events(
             request: Request,
             expect: Annotated[str | None, Query(pattern="^[0-9a-f]{64}$")] = None,

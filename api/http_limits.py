@@ -1,20 +1,20 @@
-"""What a request may cost before it is answered: auth before its body, its body timed.
+"""What a request may cost before it is answered: auth before its body, its body capped
+and timed.
 
-`RequestLimits` is an ASGI middleware around the whole app. It watches the request body
-as the app reads it:
+`RequestLimits` is an ASGI middleware around the app. It acts when the app first asks
+for a request's body — after routing, before one byte of the body is read:
 
-- on a guarded path (the `/api/v1` resources), the caller's credentials are checked from
-  the headers when the app first asks for the body — before one byte of it is read or
-  parsed — and a request without a valid token or session is answered 401 there;
+- on a guarded path (the `/api/v1` resources), the caller's token or session is checked
+  from the headers; without a valid one the answer is 401 and the body is never read;
+- the route's cap (`cap_for(scope)`: bytes, or None for a route that caps its own body)
+  is checked against Content-Length (413 at once) and then against the bytes as they
+  stream in (413 as soon as they pass it);
 - every wait for more body is bounded by `body_timeout` seconds: a client that stops
-  sending (or sends less than its Content-Length) is answered 408;
-- a response sent before its request's body was read whole says `Connection: close`,
-  so the server never keeps reading an unread body into the void.
+  sending, or sends less than its Content-Length, is answered 408.
 
-The size of a body is capped by FastAPI's `max_body_size` (the app's default and each
-route's own, `api.app`): 413 before reading when Content-Length is over the cap, and as
-soon as the streamed bytes pass it otherwise. These refusals are `RequestRefused`, which
-the app answers as RFC 9457 problems.
+A response sent before its request's body was read whole says `Connection: close`, so
+the server never goes on reading an unread body into the void. The refusals are
+`RequestRefused`, which the app answers as RFC 9457 problems.
 """
 
 from __future__ import annotations
@@ -27,14 +27,16 @@ from starlette.exceptions import HTTPException
 from starlette.requests import cookie_parser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["RequestLimits", "RequestRefused", "authenticated_by"]
+__all__ = ["Authenticated", "CapFor", "RequestLimits", "RequestRefused", "authenticated_by"]
 
-#: answers whether the request's headers carry a valid token or session (a blocking call)
+#: whether the request's headers carry a valid token or session (a blocking call)
 Authenticated = Callable[[Headers], bool]
+#: the body cap of the route a (routed) request scope is for; None: the route caps its own
+CapFor = Callable[[Scope], int | None]
 
 
 class RequestRefused(HTTPException):
-    """A request refused before its body was read (401, 408) or because of its size (413)."""
+    """A request refused for its body: no credentials (401), too slow (408), too large (413)."""
 
     def __init__(self, status: int, title: str, detail: str) -> None:
         super().__init__(status, detail, headers={"Connection": "close"})
@@ -43,17 +45,18 @@ class RequestRefused(HTTPException):
 
 class RequestLimits:
     def __init__(self, app: ASGIApp, authenticated: Authenticated, guarded: tuple[str, ...],
-                 body_timeout: float) -> None:
+                 cap_for: CapFor, body_timeout: float) -> None:
         self.app = app
         self.authenticated = authenticated
         self.guarded = guarded
+        self.cap_for = cap_for
         self.body_timeout = body_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        body = _Body(scope, receive, self, scope["path"].startswith(self.guarded))
+        body = _Body(scope, receive, self)
 
         async def send_closing(message: Message) -> None:
             if message["type"] == "http.response.start" and not body.complete:
@@ -65,35 +68,51 @@ class RequestLimits:
 
 
 class _Body:
-    """One request's body as the app reads it: gated, timed, and whether it was read whole."""
+    """One request's body as the app reads it: checked once, counted, timed."""
 
-    def __init__(self, scope: Scope, receive: Receive, limits: RequestLimits,
-                 guarded: bool) -> None:
+    def __init__(self, scope: Scope, receive: Receive, limits: RequestLimits) -> None:
+        self.scope = scope
         self.headers = Headers(scope=scope)
         self.inner = receive
         self.limits = limits
         self.complete = not _has_body(self.headers)
-        self.gated = not guarded
+        self.cap: int | None = None
+        self.checked = False
+        self.size = 0
 
     async def receive(self) -> Message:
         if self.complete:
             return await self.inner()
-        if not self.gated:
-            await self._gate()
+        if not self.checked:
+            await self._check()
         with anyio.move_on_after(self.limits.body_timeout) as waited:
             message = await self.inner()
         if waited.cancelled_caught:
-            raise RequestRefused(408, "Request Timeout",
-                                 f"the request body stalled for {self.limits.body_timeout:g} s")
+            raise RequestRefused(408, "Request Timeout", "the request body stalled for "
+                                 f"{self.limits.body_timeout:g} s")
+        if message["type"] == "http.request":
+            self.size += len(message.get("body", b""))
+            self._refuse_over(self.size)
         if message["type"] != "http.request" or not message.get("more_body", False):
             self.complete = True
         return message
 
-    async def _gate(self) -> None:
-        allowed = await anyio.to_thread.run_sync(self.limits.authenticated, self.headers)
-        if not allowed:
-            raise RequestRefused(401, "Unauthorized", "a valid bearer token is required")
-        self.gated = True
+    async def _check(self) -> None:
+        """Before the first byte: the caller's credentials, then the declared size."""
+        if self.scope["path"].startswith(self.limits.guarded):
+            allowed = await anyio.to_thread.run_sync(self.limits.authenticated, self.headers)
+            if not allowed:
+                raise RequestRefused(401, "Unauthorized", "a valid bearer token is required")
+        self.cap = self.limits.cap_for(self.scope)
+        declared = self.headers.get("content-length", "")
+        if declared.isdigit():
+            self._refuse_over(int(declared))
+        self.checked = True
+
+    def _refuse_over(self, size: int) -> None:
+        if self.cap is not None and size > self.cap:
+            raise RequestRefused(413, "Content Too Large",
+                                 f"the request body is over this route's {self.cap} bytes")
 
 
 def _has_body(headers: Headers) -> bool:
