@@ -5,7 +5,9 @@ commands (`CrawlLedger`), every read through the same read models, so no rule
 exists twice. Requests carry `Authorization: Bearer <token>` (`api.auth`): 401
 without a valid token, 403 when its scope is too small. Errors are RFC 9457
 `application/problem+json`: 404 unknown id, 409 a transition the domain refuses
-(with its reason), 422 invalid input — never a 500 for bad input.
+(with its reason), 422 invalid input — never a 500 for bad input. A request body is
+capped, timed and not read before its credentials are checked (`api.http_limits`);
+metrics labels come from fixed sets (`api.request_metrics`).
 """
 
 from __future__ import annotations

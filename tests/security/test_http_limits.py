@@ -87,7 +87,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     ledger = bootstrap(Settings.from_env({**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(data)}))
     try:
         store = TokenStore(ledger.db)
-        tokens = {scope: store.create(scope, scope, T0)[0] for scope in ("read", "bot")}
+        tokens = {scope: store.create(scope, scope, T0)[0] for scope in ("read", "bot", "admin")}
     finally:
         ledger.close()
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
@@ -191,6 +191,20 @@ def test_a_body_over_the_routes_cap_is_413_before_or_while_it_arrives(server: Se
         push(sock, 2 * MIB + len(chunk), chunk)
         status, headers, _ = answer(sock)
         assert status == 413 and headers["connection"] == "close"
+
+
+def test_routes_that_take_more_take_more(server: Server) -> None:
+    """A bot's result (13 MiB) and an events import (--max-import-mb) are over the
+    1 MiB of other API calls: refused for what they say, not for their size."""
+    result = b'{"job_id": "j", "ok": true, "body_gzip_b64": "' + b"A" * (4 * MIB) + b'"}'
+    submitted = httpx.post(f"{server.url}/api/v1/bot/leases/some-lease/result", content=result,
+                           headers={"Authorization": f"Bearer {server.tokens['bot']}",
+                                    "Content-Type": "application/json"}, timeout=60)
+    assert submitted.status_code in (404, 409, 422), submitted.text[:300]
+    imported = httpx.post(f"{server.url}/api/v1/events/import", content=b"not json\n" * MIB,
+                          headers={"Authorization": f"Bearer {server.tokens['admin']}",
+                                   "Content-Type": "application/x-ndjson"}, timeout=60)
+    assert imported.status_code == 422 and "upload:1:" in imported.json()["detail"]
 
 
 def test_a_body_short_of_its_content_length_is_timed_out(server: Server) -> None:
