@@ -111,7 +111,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         yield served
     finally:
         proc.terminate()
-        proc.communicate(timeout=30)
+        try:
+            proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:  # a connection it never let go of
+            proc.kill()
+            proc.communicate()
 
 
 def head(method: str, path: str, length: int | None, token: str | None = None,
