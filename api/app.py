@@ -5,14 +5,15 @@ commands (`CrawlLedger`), every read through the same read models, so no rule
 exists twice. Requests carry `Authorization: Bearer <token>` (`api.auth`): 401
 without a valid token, 403 when its scope is too small. Errors are RFC 9457
 `application/problem+json`: 404 unknown id, 409 a transition the domain refuses
-(with its reason), 422 invalid input — never a 500 for bad input.
+(with its reason), 422 invalid input — never a 500 for bad input. A request body is
+capped, timed and not read before its credentials are checked (`api.http_limits`);
+metrics labels come from fixed sets (`api.request_metrics`).
 """
 
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,14 +30,18 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+from starlette.types import Scope
 
 from api.auth import TokenStore
-from api.dashboard import build_dashboard
+from api.bot import RESULT_MAX_BYTES
+from api.dashboard import FORM_MAX_BYTES, build_dashboard
 from api.docs import add_docs
 from api.events_import import build_import_router
+from api.http_limits import CapFor, RequestLimits, RequestRefused, authenticated_by
 from api.images import build_images_router
+from api.request_metrics import RequestMetrics, route_template
 from api.routes import PROBLEMS, AlertSender, ApiProblem, build_router, requirement
-from api.sessions import Sessions
+from api.sessions import COOKIE, Sessions
 from domain.errors import InvalidInput, LedgerError, NotFound
 from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
@@ -44,7 +49,12 @@ from runtime.images import ImageStore
 from runtime.ledger import Ledger
 from workers.addresses import AddressGuard
 
-__all__ = ["Probes", "create_app", "problem"]
+__all__ = ["BODY_MAX_BYTES", "BODY_TIMEOUT", "Probes", "create_app", "problem"]
+
+#: the largest request body a route takes unless it says otherwise (bytes)
+BODY_MAX_BYTES = 1 << 20
+#: seconds a request body may stall before the request is answered 408
+BODY_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
@@ -59,17 +69,35 @@ class Probes:
     broker: Callable[[], str | None] | None = None
 
 
-def problem(status: int, title: str, detail: str) -> JSONResponse:
+def problem(status: int, title: str, detail: str,
+            headers: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"type": "about:blank", "title": title, "status": status,
-                         "detail": detail}, status_code=status,
+                         "detail": detail}, status_code=status, headers=headers,
                         media_type="application/problem+json")
+
+
+def body_caps() -> CapFor:
+    """Each route's body cap: a bot's result its page, the events import its own (it
+    streams to disk, `serve --max-import-mb`), any other API call `BODY_MAX_BYTES`, a
+    dashboard form `FORM_MAX_BYTES`."""
+    own = {"/api/v1/bot/leases/{lease_id}/result": RESULT_MAX_BYTES,
+           "/api/v1/events/import": None}
+
+    def cap_for(scope: Scope) -> int | None:
+        route = route_template(scope)
+        if route in own:
+            return own[route]
+        return BODY_MAX_BYTES if route.startswith("/api/") else FORM_MAX_BYTES
+
+    return cap_for
 
 
 def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes = Probes(),
                lease_ttl: float = DEFAULTS.lease_ttl,
                alert_sender: AlertSender | None = None,
                proxy_guard: AddressGuard | None = None,
-               import_max_bytes: int = DEFAULTS.import_max_bytes) -> FastAPI:
+               import_max_bytes: int = DEFAULTS.import_max_bytes,
+               body_timeout: float = BODY_TIMEOUT) -> FastAPI:
     app = FastAPI(title="crawl-ledger", version="1", docs_url=None, redoc_url=None,
                   responses={503: PROBLEMS[422] | {"description": "not ready"}})
     lock = threading.RLock()  # one command or query at a time on the ledger's connections
@@ -96,17 +124,21 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
             found["relay_lag"] = max(0, head - probes.relay_position())
         return found
 
-    @app.middleware("http")
-    async def timed(request: Request, call_next: Callable[[Request], Awaitable[Response]]
-                    ) -> Response:
-        started = time.perf_counter()
-        response = await call_next(request)
-        route = getattr(request.scope.get("route"), "path", "unmatched")
-        latency.labels(request.method, route, str(response.status_code)).observe(
-            time.perf_counter() - started)
-        if response.status_code >= 400:
-            errors.labels(str(response.status_code)).inc()
-        return response
+    def observe(method: str, route: str, status: int, seconds: float) -> None:
+        latency.labels(method, route, str(status)).observe(seconds)
+        if status >= 400:
+            errors.labels(str(status)).inc()
+
+    sessions = Sessions(tokens)
+    app.add_middleware(RequestLimits, guarded=("/api/",), cap_for=body_caps(),
+                       body_timeout=body_timeout,
+                       authenticated=authenticated_by(tokens.verify, sessions.get, COOKIE))
+    # added last, so outermost: it measures every answer, the limits' refusals included
+    app.add_middleware(RequestMetrics, observe=observe)
+
+    @app.exception_handler(RequestRefused)
+    async def refused_body(_: Request, error: RequestRefused) -> JSONResponse:
+        return problem(error.status_code, error.title, error.detail, error.headers)
 
     @app.exception_handler(LedgerError)
     async def refused(_: Request, error: LedgerError) -> JSONResponse:
@@ -176,7 +208,6 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
         return Response(generate_latest(registry) + generate_latest(REGISTRY),
                         media_type=CONTENT_TYPE_LATEST)
 
-    sessions = Sessions(tokens)
     app.include_router(build_router(ledger, tokens, clock, lock, lease_ttl, sessions,
                                     alert_sender, proxy_guard), prefix="/api/v1")
     app.include_router(build_import_router(ledger, lock, requirement(tokens, sessions)("admin"),

@@ -29,7 +29,10 @@ from runtime.registry import Heartbeats, register
 from runtime.remote import RemoteCrawls, Submitted, lease_for, ungzip
 from workers.archive import RawArchive
 
-__all__ = ["build_bot_router"]
+__all__ = ["RESULT_MAX_BYTES", "build_bot_router"]
+
+#: the largest result a bot submits: the page (`body_gzip_b64`, at most 12 MiB) and the rest
+RESULT_MAX_BYTES = 13 << 20
 
 
 class LeaseRequest(BaseModel):

@@ -43,10 +43,12 @@ from runtime.history import stream_history
 from runtime.ledger import Ledger
 from runtime.registry import Heartbeats, registry
 
-__all__ = ["STATIC", "build_dashboard"]
+__all__ = ["FORM_MAX_BYTES", "STATIC", "build_dashboard"]
 
 STATIC = resources.files("api") / "static"
 PAGE = 50
+#: the largest form a dashboard page posts (also the body cap of its routes, `api.app`)
+FORM_MAX_BYTES = 64 * 1024
 #: the overview's results and failures per hour come from the latest events
 RECENT_EVENTS = 5000
 
@@ -98,7 +100,7 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
 
     async def form(request: Request) -> dict[str, list[str]]:
         body = await request.body()
-        if len(body) > 64 * 1024:
+        if len(body) > FORM_MAX_BYTES:
             raise Refused(413, "the form is too large")
         return parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
 
@@ -125,7 +127,10 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
 
     @router.post("/login")
     async def login(request: Request) -> Response:
-        fields = await form(request)
+        try:
+            fields = await form(request)
+        except Refused as error:
+            return refused(request, error)
         target = _local((fields.get("next") or ["/"])[0])
         opened = sessions.open((fields.get("token") or [""])[0].strip())
         if opened is None:

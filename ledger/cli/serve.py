@@ -26,6 +26,17 @@ def register(sub: Any) -> None:
     serve.add_argument("--max-import-mb", type=number(1, 1 << 20), default=None,
                        help="largest export POST /api/v1/events/import takes, in MiB "
                             "(default 1024)")
+    serve.add_argument("--head-timeout", type=number(0.1, 3600), default=10.0,
+                       help="seconds a connection has to send a whole request head; a "
+                            "slower one is closed (default 10)")
+    serve.add_argument("--body-timeout", type=number(0.1, 3600), default=30.0,
+                       help="seconds a request body may stall before it is answered 408 "
+                            "(default 30)")
+    serve.add_argument("--keep-alive", type=number(1, 3600, integer=True), default=5,
+                       help="seconds an idle keep-alive connection stays open (default 5)")
+    serve.add_argument("--max-connections", type=number(1, 100_000, integer=True),
+                       default=200, help="connections and requests in progress; the next "
+                                         "request is answered 503 (default 200)")
     serve.set_defaults(handler=run_serve)
     tokens = sub.add_parser("tokens", help="API tokens: create (shown once), list, revoke")
     actions = tokens.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -55,10 +66,9 @@ def _loopback(host: str) -> bool:
 def run_serve(args: argparse.Namespace) -> int:
     from functools import partial
 
-    import uvicorn
-
     from api.app import create_app
     from api.auth import TokenStore
+    from api.http_server import ServerLimits, run_server
     from ledger.bootstrap import notifier_for
     from ledger.settings import Settings
     from runtime.clock import SystemClock
@@ -75,11 +85,13 @@ def run_serve(args: argparse.Namespace) -> int:
                          **({"import_max_bytes": int(args.max_import_mb * (1 << 20))}
                             if args.max_import_mb else {}),
                          alert_sender=partial(notifier_for, settings),
-                         proxy_guard=AddressGuard(settings.allow_networks))
+                         proxy_guard=AddressGuard(settings.allow_networks),
+                         body_timeout=args.body_timeout)
         print(f"crawl-ledger API on http://{args.host}:{args.port} (OpenAPI: /openapi.json)",
               flush=True)
         # log_config=None: uvicorn's lines go through our structured logging (ledger/logs.py)
-        uvicorn.run(app, host=args.host, port=args.port, log_config=None)
+        limits = ServerLimits(args.head_timeout, args.keep_alive, args.max_connections)
+        run_server(app, args.host, args.port, limits, log_config=None)
     return 0
 
 
