@@ -22,7 +22,13 @@ from webhook_receiver import Receiver, receiver
 from domain.envelope import Envelope
 from domain.values import CrawlSuccess, Observation, Offer
 from ledger.bootstrap import Ledger
-from runtime.alert_channels import ChannelStore, NewSubscription, add_subscription
+from runtime.alert_channels import (
+    AdmittedChannel,
+    ChannelStore,
+    NewSubscription,
+    add_subscription,
+    admit_channel,
+)
 from runtime.alerts import AlertBatch, AlertOptions, AlertStep
 from runtime.clock import SimulatedClock
 from runtime.work import DbThread
@@ -71,9 +77,14 @@ class Shop:
 
 def subscribe(ledger: Ledger, target_kind: str, target: str, triggers: list[dict[str, Any]],
               channel: Channel) -> str:
+    async def admitted() -> AdmittedChannel:
+        guard = AddressGuard(LOOPBACK)
+        async with build_client(guard=guard) as client:
+            return await admit_channel(Notifier(client, guard), channel)
+
     channels = ChannelStore(ledger.db)
     return str(add_subscription(ledger, channels, NewSubscription(
-        "test", target_kind, target, triggers, channel), T0))
+        "test", target_kind, target, triggers, asyncio.run(admitted())), T0))
 
 
 @asynccontextmanager
