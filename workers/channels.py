@@ -99,6 +99,8 @@ class ChannelPlan:
     method: str = "POST"
     body_format: str = "webhook"
     headers: dict[str, str] = field(default_factory=dict)
+    #: HTTP basic credentials from the URL's user part (`url` has none)
+    auth: tuple[str, str] | None = None
 
 
 def plan_channel(channel: Channel) -> ChannelPlan:
@@ -129,7 +131,7 @@ def _webhook(channel: Channel) -> ChannelPlan:
         raise InvalidInput("a webhook needs a secret to sign its messages (--secret)")
     default = 443 if parts.scheme.lower() == "https" else 80
     return ChannelPlan("http", (Destination(parts.hostname, parts.port or default),),
-                       display_url(channel.url), url=channel.url)
+                       display_url(channel.url), url=_without_user(parts), auth=_auth(parts))
 
 
 def _custom_http(url: str, scheme: str) -> ChannelPlan:
@@ -147,10 +149,22 @@ def _custom_http(url: str, scheme: str) -> ChannelPlan:
         else:
             raise InvalidInput(f"{scheme}:// takes only +Header=value and method="
                                f"{'|'.join(HTTP_METHODS)} in its query, not {key[:40]!r}")
-    target = f"{'https' if secure else 'http'}://{parts.netloc}{parts.path or '/'}"
+    target = _without_user(parts._replace(scheme="https" if secure else "http", query="",
+                                          path=parts.path or "/"))
     destination = Destination(parts.hostname, parts.port or (443 if secure else 80))
     return ChannelPlan("http", (destination,), display_url(url), url=target, method=method,
-                       body_format=HTTP_FORMATS[scheme], headers=headers)
+                       body_format=HTTP_FORMATS[scheme], headers=headers, auth=_auth(parts))
+
+
+def _without_user(parts: Any) -> str:
+    """The URL without its user part (the credentials travel as `ChannelPlan.auth`)."""
+    return str(parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl())
+
+
+def _auth(parts: Any) -> tuple[str, str] | None:
+    if parts.username is None:
+        return None
+    return unquote(parts.username), unquote(parts.password or "")
 
 
 def _service(url: str, scheme: str) -> ChannelPlan:

@@ -115,10 +115,10 @@ class Notifier:
         try:
             async with asyncio.timeout(self.timeout):
                 response = await self.client.request(plan.method, plan.url, content=content,
-                                                      headers=sent)
+                                                      headers=sent, auth=plan.auth or httpx.USE_CLIENT_DEFAULT)
         except TimeoutError:
             return SendOutcome(False, error=f"timed out after {self.timeout:g}s")
-        except (httpx.HTTPError, OSError) as error:
+        except (httpx.HTTPError, OSError, ValueError) as error:
             blocked = "blocked address" in str(error)
             return SendOutcome(False, error=f"{type(error).__name__}: {error}",
                                retryable=not blocked)
