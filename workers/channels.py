@@ -34,7 +34,7 @@ import warnings
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, quote, unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from domain.errors import InvalidInput
 
@@ -141,7 +141,7 @@ def _custom_http(url: str, scheme: str) -> ChannelPlan:
     secure = scheme.endswith("s")
     headers: dict[str, str] = {}
     method = "POST"
-    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+    for key, value in _query(parts.query):
         if key.startswith("+") and len(key) > 1:
             headers[key[1:]] = value
         elif key.lower() == "method" and value.upper() in HTTP_METHODS:
@@ -154,6 +154,13 @@ def _custom_http(url: str, scheme: str) -> ChannelPlan:
     destination = Destination(parts.hostname, parts.port or (443 if secure else 80))
     return ChannelPlan("http", (destination,), display_url(url), url=target, method=method,
                        body_format=HTTP_FORMATS[scheme], headers=headers, auth=_auth(parts))
+
+
+def _query(query: str) -> list[tuple[str, str]]:
+    """The query's (key, value) pairs, percent-decoded; a `+` stays a `+` (Apprise's
+    header prefix), unlike form decoding."""
+    pairs = (item.partition("=") for item in query.split("&") if item)
+    return [(unquote(key), unquote(value)) for key, _, value in pairs]
 
 
 def _without_user(parts: Any) -> str:
@@ -180,7 +187,7 @@ def _service(url: str, scheme: str) -> ChannelPlan:
 
 
 def _mail(url: str) -> ChannelPlan:
-    unknown = {key for key, _ in parse_qsl(_split(url).query)} - MAIL_PARAMETERS
+    unknown = {key for key, _ in _query(_split(url).query)} - MAIL_PARAMETERS
     if unknown:
         raise InvalidInput(f"mailto:// takes only {', '.join(sorted(MAIL_PARAMETERS))} in its "
                            f"query, not {sorted(unknown)[0][:40]!r}")
@@ -262,7 +269,7 @@ def _secrets(channel: Channel) -> set[str]:
     except ValueError:
         parts = urlsplit("")
     pieces |= set(re.split(r"[/?&=:@#;,]", url.split("://", 1)[-1]))
-    pieces |= {value for _, value in parse_qsl(parts.query, keep_blank_values=True)}
+    pieces |= {value for _, value in _query(parts.query)}
     visible = set(display_url(url).split("/")) | {parts.scheme, parts.hostname or ""}
     with suppress(ValueError):
         visible.add(str(parts.port))
