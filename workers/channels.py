@@ -76,15 +76,16 @@ class Channel:
 
 @dataclass(frozen=True)
 class Destination:
-    """One host and port a delivery connects to."""
+    """One host and port a delivery connects to, and the protocol it speaks there."""
 
     host: str
     port: int
+    scheme: str = "https"
 
     def as_url(self) -> str:
         """A URL naming only this host and port (what the guard is asked about)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/"
+        return f"{self.scheme}://{host}:{self.port}"
 
 
 @dataclass(frozen=True)
@@ -129,8 +130,10 @@ def _webhook(channel: Channel) -> ChannelPlan:
         raise InvalidInput(f"a webhook needs an http(s) URL, not {display_url(channel.url)!r}")
     if not channel.secret:
         raise InvalidInput("a webhook needs a secret to sign its messages (--secret)")
-    default = 443 if parts.scheme.lower() == "https" else 80
-    return ChannelPlan("http", (Destination(parts.hostname, parts.port or default),),
+    scheme = parts.scheme.lower()
+    destination = Destination(parts.hostname, parts.port or (443 if scheme == "https" else 80),
+                              scheme)
+    return ChannelPlan("http", (destination,),
                        display_url(channel.url), url=_without_user(parts), auth=_auth(parts))
 
 
@@ -151,7 +154,8 @@ def _custom_http(url: str, scheme: str) -> ChannelPlan:
                                f"{'|'.join(HTTP_METHODS)} in its query, not {key[:40]!r}")
     target = _without_user(parts._replace(scheme="https" if secure else "http", query="",
                                           path=parts.path or "/"))
-    destination = Destination(parts.hostname, parts.port or (443 if secure else 80))
+    destination = Destination(parts.hostname, parts.port or (443 if secure else 80),
+                              "https" if secure else "http")
     return ChannelPlan("http", (destination,), display_url(url), url=target, method=method,
                        body_format=HTTP_FORMATS[scheme], headers=headers, auth=_auth(parts))
 
@@ -197,7 +201,7 @@ def _mail(url: str) -> ChannelPlan:
     host, port = str(getattr(found, "smtp_host", "") or ""), getattr(found, "port", None)
     if not host or not isinstance(port, int):
         raise InvalidInput("mailto:// needs an SMTP server (smtp=HOST&port=N)")
-    return ChannelPlan("apprise", (Destination(host.strip("[]"), port),), display_url(url),
+    return ChannelPlan("apprise", (Destination(host.strip("[]"), port, "smtp"),), display_url(url),
                        url=url)
 
 

@@ -37,9 +37,9 @@ def test_services_at_fixed_hosts_are_planned_with_those_hosts() -> None:
 
 def test_mail_is_planned_with_the_smtp_server_apprise_will_use() -> None:
     plan = plan_channel(Channel("apprise", "mailto://u:p@shop.example?smtp=mx.example&port=2525"))
-    assert plan.destinations == (Destination("mx.example", 2525),)
+    assert plan.destinations == (Destination("mx.example", 2525, "smtp"),)
     assert plan_channel(Channel("apprise", "mailto://u:p@gmail.com")).destinations == (
-        Destination("smtp.gmail.com", 587),)
+        Destination("smtp.gmail.com", 587, "smtp"),)
     with pytest.raises(InvalidInput, match="pgpkey"):
         plan_channel(Channel("apprise", "mailto://u:p@shop.example?pgpkey=/etc/passwd"))
 
