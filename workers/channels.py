@@ -274,9 +274,12 @@ def _secrets(channel: Channel) -> set[str]:
         parts = urlsplit("")
     pieces |= set(re.split(r"[/?&=:@#;,]", url.split("://", 1)[-1]))
     pieces |= {value for _, value in _query(parts.query)}
-    visible = set(display_url(url).split("/")) | {parts.scheme, parts.hostname or ""}
-    with suppress(ValueError):
-        visible.add(str(parts.port))
+    shown = display_url(url)
+    visible = set(shown.split("/")) | {parts.scheme}
+    if not shown.endswith("…"):  # the host is shown, so it is no secret
+        visible.add(parts.hostname or "")
+        with suppress(ValueError):
+            visible.add(str(parts.port))
     found: set[str] = set()
     for piece in pieces - visible:
         found |= {piece, unquote(piece), quote(piece, safe=""), quote(unquote(piece), safe="")}

@@ -78,3 +78,9 @@ def test_scrub_masks_every_secret_part_and_keeps_the_rest() -> None:
                    "other-pw"):
         assert secret not in masked
     assert "ConnectError" in masked and "10.0.0.1:8080" in masked
+
+
+def test_scrub_treats_a_service_urls_host_as_a_secret() -> None:
+    channel = Channel("apprise", "tgram://1234567890:AAbbCC/4242")
+    masked = scrub("bot 1234567890 said no; 1234567890:AAbbCC; chat 4242", channel)
+    assert "1234567890" not in masked and "AAbbCC" not in masked and "4242" not in masked
