@@ -151,13 +151,18 @@ def _custom_http(url: str, scheme: str) -> ChannelPlan:
             method = value.upper()
         else:
             raise InvalidInput(f"{scheme}:// takes only +Header=value and method="
-                               f"{'|'.join(HTTP_METHODS)} in its query, not {key[:40]!r}")
+                               f"{'|'.join(HTTP_METHODS)} in its query, not {_named(key)}")
     target = _without_user(parts._replace(scheme="https" if secure else "http", query="",
                                           path=parts.path or "/"))
     destination = Destination(parts.hostname, parts.port or (443 if secure else 80),
                               "https" if secure else "http")
     return ChannelPlan("http", (destination,), display_url(url), url=target, method=method,
                        body_format=HTTP_FORMATS[scheme], headers=headers, auth=_auth(parts))
+
+
+def _named(key: str) -> str:
+    """A refused query key as shown: quoted when it reads as a word (a bare token is not)."""
+    return repr(key) if _WORD.fullmatch(key.lstrip("+-:")) else "a parameter that may be a token"
 
 
 def _query(query: str) -> list[tuple[str, str]]:
@@ -194,7 +199,7 @@ def _mail(url: str) -> ChannelPlan:
     unknown = {key for key, _ in _query(_split(url).query)} - MAIL_PARAMETERS
     if unknown:
         raise InvalidInput(f"mailto:// takes only {', '.join(sorted(MAIL_PARAMETERS))} in its "
-                           f"query, not {sorted(unknown)[0][:40]!r}")
+                           f"query, not {_named(sorted(unknown)[0])}")
     found = _instantiate(url)
     if type(found).__name__ != "NotifyEmail" or getattr(found, "redirects", True):
         raise InvalidInput("mailto:// URL not usable")

@@ -22,6 +22,9 @@ def test_json_form_xml_are_posted_by_us_with_their_headers_only() -> None:
     for query in ("-param=1", ":payload=x", "redirect=yes", "verify=no", "method=GET"):
         with pytest.raises(InvalidInput, match="takes only"):
             plan_channel(Channel("apprise", f"json://h.example/a?{query}"))
+    with pytest.raises(InvalidInput) as refused:
+        plan_channel(Channel("apprise", "json://h.example/a?Tok3nInTheKey"))
+    assert "Tok3n" not in str(refused.value)
 
 
 def test_services_at_fixed_hosts_are_planned_with_those_hosts() -> None:
