@@ -28,8 +28,8 @@ from runtime.ledger import Ledger
 from workers.channels import Channel, display_url
 from workers.notify import SendOutcome
 
-__all__ = ["AdmittedChannel", "ChannelStore", "NewSubscription", "admit_channel", "SenderPort", "add_subscription",
-           "remove_subscription", "restore_channel", "sample_message"]
+__all__ = ["AdmittedChannel", "ChannelStore", "NewSubscription", "SenderPort", "add_subscription",
+           "admit_channel", "remove_subscription", "restore_channel", "sample_message"]
 
 TABLE = "alert_channels"
 POSITIONS = "alert_positions"
@@ -136,9 +136,10 @@ def restore_channel(ledger: Ledger, channels: ChannelStore, subscription_id: str
         raise InvalidInput(f"subscription {subscription.id} is removed")
     channel, shown = admitted.channel, admitted.display
     # display_url again: events recorded before path secrets were hidden show the whole path
-    if (channel.kind, shown) != (subscription.channel_kind, display_url(subscription.channel)):
+    recorded = display_url(subscription.channel)
+    if (channel.kind, shown) != (subscription.channel_kind, recorded):
         raise InvalidInput(f"subscription {subscription.id} sends to {subscription.channel_kind} "
-                           f"{subscription.channel}, not {channel.kind} {shown}: add a new "
+                           f"{recorded}, not {channel.kind} {shown}: add a new "
                            "subscription for another channel")
     channels.put(str(subscription.id), channel)
     return subscription.id

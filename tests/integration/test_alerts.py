@@ -332,5 +332,6 @@ def test_a_subscription_recorded_with_a_whole_path_gets_its_channel_back(ledger:
                                asyncio.run(admitted(Channel("webhook", url, "k"))))
     assert restored == old and channels.get(str(old)) == Channel("webhook", url, "k")
     elsewhere = asyncio.run(admitted(Channel("webhook", "http://127.0.0.1:9/hook", "k")))
-    with pytest.raises(InvalidInput, match="add a new subscription"):
+    with pytest.raises(InvalidInput, match="add a new subscription") as refused:
         restore_channel(ledger, channels, str(old), elsewhere)
+    assert "SECRET" not in str(refused.value)
