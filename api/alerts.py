@@ -27,6 +27,7 @@ from runtime.alert_channels import (
     admit_channel,
     remove_subscription,
     sample_message,
+    shown_subscription,
 )
 from runtime.clock import Clock
 from runtime.ledger import Ledger
@@ -73,14 +74,14 @@ def build_alerts_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
         row = ledger.alerts.subscription(subscription_id)
         if row is None:
             raise NotFound(f"unknown subscription id {subscription_id}")
-        return {**row, "id": row["subscription_id"],
+        return {**shown_subscription(row),
                 "deliveries": ledger.alerts.deliveries(subscription_id, limit=20)}
 
     @router.get("", dependencies=[Depends(read)])
     def list_alerts() -> list[dict[str, Any]]:
         with lock:
             ledger.catch_up()
-            return [dict(r, id=r["subscription_id"]) for r in ledger.alerts.subscriptions()]
+            return [shown_subscription(r) for r in ledger.alerts.subscriptions()]
 
     @router.post("", dependencies=[Depends(operate)], status_code=201)
     async def create(body: SubscriptionIn) -> dict[str, Any]:

@@ -29,7 +29,8 @@ from workers.channels import Channel, display_url
 from workers.notify import SendOutcome
 
 __all__ = ["AdmittedChannel", "ChannelStore", "NewSubscription", "SenderPort", "add_subscription",
-           "admit_channel", "remove_subscription", "restore_channel", "sample_message"]
+           "admit_channel", "remove_subscription", "restore_channel", "sample_message",
+           "shown_subscription"]
 
 TABLE = "alert_channels"
 POSITIONS = "alert_positions"
@@ -150,6 +151,13 @@ def remove_subscription(ledger: Ledger, channels: ChannelStore, subscription_id:
     """Record the removal, then forget the channel's credentials."""
     ledger.app.remove_subscription(subscription_id, now)
     channels.delete(str(ledger.app.get_subscription(subscription_id).id))
+
+
+def shown_subscription(row: dict[str, Any]) -> dict[str, Any]:
+    """A subscription's read-model row as answers show it: `id`, and the channel in
+    today's display form (a subscription recorded before path secrets were hidden
+    kept the whole path in its event)."""
+    return {**row, "id": row["subscription_id"], "channel": display_url(row["channel"])}
 
 
 def sample_message(subscription_id: str, now: datetime) -> tuple[bytes, dict[str, str]]:

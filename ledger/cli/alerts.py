@@ -22,6 +22,7 @@ from runtime.alert_channels import (
     remove_subscription,
     restore_channel,
     sample_message,
+    shown_subscription,
 )
 from workers.notify import Channel, SendOutcome
 
@@ -137,9 +138,10 @@ def _shown_triggers(triggers: list[dict[str, Any]]) -> str:
 
 def list_alerts(args: argparse.Namespace) -> int:
     with open_ledger() as ledger:
-        rows = ledger.alerts.subscriptions(include_removed=args.all)
+        rows = [shown_subscription(r)
+                for r in ledger.alerts.subscriptions(include_removed=args.all)]
     if args.json:
-        print_json([dict(r, id=r["subscription_id"]) for r in rows])
+        print_json(rows)
         return 0
     print_table("alert subscriptions", ["id", "name", "target", "triggers", "channel", "removed"],
                 ([r["subscription_id"], r["name"], f"{r['target_kind']} {short(r['target'], 24)}",

@@ -30,6 +30,7 @@ from runtime.alert_channels import (
     add_subscription,
     admit_channel,
     restore_channel,
+    shown_subscription,
 )
 from runtime.alerts import AlertBatch, AlertOptions, AlertStep
 from runtime.clock import SimulatedClock
@@ -335,3 +336,7 @@ def test_a_subscription_recorded_with_a_whole_path_gets_its_channel_back(ledger:
     with pytest.raises(InvalidInput, match="add a new subscription") as refused:
         restore_channel(ledger, channels, str(old), elsewhere)
     assert "SECRET" not in str(refused.value)
+    ledger.catch_up()
+    row = ledger.alerts.subscription(str(old))
+    assert row is not None and row["channel"] == url  # the read model holds what was recorded
+    assert shown_subscription(row)["channel"] == "http://127.0.0.1:9/services/***"
