@@ -3,7 +3,8 @@
 `GET /alerts` (read), `POST /alerts` (operate), `GET /alerts/{id}` with its latest
 deliveries (read), `DELETE /alerts/{id}` and `POST /alerts/{id}/test` (operate). A
 channel's URL and secret go in and never come out: responses show the channel's
-display form only.
+display form only. A channel is refused unless the sender's egress policy
+admits it (`workers.channels`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from fastapi import APIRouter, Depends
+from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field
 
 from domain.errors import InvalidInput, NotFound
@@ -22,8 +24,10 @@ from runtime.alert_channels import (
     NewSubscription,
     SenderPort,
     add_subscription,
+    admit_channel,
     remove_subscription,
     sample_message,
+    shown_subscription,
 )
 from runtime.clock import Clock
 from runtime.ledger import Ledger
@@ -70,23 +74,29 @@ def build_alerts_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
         row = ledger.alerts.subscription(subscription_id)
         if row is None:
             raise NotFound(f"unknown subscription id {subscription_id}")
-        return {**row, "id": row["subscription_id"],
+        return {**shown_subscription(row),
                 "deliveries": ledger.alerts.deliveries(subscription_id, limit=20)}
 
     @router.get("", dependencies=[Depends(read)])
     def list_alerts() -> list[dict[str, Any]]:
         with lock:
             ledger.catch_up()
-            return [dict(r, id=r["subscription_id"]) for r in ledger.alerts.subscriptions()]
+            return [shown_subscription(r) for r in ledger.alerts.subscriptions()]
 
     @router.post("", dependencies=[Depends(operate)], status_code=201)
-    def create(body: SubscriptionIn) -> dict[str, Any]:
+    async def create(body: SubscriptionIn) -> dict[str, Any]:
+        if sender is None:
+            raise InvalidInput("this server has no alert sender: alerts cannot be added here")
+        async with sender() as notifier:
+            admitted = await admit_channel(notifier, Channel(
+                body.channel.kind, body.channel.url, body.channel.secret))
         new = NewSubscription(body.name, body.target_kind, body.target,
-                              [t.model_dump() for t in body.triggers],
-                              Channel(body.channel.kind, body.channel.url, body.channel.secret))
+                              [t.model_dump() for t in body.triggers], admitted)
+        return await run_in_threadpool(_add, new)
+
+    def _add(new: NewSubscription) -> dict[str, Any]:
         with lock:
-            made = add_subscription(ledger, store(), new, clock.now())
-            return shown(str(made))
+            return shown(str(add_subscription(ledger, store(), new, clock.now())))
 
     @router.get("/{subscription_id}", dependencies=[Depends(read)])
     def show(subscription_id: str) -> dict[str, Any]:

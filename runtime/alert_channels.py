@@ -1,12 +1,17 @@
 """Alert channels beside the log, and adding, removing and testing subscriptions.
 
 A subscription's events (`domain.alert.Subscription`) name its channel only by
-kind and a display form without credentials. The URL itself (an Apprise URL
-often holds a bot token) and the webhook secret live in `alert_channels`, a
+kind and a display form without credentials, query or path secrets
+(`workers.channels.display_url`). The URL itself (an Apprise URL often holds a
+bot token) and the webhook secret live in `alert_channels`, a
 table in the read-model database beside `api_tokens`: an immutable, exported,
 published log is no place for a credential that may have to be rotated or
 erased. Exporting and importing the log therefore carries subscriptions without
 their channels; deleting the read-model database loses them too.
+
+A channel is kept only once the sender's egress policy admits it
+(`SenderPort.check`: an allowed kind whose every destination passes the address
+guard); the sender checks again before each attempt.
 """
 
 from __future__ import annotations
@@ -15,16 +20,17 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 from uuid import UUID
 
 from domain.errors import InvalidInput
 from projections.db import Database
 from runtime.ledger import Ledger
-from workers.notify import Channel, SendOutcome, display_url, is_apprise_url
+from workers.channels import Channel, display_url
+from workers.notify import SendOutcome
 
-__all__ = ["ChannelStore", "NewSubscription", "SenderPort", "add_subscription",
-           "check_channel", "remove_subscription", "restore_channel", "sample_message"]
+__all__ = ["AdmittedChannel", "ChannelStore", "NewSubscription", "SenderPort", "add_subscription",
+           "admit_channel", "remove_subscription", "restore_channel", "sample_message",
+           "shown_subscription"]
 
 TABLE = "alert_channels"
 POSITIONS = "alert_positions"
@@ -32,6 +38,10 @@ DELIVERY_HEADER = "X-Crawl-Ledger-Delivery"
 
 
 class SenderPort(Protocol):
+    async def check(self, channel: Channel) -> str:
+        """The channel's display form once it may be used; `InvalidInput` otherwise."""
+        ...
+
     async def send(self, channel: Channel, body: bytes,
                    headers: dict[str, str]) -> SendOutcome: ...
 
@@ -76,43 +86,41 @@ class ChannelStore:
 
 
 @dataclass(frozen=True)
+class AdmittedChannel:
+    """A channel the sender's egress policy admitted (only `admit_channel` makes one),
+    with its display form."""
+
+    channel: Channel
+    display: str
+
+
+async def admit_channel(sender: SenderPort, channel: Channel) -> AdmittedChannel:
+    """`channel` once its kind is allowed and every destination passes the address
+    guard; `InvalidInput` (one line, no secret) otherwise."""
+    return AdmittedChannel(channel, await sender.check(channel))
+
+
+@dataclass(frozen=True)
 class NewSubscription:
     name: str
     target_kind: str
     target: str
     triggers: list[dict[str, Any]]
-    channel: Channel
-
-
-def check_channel(channel: Channel) -> str:
-    """The channel's display form; `InvalidInput` when it cannot be used."""
-    if channel.kind == "webhook":
-        parts = urlsplit(channel.url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise InvalidInput(f"a webhook needs an http(s) URL, not {display_url(channel.url)!r}")
-        if not channel.secret:
-            raise InvalidInput("a webhook needs a secret to sign its messages (--secret)")
-    elif channel.kind == "apprise":
-        if channel.secret:
-            raise InvalidInput("only webhooks take a secret")
-        if not is_apprise_url(channel.url):
-            raise InvalidInput(f"Apprise does not understand {display_url(channel.url)!r}")
-    else:
-        raise InvalidInput(f"unknown channel kind {channel.kind!r}; expected webhook or apprise")
-    return display_url(channel.url)
+    channel: AdmittedChannel
 
 
 def add_subscription(ledger: Ledger, channels: ChannelStore, new: NewSubscription,
                      now: datetime) -> UUID:
     """Validate everything first (a refusal records nothing), record the subscription,
-    then keep its channel; if that fails the subscription is removed again."""
-    shown = check_channel(new.channel)
-    fields: dict[str, Any] = {"name": new.name, "target_kind": new.target_kind, "target": new.target,
-              "triggers": new.triggers, "channel_kind": new.channel.kind, "channel": shown}
+    then keep its (admitted) channel; if that fails the subscription is removed again."""
+    channel = new.channel.channel
+    fields: dict[str, Any] = {"name": new.name, "target_kind": new.target_kind,
+                              "target": new.target, "triggers": new.triggers,
+                              "channel_kind": channel.kind, "channel": new.channel.display}
     ledger.app.check_subscription(**fields, now=now)
     subscription_id = ledger.app.create_subscription(**fields, now=now)
     try:
-        channels.put(str(subscription_id), new.channel)
+        channels.put(str(subscription_id), channel)
     except Exception:
         ledger.app.remove_subscription(subscription_id, now)
         raise
@@ -120,17 +128,19 @@ def add_subscription(ledger: Ledger, channels: ChannelStore, new: NewSubscriptio
 
 
 def restore_channel(ledger: Ledger, channels: ChannelStore, subscription_id: str,
-                    channel: Channel) -> UUID:
+                    admitted: AdmittedChannel) -> UUID:
     """Give a subscription its channel on this ledger (after `events import`, or a lost
     read-model database): only the channel its events name (kind and URL without
     credentials), so where alerts go never changes without an event."""
     subscription = ledger.app.get_subscription(subscription_id)
     if subscription.removed:
         raise InvalidInput(f"subscription {subscription.id} is removed")
-    shown = check_channel(channel)
-    if (channel.kind, shown) != (subscription.channel_kind, subscription.channel):
+    channel, shown = admitted.channel, admitted.display
+    # display_url again: events recorded before path secrets were hidden show the whole path
+    recorded = display_url(subscription.channel)
+    if (channel.kind, shown) != (subscription.channel_kind, recorded):
         raise InvalidInput(f"subscription {subscription.id} sends to {subscription.channel_kind} "
-                           f"{subscription.channel}, not {channel.kind} {shown}: add a new "
+                           f"{recorded}, not {channel.kind} {shown}: add a new "
                            "subscription for another channel")
     channels.put(str(subscription.id), channel)
     return subscription.id
@@ -141,6 +151,13 @@ def remove_subscription(ledger: Ledger, channels: ChannelStore, subscription_id:
     """Record the removal, then forget the channel's credentials."""
     ledger.app.remove_subscription(subscription_id, now)
     channels.delete(str(ledger.app.get_subscription(subscription_id).id))
+
+
+def shown_subscription(row: dict[str, Any]) -> dict[str, Any]:
+    """A subscription's read-model row as answers show it: `id`, and the channel in
+    today's display form (a subscription recorded before path secrets were hidden
+    kept the whole path in its event)."""
+    return {**row, "id": row["subscription_id"], "channel": display_url(row["channel"])}
 
 
 def sample_message(subscription_id: str, now: datetime) -> tuple[bytes, dict[str, str]]:

@@ -1,20 +1,23 @@
-"""Sending alerts: signed JSON webhooks (httpx) and Apprise URLs, behind the address guard.
+"""Sending alerts: one attempt per call, behind the address guard (`workers.channels`).
 
+`Notifier.check(channel)` is the egress policy at creation: the channel's kind is
+allowed (`plan_channel`) and every host it will connect to passes the guard.
 `Notifier.send(channel, body, headers)` makes one attempt and reports it as a
-`SendOutcome`; it never raises for a failure of the world.
+`SendOutcome`; it checks the same way first (DNS can change) and never raises
+for a failure of the world. Its error never holds a secret of the channel.
 
 - **webhook**: `POST` of the exact `body` bytes, `Content-Type: application/json`, the
   caller's headers (the idempotency key), and, when the channel has a secret,
-  `X-Crawl-Ledger-Signature: sha256=<hex HMAC-SHA256 of the body>`. The URL is checked
-  by the `AddressGuard` before the request and again when the connection is opened
-  (the client's guarded resolver); no redirect is followed. 2xx is delivered; 408,
-  429 and 5xx, timeouts and transport errors are retryable; any other status and a
-  refused address are not.
-- **apprise**: the body's `message` (and `title`) through `apprise` (mail, Slack,
-  Telegram, ntfy, Discord, …). Apprise reaches its services with its own HTTP
-  client, so the guard checks the URL's host first for the schemes that name a
-  host of the operator's choosing (`SELF_HOSTED`); the others go to their service's
-  public endpoint.
+  `X-Crawl-Ledger-Signature: sha256=<hex HMAC-SHA256 of the body>`.
+- **json:// form:// xml://**: the body's `title` and `message` in Apprise's payload
+  format (`version`, `title`, `message`, `type`), with the URL's `+Header`s.
+- Both go through the project's HTTP client: its resolver connects only to
+  addresses the guard accepts, and no redirect is followed. 2xx is delivered;
+  408, 425, 429 and 5xx, timeouts and transport errors are retryable; any other
+  status and a refused address are not.
+- **Apprise services** (Slack, Discord, Telegram, ntfy.sh, mail): through
+  `apprise`, redirects off, once their fixed hosts or the SMTP server passed the
+  guard. Apprise resolves the name again itself when it connects.
 """
 
 from __future__ import annotations
@@ -23,38 +26,28 @@ import asyncio
 import hashlib
 import hmac
 import json
-import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
-from urllib.parse import urlsplit
+from dataclasses import dataclass, replace
+from urllib.parse import urlencode
+from xml.sax.saxutils import escape
 
 import httpx
 
+from domain.errors import InvalidInput
 from workers.addresses import AddressGuard
+from workers.channels import Channel, ChannelPlan, apprise_module, display_url, plan_channel, scrub
 from workers.errors import FetchError
 
-__all__ = ["SELF_HOSTED", "Channel", "Notifier", "SendOutcome", "display_url", "is_apprise_url",
-           "sign"]
+__all__ = ["Channel", "Notifier", "SendOutcome", "display_url", "sign"]
 
 SIGNATURE = "X-Crawl-Ledger-Signature"
-#: Apprise schemes whose host part is a server the operator names (checked by the guard)
-SELF_HOSTED = frozenset({"json", "jsons", "xml", "xmls", "form", "forms", "ntfy", "ntfys",
-                         "gotify", "gotifys", "mailto", "mailtos", "apprise", "apprises",
-                         "matrix", "matrixs", "mmost", "mmosts", "rocket", "rockets"})
 TIMEOUT = 20.0
-
-
-@dataclass(frozen=True)
-class Channel:
-    """Where a subscription's alerts go: `kind` webhook|apprise, its URL, a webhook secret."""
-
-    kind: str
-    url: str
-    secret: str | None = None
-
-    def __repr__(self) -> str:  # never show the URL's credentials or the secret
-        return f"Channel({self.kind}, {display_url(self.url)})"
+#: Apprise's payload version for its json:// and form:// notifications, and xml://'s
+APPRISE_VERSION, APPRISE_XML_VERSION = "1.0", "1.1"
+_SOAP = ("<?xml version='1.0' encoding='utf-8'?>\n<soapenv:Envelope xmlns:soapenv="
+         "\"http://schemas.xmlsoap.org/soap/envelope/\" xmlns:xsd=\"http://www.w3.org/2001/"
+         "XMLSchema\" xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\"><soapenv:Body>"
+         "<Notification>{core}</Notification></soapenv:Body></soapenv:Envelope>")
 
 
 @dataclass(frozen=True)
@@ -70,19 +63,6 @@ def sign(secret: str, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-def display_url(url: str) -> str:
-    """The URL without credentials, query or path secrets: scheme://host[:port]/path for
-    a webhook-like URL, scheme:// alone when the host may itself be a token."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme in ("http", "https") or scheme in SELF_HOSTED:
-        host = parts.hostname or ""
-        port = f":{parts.port}" if parts.port else ""
-        path = parts.path if scheme in ("http", "https") else ""
-        return f"{scheme}://{host}{port}{path}"
-    return f"{scheme}://…"
-
-
 class Notifier:
     """One delivery attempt per call; see the module docstring."""
 
@@ -93,33 +73,54 @@ class Notifier:
         self.user_agent = user_agent
         self.timeout = timeout
 
+    async def check(self, channel: Channel) -> str:
+        """The channel's display form once it may be used; `InvalidInput` otherwise."""
+        plan = plan_channel(channel)
+        try:
+            await self._guard(plan)
+        except FetchError as error:
+            raise InvalidInput(f"alert channel {plan.display} refused: {error}") from None
+        return plan.display
+
     async def send(self, channel: Channel, body: bytes,
                    headers: Mapping[str, str]) -> SendOutcome:
+        outcome = await self._attempt(channel, body, headers)
+        return replace(outcome, error=scrub(outcome.error, channel)[:300])
+
+    async def _attempt(self, channel: Channel, body: bytes,
+                       headers: Mapping[str, str]) -> SendOutcome:
         try:
-            if channel.kind == "webhook":
-                return await self._webhook(channel, body, headers)
-            if channel.kind == "apprise":
-                return await self._apprise(channel, body)
-            return SendOutcome(False, error=f"unknown channel kind {channel.kind}",
-                               retryable=False)
+            plan = plan_channel(channel)
+            await self._guard(plan)
+            if plan.via == "http":
+                return await self._post(plan, channel.secret, body, headers)
+            return await self._apprise(plan, body)
+        except InvalidInput as error:
+            return SendOutcome(False, error=str(error), retryable=False)
         except FetchError as error:
             return SendOutcome(False, error=f"{error.kind}: {error}",
                                retryable=error.kind != "blocked_address")
 
-    async def _webhook(self, channel: Channel, body: bytes,
-                       headers: Mapping[str, str]) -> SendOutcome:
-        await self.guard.check(channel.url, "POST")
-        sent = {"Content-Type": "application/json", "User-Agent": self.user_agent, **headers}
-        if channel.secret:
-            sent[SIGNATURE] = sign(channel.secret, body)
+    async def _guard(self, plan: ChannelPlan) -> None:
+        for destination in plan.destinations:
+            await self.guard.check(destination.as_url(), "connect to")
+
+    async def _post(self, plan: ChannelPlan, secret: str | None, body: bytes,
+                    headers: Mapping[str, str]) -> SendOutcome:
+        content, content_type = _payload(plan.body_format, body)
+        sent = {"Content-Type": content_type, "User-Agent": self.user_agent, **headers,
+                **plan.headers}
+        if secret:
+            sent[SIGNATURE] = sign(secret, content)
         try:
             async with asyncio.timeout(self.timeout):
-                response = await self.client.post(channel.url, content=body, headers=sent)
+                response = await self.client.request(plan.method, plan.url, content=content,
+                                                      headers=sent, auth=plan.auth or httpx.USE_CLIENT_DEFAULT)
         except TimeoutError:
             return SendOutcome(False, error=f"timed out after {self.timeout:g}s")
-        except (httpx.HTTPError, OSError) as error:
+        except (httpx.HTTPError, OSError, ValueError) as error:
             blocked = "blocked address" in str(error)
-            return SendOutcome(False, error=f"{type(error).__name__}: {error}"[:300],
+            return SendOutcome(False, error=f"{type(error).__name__}: {error}",
                                retryable=not blocked)
         status = response.status_code
         if 200 <= status < 300:
@@ -127,14 +128,9 @@ class Notifier:
         retryable = status in (408, 425, 429) or status >= 500
         return SendOutcome(False, status, f"HTTP {status}", retryable)
 
-    async def _apprise(self, channel: Channel, body: bytes) -> SendOutcome:
-        scheme = urlsplit(channel.url).scheme.lower()
-        if scheme in SELF_HOSTED:
-            await self.guard.check(channel.url.replace(f"{scheme}://", "http://", 1), "POST")
-        message = json.loads(body)
-        outcome = await asyncio.to_thread(_apprise_notify, channel.url,
-                                          str(message.get("title") or "crawl-ledger alert"),
-                                          str(message.get("message") or body.decode()))
+    async def _apprise(self, plan: ChannelPlan, body: bytes) -> SendOutcome:
+        title, message = _title_and_message(body)
+        outcome = await asyncio.to_thread(_apprise_notify, plan.url, title, message)
         if outcome == "sent":
             return SendOutcome(True)
         if outcome == "invalid":
@@ -142,24 +138,34 @@ class Notifier:
         return SendOutcome(False, error="apprise could not notify")
 
 
-def _apprise() -> Any:
-    """The apprise module, imported on first use (it imports the stdlib's deprecated
-    `imghdr`, which tests run with warnings as errors would refuse)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "'imghdr' is deprecated", DeprecationWarning)
-        import apprise
-        from apprise.plugins import N_MGR
-
-        N_MGR.load_modules()  # type: ignore[no-untyped-call]  # the plugins import lazily: here, once, under the filter
-    return apprise
+def _title_and_message(body: bytes) -> tuple[str, str]:
+    message = json.loads(body)
+    return (str(message.get("title") or "crawl-ledger alert"),
+            str(message.get("message") or body.decode()))
 
 
-def is_apprise_url(url: str) -> bool:
-    return bool(_apprise().Apprise().add(url))
+def _payload(body_format: str, body: bytes) -> tuple[bytes, str]:
+    """The bytes sent and their content type: the body itself for a webhook, else
+    Apprise's notification format around its title and message."""
+    if body_format == "webhook":
+        return body, "application/json"
+    title, message = _title_and_message(body)
+    if body_format == "json":
+        payload = {"version": APPRISE_VERSION, "title": title, "message": message,
+                   "attachments": [], "type": "info"}
+        return json.dumps(payload).encode(), "application/json"
+    if body_format == "form":
+        fields = {"version": APPRISE_VERSION, "title": title, "message": message, "type": "info"}
+        return urlencode(fields).encode(), "application/x-www-form-urlencoded"
+    core = "".join(f"<{k}>{escape(v)}</{k}>" for k, v in (
+        ("Version", APPRISE_XML_VERSION), ("Subject", title), ("MessageType", "info"),
+        ("Message", message)))
+    return _SOAP.format(core=core).encode(), "application/xml"
 
 
 def _apprise_notify(url: str, title: str, message: str) -> str:
-    sender = _apprise().Apprise()
+    apprise = apprise_module()
+    sender = apprise.Apprise(asset=apprise.AppriseAsset(http_redirects=False))
     if not sender.add(url):
         return "invalid"
     return "sent" if sender.notify(body=message, title=title) else "failed"

@@ -14,12 +14,15 @@ from ledger.cli.output import print_json, print_table, short
 from ledger.embedded import run_loop
 from ledger.settings import Settings
 from runtime.alert_channels import (
+    AdmittedChannel,
     ChannelStore,
     NewSubscription,
     add_subscription,
+    admit_channel,
     remove_subscription,
     restore_channel,
     sample_message,
+    shown_subscription,
 )
 from workers.notify import Channel, SendOutcome
 
@@ -68,7 +71,8 @@ def _channel_arguments(parser: argparse.ArgumentParser) -> None:
     channel = parser.add_mutually_exclusive_group(required=True)
     channel.add_argument("--webhook", metavar="URL", help="POST signed JSON to URL")
     channel.add_argument("--apprise", metavar="URL",
-                         help="an Apprise URL (mailto://, slack://, tgram://, ntfy://, …)")
+                         help="an Apprise URL: json://, form://, xml://, slack://, discord://, "
+                              "tgram://, ntfy://TOPIC or mailto:// (see docs/security.md)")
     parser.add_argument("--secret", help="the webhook's HMAC-SHA256 key (prefer --secret-file)")
     parser.add_argument("--secret-file", type=Path, help="read the webhook's key from a file")
 
@@ -101,8 +105,16 @@ def _channel(args: argparse.Namespace) -> Channel:
     return Channel("apprise", args.apprise, secret or None)
 
 
+def _admitted(channel: Channel) -> AdmittedChannel:
+    """The channel once the alert sender's egress policy admits it."""
+    async def admit() -> AdmittedChannel:
+        async with notifier_for(Settings.from_env()) as notifier:
+            return await admit_channel(notifier, channel)
+    return run_loop(admit())
+
+
 def add_alert(args: argparse.Namespace) -> int:
-    triggers, channel = _triggers(args), _channel(args)
+    triggers, channel = _triggers(args), _admitted(_channel(args))
     kind, target = next((k, v) for k, v in (("product", args.product), ("store", args.store),
                                             ("search", args.search)) if v is not None)
     with open_ledger(fresh=False, create=True) as ledger:
@@ -126,9 +138,10 @@ def _shown_triggers(triggers: list[dict[str, Any]]) -> str:
 
 def list_alerts(args: argparse.Namespace) -> int:
     with open_ledger() as ledger:
-        rows = ledger.alerts.subscriptions(include_removed=args.all)
+        rows = [shown_subscription(r)
+                for r in ledger.alerts.subscriptions(include_removed=args.all)]
     if args.json:
-        print_json([dict(r, id=r["subscription_id"]) for r in rows])
+        print_json(rows)
         return 0
     print_table("alert subscriptions", ["id", "name", "target", "triggers", "channel", "removed"],
                 ([r["subscription_id"], r["name"], f"{r['target_kind']} {short(r['target'], 24)}",
@@ -138,7 +151,7 @@ def list_alerts(args: argparse.Namespace) -> int:
 
 
 def set_channel(args: argparse.Namespace) -> int:
-    channel = _channel(args)
+    channel = _admitted(_channel(args))
     with open_ledger(fresh=False) as ledger:
         restored = restore_channel(ledger, ChannelStore(ledger.db), args.subscription_id, channel)
     print(f"subscription {restored}: channel set on this ledger")

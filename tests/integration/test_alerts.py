@@ -20,9 +20,18 @@ import pytest
 from webhook_receiver import Receiver, receiver
 
 from domain.envelope import Envelope
+from domain.errors import InvalidInput
 from domain.values import CrawlSuccess, Observation, Offer
 from ledger.bootstrap import Ledger
-from runtime.alert_channels import ChannelStore, NewSubscription, add_subscription
+from runtime.alert_channels import (
+    AdmittedChannel,
+    ChannelStore,
+    NewSubscription,
+    add_subscription,
+    admit_channel,
+    restore_channel,
+    shown_subscription,
+)
 from runtime.alerts import AlertBatch, AlertOptions, AlertStep
 from runtime.clock import SimulatedClock
 from runtime.work import DbThread
@@ -71,9 +80,14 @@ class Shop:
 
 def subscribe(ledger: Ledger, target_kind: str, target: str, triggers: list[dict[str, Any]],
               channel: Channel) -> str:
+    async def admitted() -> AdmittedChannel:
+        guard = AddressGuard(LOOPBACK)
+        async with build_client(guard=guard) as client:
+            return await admit_channel(Notifier(client, guard), channel)
+
     channels = ChannelStore(ledger.db)
     return str(add_subscription(ledger, channels, NewSubscription(
-        "test", target_kind, target, triggers, channel), T0))
+        "test", target_kind, target, triggers, asyncio.run(admitted())), T0))
 
 
 @asynccontextmanager
@@ -300,3 +314,29 @@ def test_the_faust_agent_body_drives_the_same_handler(ledger: Ledger, hook: Rece
             res.db.close()
     assert asyncio.run(go()) == [1, 0]
     assert len(hook.requests) == 1 and hook.requests[0].signature_ok
+
+
+def test_a_subscription_recorded_with_a_whole_path_gets_its_channel_back(ledger: Ledger) -> None:
+    """Before path secrets were hidden, `Subscription.Created` kept the whole path; such a
+    subscription is still given its channel (compared by today's display form)."""
+    async def admitted(channel: Channel) -> AdmittedChannel:
+        guard = AddressGuard(LOOPBACK)
+        async with build_client(guard=guard) as client:
+            return await admit_channel(Notifier(client, guard), channel)
+
+    url = "http://127.0.0.1:9/services/T0001/B0002/SECRET"
+    old = ledger.app.create_subscription(
+        name="old", target_kind="search", target="hoodie", triggers=[{"kind": "back_in_stock"}],
+        channel_kind="webhook", channel=url, now=T0)
+    channels = ChannelStore(ledger.db)
+    restored = restore_channel(ledger, channels, str(old),
+                               asyncio.run(admitted(Channel("webhook", url, "k"))))
+    assert restored == old and channels.get(str(old)) == Channel("webhook", url, "k")
+    elsewhere = asyncio.run(admitted(Channel("webhook", "http://127.0.0.1:9/hook", "k")))
+    with pytest.raises(InvalidInput, match="add a new subscription") as refused:
+        restore_channel(ledger, channels, str(old), elsewhere)
+    assert "SECRET" not in str(refused.value)
+    ledger.catch_up()
+    row = ledger.alerts.subscription(str(old))
+    assert row is not None and row["channel"] == url  # the read model holds what was recorded
+    assert shown_subscription(row)["channel"] == "http://127.0.0.1:9/services/***"

@@ -125,4 +125,4 @@ def test_signature_and_display_url() -> None:
         "sha256=f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8")
     assert display_url("https://u:pw@hooks.example:8443/x?token=1") == "https://hooks.example:8443/x"
     assert display_url("tgram://123:ABC/456") == "tgram://…"
-    assert display_url("ntfy://user:pw@ntfy.example/topic") == "ntfy://ntfy.example"
+    assert display_url("json://user:pw@ntfy.example/topic") == "json://ntfy.example/topic"
