@@ -4,7 +4,8 @@
 
 For each extractor — crawl-ledger's (`workers.extraction.extract_page`, as a crawl
 runs it) and a naive extruct + price-parser script — prints accuracy per slice of
-tests/corpus (price + currency, availability) and pages per second (median of
+the corpus (manifest tests/corpus; bytes from `$LEDGER_CORPUS_DIR`, else ../shared/corpus,
+then .corpus-cache: see tests/corpus_files.py) (price + currency, availability) and pages per second (median of
 `--rounds` timed passes over every page, after one warm-up pass; the passes
 alternate between the two), then the ratios.
 """
@@ -19,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+import corpus_files  # noqa: E402
 import corpus_scoring as cs  # noqa: E402
 
 
@@ -50,13 +52,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    entries = cs.entries()
+    found = corpus_files.presence(cs.entries())
+    print(found.line())
+    if not found.present:
+        raise SystemExit("no corpus bytes here: set LEDGER_CORPUS_DIR (see tests/corpus/README.md)")
+    entries = found.present
     pages = [(cs.body(e), e["url"]) for e in entries]
     named = {"ours": cs.ours, "baseline": cs.baseline}
     scores = {name: cs.score(extract, entries)[0] for name, extract in named.items()}
     speed = pages_per_second(named, pages, args.rounds)
     shops = len({e["shop"] for e in entries})
-    print(f"\n{len(entries)} real pages of {shops} shops (tests/corpus)\n")
+    print(f"\n{len(entries)} real pages of {shops} shops (corpus)\n")
     print("\n".join(cs.table(scores)))
     print()
     for field in ("price_currency", "availability"):
