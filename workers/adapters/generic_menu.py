@@ -1,0 +1,153 @@
+"""The generic menu reader: products from a JSON menu payload of any platform.
+
+Used when no platform adapter recognises a JSON payload (and by the bench as a
+cross-check of the adapters, which stay the precise readers of the platforms they know).
+It walks the document (`json_walk`: bounded in depth, nodes and time) for the outermost
+arrays of product-like objects — wherever they sit: `{"data": {"menu": {"products":
+[…]}}}`, GraphQL `edges[].node`, JSON:API `data[].attributes`, a JSON string inside
+the JSON — where an object is product-like when it has a name (`name`, `title`,
+`productName`, …) and at least one price (`menu_options`). Each product's options
+become offers at their effective price (the special when it is lower). Integer prices
+are taken as cents when their field says so (`priceInCents`) or, over a whole product
+list, when every price is a whole number and their median is 1000 or more.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import replace
+from itertools import islice
+from typing import Any
+
+from domain.values import CrawlTask, Observation, Offer
+from workers.adapters import menu_fields as f
+from workers.adapters.base import Extraction, ExtractionError, Page, Request
+from workers.adapters.json_walk import Budget, Found, find_records, load, named_currency
+from workers.adapters.menu_common import menu_observation
+from workers.adapters.menu_options import RawOffer, read_options
+from workers.adapters.offers import make_offer
+from workers.adapters.payload import first_text
+
+__all__ = ["GenericMenuAdapter", "read_menu"]
+
+#: a median whole-number price at or above this, with no fractional price, means cents
+CENTS_MEDIAN = 1000
+_IDS = ("id", "product id", "uuid", "object id", "pos id", "sku", "slug")
+_BRANDS = ("brand", "brand name", "vendor", "manufacturer", "producer")
+_CATEGORIES = ("category", "category name", "kind", "product type")
+
+
+def read_menu(data: Any, currency: str = "USD", budget: Budget | None = None
+              ) -> tuple[Observation, ...]:
+    """The products of a parsed JSON payload; () when it holds none (or is hostile)."""
+    found = find_records(data, product_record, budget)
+    offers = _in_units([read_options(item.record) for item in found])
+    observations: dict[tuple[str, str], Observation] = {}
+    for item, options in zip(found, offers, strict=True):
+        obs = _observation(item, options, currency)
+        observations.setdefault((obs.provider_product_id, obs.name), obs)
+    return tuple(observations.values())
+
+
+def product_record(item: Any) -> dict[str, Any] | None:
+    """The item as a product record: itself when it has a name and a price, else the
+    first object it wraps that has (its own scalar fields kept beside), else None."""
+    if not isinstance(item, dict):
+        return None
+    if _name(item) and read_options(item):
+        return item
+    for _, child in islice(item.items(), f.MAX_KEYS):
+        if isinstance(child, dict) and _name(child) and read_options(child):
+            scalars = {k: v for k, v in islice(item.items(), f.MAX_KEYS)
+                       if not isinstance(v, (dict, list))}
+            return {**scalars, **child}
+    return None
+
+
+def _name(record: dict[str, Any]) -> str | None:
+    by_words = _by_words(record)
+    for wanted in f.NAMES:
+        value = by_words.get(wanted)
+        if isinstance(value, str) and value.strip() and len(value) <= 300:
+            return value
+    return None
+
+
+def _by_words(record: dict[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in islice(record.items(), f.MAX_KEYS):
+        found.setdefault(f.joined(key), value)
+    return found
+
+
+def _in_units(menus: list[list[RawOffer]]) -> list[list[RawOffer]]:
+    """Bare integer prices divided by 100 when, over the whole list, they look like cents."""
+    flat = [offer for options in menus for offer in options if offer.regular is not None]
+    if not flat or not all(offer.integral for offer in flat):
+        return menus
+    if statistics.median(offer.regular for offer in flat if offer.regular) < CENTS_MEDIAN:
+        return menus
+    return [[offer.scaled(100) for offer in options] for options in menus]
+
+
+def _observation(item: Found, options: Sequence[RawOffer], currency: str) -> Observation:
+    record = item.record
+    by_words = _by_words(record)
+    code = named_currency(record) or item.currency or currency
+    name = _name(record) or ""
+    offers = tuple(_offer(option, code) for option in options)
+    count, in_stock = f.stock_of(record)
+    if in_stock is not None and all(o.availability is None for o in offers):
+        offers = tuple(replace(o, availability=_stock_word(None, in_stock)) for o in offers)
+    return menu_observation(
+        first_text(*(by_words.get(k) for k in _IDS)) or name, name.strip(), offers,
+        stock=count, brand=_text_or_name(by_words, _BRANDS),
+        category=_text_or_name(by_words, _CATEGORIES))
+
+
+def _offer(option: RawOffer, currency: str) -> Offer:
+    special = option.special
+    current = special if special is not None and option.regular is not None \
+        and special < option.regular else option.regular
+    return make_offer(option.option, regular=option.regular, current=current, currency=currency,
+                      availability=_stock_word(option.count, option.in_stock),
+                      quantity=option.count, pricing_type=option.pricing_type)
+
+
+def _stock_word(count: int | None, in_stock: bool | None) -> str | None:
+    if count is not None:
+        return "in_stock" if count > 0 else "out_of_stock"
+    if in_stock is not None:
+        return "in_stock" if in_stock else "out_of_stock"
+    return None
+
+
+def _text_or_name(by_words: dict[str, Any], keys: Sequence[str]) -> str | None:
+    for key in keys:
+        value = by_words.get(key)
+        if isinstance(value, dict):
+            value = _name(value)
+        if isinstance(value, str) and value.strip() and len(value) <= 120:
+            return value.strip()
+    return None
+
+
+class GenericMenuAdapter:
+    """Reads any JSON menu payload whose platform no other adapter knows."""
+
+    name = "generic-menu"
+    version = "generic-menu/1"
+
+    def detects(self, page: Page) -> bool:
+        data = load(page.text)
+        return data is not None and bool(read_menu(data))
+
+    def start(self, task: CrawlTask) -> Request:
+        return Request(task.url)
+
+    def extract(self, page: Page, task: CrawlTask) -> Extraction:
+        data = load(page.text)
+        if data is None:
+            raise ExtractionError(f"{page.url}: not JSON")
+        return Extraction(observations=read_menu(data, (task.currency or "USD").upper()))
