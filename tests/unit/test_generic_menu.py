@@ -122,6 +122,25 @@ def test_stock_flags_in_their_usual_spellings() -> None:
                                                       "out_of_stock", "out_of_stock"]
 
 
+def test_products_grouped_in_categories_are_products_and_categories_are_not() -> None:
+    payload = {"categories": [
+        {"name": "Flower", "products": [{"name": "Haze", "price": 30}, {"name": "Kush", "price": 35}]},
+        {"name": "Edibles", "products": [{"name": "Chews", "price": 12}]}]}
+    assert [obs.name for obs in menu(payload)] == ["Haze", "Kush", "Chews"]
+
+
+def test_a_product_detail_is_one_product_with_its_variants() -> None:
+    payload = {"product": {"title": "Hoodie", "variants": [
+        {"title": "S", "price": "40.00"}, {"title": "M", "price": "42.00", "sale_price": "35.00"}]}}
+    assert paid(menu(payload)) == {("Hoodie", "S"): 40, ("Hoodie", "M"): 35}
+
+
+def test_whole_yen_are_not_taken_for_cents() -> None:
+    payload = {"currency": "JPY", "items": [{"name": "Tea", "price": 1500},
+                                            {"name": "Cup", "price": 2400}]}
+    assert paid(menu(payload)) == {("Tea", "default"): 1500, ("Cup", "default"): 2400}
+
+
 def test_json_without_products_yields_none() -> None:
     stores = {"stores": [{"name": "Downtown", "address": "1 Main St", "lat": 1.5}]}
     assert menu(stores) == ()

@@ -23,11 +23,12 @@ from typing import Any
 from domain.values import CrawlTask, Observation, Offer
 from workers.adapters import menu_fields as f
 from workers.adapters.base import Extraction, ExtractionError, Page, Request
-from workers.adapters.json_walk import Budget, Found, find_records, load, named_currency
+from workers.adapters.json_walk import Budget, find_records, load, named_currency
 from workers.adapters.menu_common import menu_observation
 from workers.adapters.menu_options import RawOffer, read_options
 from workers.adapters.offers import make_offer
 from workers.adapters.payload import first_text
+from workers.currency import minor_units
 
 __all__ = ["GenericMenuAdapter", "read_menu"]
 
@@ -42,10 +43,11 @@ def read_menu(data: Any, currency: str = "USD", budget: Budget | None = None
               ) -> tuple[Observation, ...]:
     """The products of a parsed JSON payload; () when it holds none (or is hostile)."""
     found = find_records(data, product_record, budget)
-    offers = _in_units([read_options(item.record) for item in found])
+    codes = [named_currency(item.record) or item.currency or currency for item in found]
+    offers = _in_units([read_options(item.record) for item in found], codes)
     observations: dict[tuple[str, str], Observation] = {}
-    for item, options in zip(found, offers, strict=True):
-        obs = _observation(item, options, currency)
+    for item, options, code in zip(found, offers, codes, strict=True):
+        obs = _observation(item.record, options, code)
         observations.setdefault((obs.provider_product_id, obs.name), obs)
     return tuple(observations.values())
 
@@ -81,20 +83,23 @@ def _by_words(record: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-def _in_units(menus: list[list[RawOffer]]) -> list[list[RawOffer]]:
-    """Bare integer prices divided by 100 when, over the whole list, they look like cents."""
-    flat = [offer for options in menus for offer in options if offer.regular is not None]
-    if not flat or not all(offer.integral for offer in flat):
+def _in_units(menus: list[list[RawOffer]], codes: list[str]) -> list[list[RawOffer]]:
+    """Bare integer prices in minor units when, over the whole menu, they look like it:
+    every price a whole number, their median `CENTS_MEDIAN` or more, and a currency that
+    has minor units (1500 yen are 1500 yen)."""
+    if any(minor_units(code) == 0 for code in codes):
         return menus
-    if statistics.median(offer.regular for offer in flat if offer.regular) < CENTS_MEDIAN:
+    flat = [offer.regular for options in menus for offer in options if offer.regular is not None]
+    integral = all(offer.integral for options in menus for offer in options
+                   if offer.regular is not None)
+    if not flat or not integral or statistics.median(flat) < CENTS_MEDIAN:
         return menus
-    return [[offer.scaled(100) for offer in options] for options in menus]
+    return [[offer.scaled(10 ** minor_units(code)) for offer in options]
+            for options, code in zip(menus, codes, strict=True)]
 
 
-def _observation(item: Found, options: Sequence[RawOffer], currency: str) -> Observation:
-    record = item.record
+def _observation(record: dict[str, Any], options: Sequence[RawOffer], code: str) -> Observation:
     by_words = _by_words(record)
-    code = named_currency(record) or item.currency or currency
     name = _name(record) or ""
     offers = tuple(_offer(option, code) for option in options)
     count, in_stock = f.stock_of(record)

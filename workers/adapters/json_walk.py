@@ -84,11 +84,11 @@ def load(text: str) -> Any:
 
 def find_records(data: Any, as_record: Callable[[Any], dict[str, Any] | None],
                  budget: Budget | None = None) -> list[Found]:
-    """The records of the outermost arrays holding any (`as_record` says what an element's
-    record is, or None), in document order; else the outermost object that is one."""
+    """The outermost records (`as_record` says what a value's record is, or None): the
+    elements of arrays, and objects that are records themselves (a product detail's
+    `{"product": {…}}`), breadth first; what a record holds is not searched."""
     budget = budget or Budget()
     found: list[Found] = []
-    single: Found | None = None
     queue: deque[tuple[Any, int, str | None, int]] = deque([(data, 0, None, 0)])
     while queue and budget.spend():
         value, depth, currency, embedded = queue.popleft()
@@ -103,16 +103,17 @@ def find_records(data: Any, as_record: Callable[[Any], dict[str, Any] | None],
                     queue.append((item, depth + 1, currency, embedded))
         elif isinstance(value, dict):
             currency = named_currency(value) or currency
-            if single is None and not found and depth <= 6 and budget.spend(len(value)):
-                record = as_record(value)
-                single = Found(record, currency) if record is not None else None
+            record = as_record(value) if budget.spend(len(value)) else None
+            if record is not None:
+                found.append(Found(record, currency))
+                continue
             queue.extend((child, depth + 1, currency, embedded) for child in value.values()
                          if isinstance(child, (dict, list, str)))
         elif isinstance(value, str) and embedded < budget.embedded:
             inner = _embedded(value, budget)
             if inner is not None:
                 queue.append((inner, depth + 1, currency, embedded + 1))
-    return found or ([single] if single is not None else [])
+    return found
 
 
 def _records(items: list[Any], as_record: Callable[[Any], dict[str, Any] | None],

@@ -28,6 +28,7 @@ __all__ = [
     "is_name_key",
     "is_option_list_key",
     "is_price_key",
+    "is_product_list_key",
     "is_sale_key",
     "is_struck_key",
     "label_of",
@@ -63,6 +64,10 @@ WEIGHT = frozenset({"half", "two", "gram", "grams", "g", "eighth", "quarter", "o
 OPTION_LISTS = frozenset({"variants", "variations", "options", "skus", "children", "sizes",
                           "weights", "tiers", "tier", "breaks", "ranges", "offers", "choices", "items",
                           "prices", "pricing", "inventory", "packages"})
+#: arrays that hold products (or their groups), never one product's options
+PRODUCT_LISTS = frozenset({"products", "product", "menu", "hits", "results", "edges", "nodes",
+                           "listings", "catalog", "entries", "records", "data", "docs",
+                           "categories", "groups", "collections", "related", "recommendations"})
 LABEL_LISTS = frozenset({"options", "option", "weights", "weight", "sizes", "size", "labels",
                          "label", "units"})
 NAMES = ("name", "title", "product name", "display name", "item name", "product title")
@@ -122,7 +127,11 @@ def is_cents_key(key: str) -> bool:
 
 
 def is_option_list_key(key: str) -> bool:
-    return bool(set(words(key)) & OPTION_LISTS)
+    return bool(set(words(key)) & OPTION_LISTS) and not is_product_list_key(key)
+
+
+def is_product_list_key(key: str) -> bool:
+    return bool(set(words(key)) & PRODUCT_LISTS)
 
 
 def is_label_list_key(key: str) -> bool:

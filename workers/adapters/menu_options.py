@@ -85,8 +85,9 @@ def _items(record: dict[str, Any]) -> Iterable[tuple[str, Any]]:
 
 def _from_option_objects(record: dict[str, Any]) -> list[RawOffer]:
     """Arrays under option-like keys first (`variants`, `skus`, …), then any array of
-    priced objects (`weightTierInformation`)."""
-    lists = [(key, value) for key, value in _items(record) if isinstance(value, list)]
+    priced objects (`weightTierInformation`) but one of products (`products`, `edges`)."""
+    lists = [(key, value) for key, value in _items(record)
+             if isinstance(value, list) and not f.is_product_list_key(key)]
     for _, value in sorted(lists, key=lambda pair: not f.is_option_list_key(pair[0])):
         offers = [offer for element in value[:MAX_OPTIONS] if isinstance(element, dict)
                   for offer in _option(element)]
