@@ -13,12 +13,18 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+import corpus_files
+
 from domain.values import Observation
 
-__all__ = ["hits", "key", "prices_by_key"]
+__all__ = ["MENUS", "Row", "generic_alone", "hits", "key", "prices_by_key", "total"]
+
+MENUS = "dispensary/manifest.json"
 
 Key = tuple[str, str]
 
@@ -59,3 +65,41 @@ def hits(entry: dict[str, Any], prices: dict[Key, set[Decimal]], same_weights: b
     """How many of the entry's truth items were found at their effective price."""
     return sum(Decimal(item["price"]) in prices.get(key(item["name"], item["option"], same_weights), ())
                for item in entry["truth"]["items"])
+
+
+@dataclass(frozen=True)
+class Row:
+    """One payload's score: products found / in the truth, items right (strict labels,
+    same-weight labels) / truth items."""
+
+    entry_id: str
+    platform: str
+    products: int
+    truth_products: int
+    strict: int
+    same_weights: int
+    items: int
+
+
+def generic_alone(entries: Iterable[dict[str, Any]]) -> list[Row]:
+    """The generic menu reader on each payload, no platform adapter involved."""
+    from workers.adapters.generic_menu import read_menu
+    from workers.adapters.json_walk import load
+
+    rows = []
+    for entry in entries:
+        data = load(corpus_files.content(corpus_files.relative(entry, MENUS)).decode("utf-8"))
+        found = read_menu(data, entry["truth"].get("currency") or "USD")
+        rows.append(Row(entry["id"], entry["platform"], len(found), entry["truth"]["products"],
+                        hits(entry, prices_by_key(found)),
+                        hits(entry, prices_by_key(found, True), True),
+                        len(entry["truth"]["items"])))
+    return rows
+
+
+def total(rows: list[Row]) -> tuple[float, float]:
+    """(strict, same-weights) share of all truth items found at their effective price."""
+    items = sum(row.items for row in rows)
+    if not items:
+        return 0.0, 0.0
+    return sum(row.strict for row in rows) / items, sum(row.same_weights for row in rows) / items

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import corpus_files
+import menu_scoring
 import pytest
 
 from workers.adapters.base import Page
@@ -50,27 +51,14 @@ def _text(entry: dict[str, Any]) -> str:
     return corpus_files.content(corpus_files.relative(entry, MENUS)).decode("utf-8")
 
 
-def _key(name: str, option: str | None) -> tuple[str, str]:
-    label = "default" if option in (None, "", "default") else option
-    return " ".join(name.split()).casefold(), "".join(label.split()).casefold()
-
-
 def _found(entry: dict[str, Any]) -> tuple[str, int, dict[tuple[str, str], set[Decimal]]]:
     """(adapter name, products found, effective prices by (name, option))."""
     page = Page(url=f"https://corpus.invalid/{entry['id']}", text=_text(entry))
     adapter, extraction = extract_page(page)
-    prices: dict[tuple[str, str], set[Decimal]] = defaultdict(set)
-    for obs in extraction.observations:
-        for offer in obs.offers:
-            paid = offer.special_price if offer.special_price is not None else offer.price
-            if paid is not None:
-                prices[_key(obs.name, offer.option)].add(paid)
-    return adapter.name, len(extraction.observations), prices
+    return adapter.name, len(extraction.observations), menu_scoring.prices_by_key(extraction.observations)
 
 
-def _hits(entry: dict[str, Any], prices: dict[tuple[str, str], set[Decimal]]) -> int:
-    items = entry["truth"]["items"]
-    return sum(Decimal(item["price"]) in prices.get(_key(item["name"], item["option"]), ()) for item in items)
+_hits = menu_scoring.hits
 
 
 def test_each_manifest_entry_names_one_file_its_source_and_truth() -> None:
@@ -118,3 +106,17 @@ def test_accuracy_per_platform(capsys: pytest.CaptureFixture[str]) -> None:
             print(f"{platform:14} products {products}/{want}  items at effective price {hits}/{items}"
                   f"  ({100 * hits / items:.1f}%)")
     assert all(Decimal(hits) / items >= THRESHOLD for _, _, hits, items in totals.values())
+
+
+#: the generic menu reader alone must find this share of the corpus's options
+GENERIC_FLOOR = 0.95
+
+
+def test_the_generic_reader_alone_finds_the_options(capsys: pytest.CaptureFixture[str]) -> None:
+    rows = menu_scoring.generic_alone(corpus_files.present_or_skip(MANIFEST, MENUS))
+    strict, same_weights = menu_scoring.total(rows)
+    with capsys.disabled():
+        print(f"\ngeneric menu reader, adapters off: {same_weights:.1%} of options "
+              f"({strict:.1%} with option labels compared as written)")
+    assert same_weights >= GENERIC_FLOOR
+    assert all(row.products == row.truth_products for row in rows), rows

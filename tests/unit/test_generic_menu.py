@@ -12,7 +12,7 @@ import pytest
 from domain.values import Observation
 from ledger.cli import main
 from workers.adapters.base import Page
-from workers.adapters.generic_menu import read_menu
+from workers.adapters.generic_menu import cross_check, read_menu
 from workers.adapters.json_walk import Budget, load
 from workers.extraction import extract_page
 
@@ -74,12 +74,13 @@ def test_a_percentage_sale_object_applies_to_every_option() -> None:
 
 def test_graphql_edges_and_parallel_option_arrays_with_medical_prices() -> None:
     payload = {"data": {"filteredProducts": {"edges": [{"node": {
-        "Name": "Live Sugar 1g", "Options": ["1g", "2g"], "recPrices": [43, 80],
+        "Name": "Live Sugar 1g", "Options": ["1g", "2g"], "Prices": [43, 80], "recPrices": [43, 80],
         "recSpecialPrices": [27.95, None], "medicalPrices": [40, 75]}}]}}}
     (obs,) = menu(payload)
     found = {(o.option, o.pricing_type): (o.price, o.special_price) for o in obs.offers}
     assert found == {("1g", "regular"): (43, Decimal("27.95")), ("2g", "regular"): (80, None),
                      ("1g", "medical"): (40, None), ("2g", "medical"): (75, None)}
+    assert len(obs.offers) == 4  # `Prices` names the same options as `recPrices`
 
 
 def test_a_json_string_inside_the_json_is_read() -> None:
@@ -203,3 +204,23 @@ def test_the_cli_extracts_an_unknown_platform_payload(tmp_path: Any, capsys: pyt
     products = json.loads(captured.out)
     assert [(p["name"], p["offers"][0]["price"]) for p in products] == [("Balm", "22")]
     assert "adapter: generic-menu" in captured.err
+
+
+def test_the_cross_check_counts_options_read_alike_and_apart() -> None:
+    adapter = menu({"products": [{"name": "Haze", "variants": [
+        {"option": "1g", "price": 10}, {"option": "3.5g", "price": 30, "specialPrice": 25}]}]})
+    generic = menu([{"name": "haze ", "variants": [
+        {"option": "1 g", "price": 10}, {"option": "3.5g", "price": 30}, {"option": "7g", "price": 55}]}])
+    checked = cross_check(adapter, generic)
+    assert (checked.agreed, checked.adapter_only, checked.generic_only) == (1, 1, 2)
+    assert checked.line() == "generic menu reader agrees on 1 of 2 options (2 more of its own)"
+
+
+def test_explain_on_a_platform_payload_says_whether_the_generic_reader_agrees(
+        tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "products.json"
+    path.write_text(json.dumps({"products": [{"id": 7, "title": "Mug", "handle": "mug", "variants": [
+        {"title": "Blue", "price": "12.00", "compare_at_price": "15.00", "available": True}]}]}))
+    assert main(["extract", str(path), "--explain", "--json"]) == 0
+    note = capsys.readouterr().err
+    assert "adapter shopify" in note and "generic menu reader agrees on 1 of 1 options" in note

@@ -15,8 +15,9 @@ list, when every price is a whole number and their median is 1000 or more.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from decimal import Decimal
 from itertools import islice
 from typing import Any
 
@@ -30,7 +31,7 @@ from workers.adapters.offers import make_offer
 from workers.adapters.payload import first_text
 from workers.currency import minor_units
 
-__all__ = ["GenericMenuAdapter", "read_menu"]
+__all__ = ["CrossCheck", "GenericMenuAdapter", "cross_check", "read_menu"]
 
 #: a median whole-number price at or above this, with no fractional price, means cents
 CENTS_MEDIAN = 1000
@@ -156,3 +157,35 @@ class GenericMenuAdapter:
         if data is None:
             raise ExtractionError(f"{page.url}: not JSON")
         return Extraction(observations=read_menu(data, (task.currency or "USD").upper()))
+
+
+@dataclass(frozen=True)
+class CrossCheck:
+    """How far two readings of one payload agree, option by option (name, option label,
+    effective price): `agreed` found by both, the others by one only."""
+
+    agreed: int
+    adapter_only: int
+    generic_only: int
+
+    def line(self) -> str:
+        return (f"generic menu reader agrees on {self.agreed} of "
+                f"{self.agreed + self.adapter_only} options "
+                f"({self.generic_only} more of its own)")
+
+
+def cross_check(adapter: Iterable[Observation], generic: Iterable[Observation]) -> CrossCheck:
+    """Compare a platform adapter's products with the generic reader's."""
+    ours, theirs = _paid_options(adapter), _paid_options(generic)
+    return CrossCheck(len(ours & theirs), len(ours - theirs), len(theirs - ours))
+
+
+def _paid_options(observations: Iterable[Observation]) -> set[tuple[str, str, Decimal]]:
+    found = set()
+    for obs in observations:
+        for offer in obs.offers:
+            paid = offer.special_price if offer.special_price is not None else offer.price
+            if paid is not None:
+                found.add((" ".join(obs.name.split()).casefold(),
+                           "".join(offer.option.split()).casefold(), paid.normalize()))
+    return found

@@ -231,11 +231,11 @@ def _minor_unit_scale(record: dict[str, Any]) -> int:
 
 
 def _unique(offers: list[RawOffer]) -> list[RawOffer]:
-    seen: set[tuple[str, Decimal | None, Decimal | None, str]] = set()
-    kept = []
+    """One offer per option and menu: `Prices` beside `recPrices` + `recSpecialPrices`
+    name the same options, and the one with its special says what a buyer pays."""
+    kept: dict[tuple[str, str], RawOffer] = {}
     for offer in offers:
-        key = (offer.option, offer.regular, offer.special, offer.pricing_type)
-        if key not in seen:
-            seen.add(key)
-            kept.append(offer)
-    return kept
+        key = (offer.option, offer.pricing_type)
+        if key not in kept or (kept[key].special is None and offer.special is not None):
+            kept[key] = offer
+    return list(kept.values())
