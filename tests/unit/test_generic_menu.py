@@ -56,6 +56,17 @@ def test_prices_in_cents_by_magnitude_over_the_whole_list_but_not_whole_dollars(
     assert paid(menu(dollars)) == {("Flower", "default"): 45, ("Vape", "default"): 30}
 
 
+def test_option_labels_from_an_amount_and_its_unit_or_a_unit_alone() -> None:
+    amounts = {"data": [{"name": "Sour", "options": [
+        {"amount": 3.5, "unit": "g", "price": 4500}, {"amount": 7, "unit": "g", "price": 8000}]}]}
+    assert paid(menu(amounts)) == {("Sour", "3.5g"): 45, ("Sour", "7g"): 80}
+    units = {"menu": [{"name": "Tonic", "prices": [{"unit": "100ml", "price_cents": 1200},
+                                                 {"unit": "250ml", "price_cents": 2500}]}]}
+    assert paid(menu(units)) == {("Tonic", "100ml"): 12, ("Tonic", "250ml"): 25}
+    old_style = [{"name": "Og", "prices": {"unit": 0, "gram": 12, "eighth": 40}}]
+    assert paid(menu(old_style)) == {("Og", "gram"): 12, ("Og", "eighth"): 40}
+
+
 def test_per_weight_slots_on_the_record_and_in_a_price_object() -> None:
     slots = [{"name": "Kush", "price_gram": 10, "price_eighth_ounce": 45,
               "discounted_price_eighth_ounce": 33.75, "price_ounce": None,

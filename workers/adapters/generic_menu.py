@@ -43,9 +43,10 @@ _CATEGORIES = ("category", "category name", "kind", "product type")
 def read_menu(data: Any, currency: str = "USD", budget: Budget | None = None
               ) -> tuple[Observation, ...]:
     """The products of a parsed JSON payload; () when it holds none (or is hostile)."""
-    found = find_records(data, product_record, budget)
+    read: dict[int, list[RawOffer]] = {}  # the options product_record read, by record
+    found = find_records(data, lambda item: product_record(item, read), budget)
     codes = [named_currency(item.record) or item.currency or currency for item in found]
-    offers = _in_units([read_options(item.record) for item in found], codes)
+    offers = _in_units([read[id(item.record)] for item in found], codes)
     observations: dict[tuple[str, str], Observation] = {}
     for item, options, code in zip(found, offers, codes, strict=True):
         obs = _observation(item.record, options, code)
@@ -53,19 +54,25 @@ def read_menu(data: Any, currency: str = "USD", budget: Budget | None = None
     return tuple(observations.values())
 
 
-def product_record(item: Any) -> dict[str, Any] | None:
+def product_record(item: Any, read: dict[int, list[RawOffer]] | None = None
+                   ) -> dict[str, Any] | None:
     """The item as a product record: itself when it has a name and a price, else the
-    first object it wraps that has (its own scalar fields kept beside), else None."""
+    first object it wraps that has (its own scalar fields kept beside), else None. The
+    options read are kept in `read`, by the record's id."""
     if not isinstance(item, dict):
         return None
-    if _name(item) and read_options(item):
-        return item
-    for _, child in islice(item.items(), f.MAX_KEYS):
-        if isinstance(child, dict) and _name(child) and read_options(child):
-            scalars = {k: v for k, v in islice(item.items(), f.MAX_KEYS)
-                       if not isinstance(v, (dict, list))}
-            return {**scalars, **child}
+    for candidate in (item, *(c for _, c in islice(item.items(), f.MAX_KEYS) if isinstance(c, dict))):
+        found = read_options(candidate) if _name(candidate) else []
+        if found:
+            record = candidate if candidate is item else {**_scalars(item), **candidate}
+            if read is not None:
+                read[id(record)] = found
+            return record
     return None
+
+
+def _scalars(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in islice(item.items(), f.MAX_KEYS) if not isinstance(v, (dict, list))}
 
 
 def _name(record: dict[str, Any]) -> str | None:
@@ -147,7 +154,7 @@ class GenericMenuAdapter:
 
     def detects(self, page: Page) -> bool:
         data = load(page.text)
-        return data is not None and bool(read_menu(data))
+        return data is not None and bool(find_records(data, product_record, first_only=True))
 
     def start(self, task: CrawlTask) -> Request:
         return Request(task.url)

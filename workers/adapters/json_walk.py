@@ -37,7 +37,7 @@ class Budget:
 
     nodes: int = 300_000
     depth: int = 48
-    seconds: float = 2.0
+    seconds: float = 10.0
     embedded: int = 3
     clock: Callable[[], float] = time.monotonic
     spent: int = 0
@@ -83,19 +83,20 @@ def load(text: str) -> Any:
 
 
 def find_records(data: Any, as_record: Callable[[Any], dict[str, Any] | None],
-                 budget: Budget | None = None) -> list[Found]:
+                 budget: Budget | None = None, *, first_only: bool = False) -> list[Found]:
     """The outermost records (`as_record` says what a value's record is, or None): the
     elements of arrays, and objects that are records themselves (a product detail's
-    `{"product": {…}}`), breadth first; what a record holds is not searched."""
+    `{"product": {…}}`), breadth first; what a record holds is not searched. With
+    `first_only`, the walk stops at the first record (enough to say "a menu")."""
     budget = budget or Budget()
     found: list[Found] = []
     queue: deque[tuple[Any, int, str | None, int]] = deque([(data, 0, None, 0)])
-    while queue and budget.spend():
+    while queue and not (first_only and found) and budget.spend():
         value, depth, currency, embedded = queue.popleft()
         if depth > budget.depth:
             continue
         if isinstance(value, list):
-            records = _records(value, as_record, budget)
+            records = _records(value, as_record, budget, first_only)
             for item, record in zip(value, records, strict=True):
                 if record is not None:
                     found.append(Found(record, currency))
@@ -117,13 +118,15 @@ def find_records(data: Any, as_record: Callable[[Any], dict[str, Any] | None],
 
 
 def _records(items: list[Any], as_record: Callable[[Any], dict[str, Any] | None],
-             budget: Budget) -> list[dict[str, Any] | None]:
+             budget: Budget, first_only: bool) -> list[dict[str, Any] | None]:
     records: list[dict[str, Any] | None] = [None] * len(items)
     for index, item in enumerate(items):
         if not budget.spend(1 + (len(item) if isinstance(item, dict) else 0)):
             break
         if isinstance(item, dict):
             records[index] = as_record(item)
+            if first_only and records[index] is not None:
+                break
     return records
 
 

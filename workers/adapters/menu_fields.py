@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 from itertools import islice
 from typing import Any
 
@@ -39,6 +40,8 @@ __all__ = [
 
 #: a price above this is not a price a menu shows (ids, timestamps, hostile input)
 MAX_PRICE = Decimal(1_000_000)
+#: distinct keys whose reading is remembered (menus repeat a few dozen keys thousands of times)
+KEY_CACHE = 8192
 #: keys of one object looked at (a hostile object with a million keys stays cheap)
 MAX_KEYS = 400
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+(?:\.\d+)?")
@@ -72,25 +75,30 @@ LABEL_LISTS = frozenset({"options", "option", "weights", "weight", "sizes", "siz
                          "label", "units"})
 NAMES = ("name", "title", "product name", "display name", "item name", "product title")
 LABELS = ("option", "label", "name", "title", "size", "weight", "display weight", "weight label",
-          "unit size", "variant", "variant name", "package size", "description")
+          "unit size", "variant", "variant name", "package size", "description", "amount",
+          "grams", "quantity", "unit")
 UNITS = ("unit", "uom", "weight unit", "unit of measure", "units")
 QUANTITIES = frozenset({"quantity", "qty", "stock", "inventory", "onhand", "on"})
 AVAILABLE = frozenset({"available", "availability", "instock", "in", "stock", "status"})
 
 
+@lru_cache(maxsize=KEY_CACHE)
 def words(key: str) -> tuple[str, ...]:
     """The key's lower-case words: camelCase, snake_case and digits split apart."""
     return tuple(w.lower() for w in _WORD.findall(key))
 
 
+@lru_cache(maxsize=KEY_CACHE)
 def joined(key: str) -> str:
     return " ".join(words(key))
 
 
+@lru_cache(maxsize=KEY_CACHE)
 def is_name_key(key: str) -> bool:
     return joined(key) in NAMES
 
 
+@lru_cache(maxsize=KEY_CACHE)
 def is_price_key(key: str) -> bool:
     """A price a buyer pays (regular or special): `price`, `priceRec`, `sale_price`,
     `pricePerUnit`, … but not `pricePerGram`, `price_type`, `minPrice`, `taxPrice`."""
@@ -110,35 +118,43 @@ def is_money_in_cents(key: str, value: Any) -> bool:
     return "money" in words(key) and isinstance(value, dict) and isinstance(value.get("amount"), int)
 
 
+@lru_cache(maxsize=KEY_CACHE)
 def is_sale_key(key: str) -> bool:
     return bool(set(words(key)) & SALE)
 
 
+@lru_cache(maxsize=KEY_CACHE)
 def is_struck_key(key: str) -> bool:
     return bool(set(words(key)) & STRUCK)
 
 
+@lru_cache(maxsize=KEY_CACHE)
 def is_medical(key: str) -> bool:
     return bool(set(words(key)) & MEDICAL)
 
 
+@lru_cache(maxsize=KEY_CACHE)
 def is_cents_key(key: str) -> bool:
     return bool(set(words(key)) & CENTS)
 
 
+@lru_cache(maxsize=KEY_CACHE)
 def is_option_list_key(key: str) -> bool:
     return bool(set(words(key)) & OPTION_LISTS) and not is_product_list_key(key)
 
 
+@lru_cache(maxsize=KEY_CACHE)
 def is_product_list_key(key: str) -> bool:
     return bool(set(words(key)) & PRODUCT_LISTS)
 
 
+@lru_cache(maxsize=KEY_CACHE)
 def is_label_list_key(key: str) -> bool:
     found = words(key)
     return bool(found) and found[-1] in LABEL_LISTS and not set(found) & PRICE
 
 
+@lru_cache(maxsize=KEY_CACHE)
 def slot_weight(key: str) -> str | None:
     """The weight of a per-weight price slot (`price_eighth_ounce` -> "eighth ounce",
     `priceGram` -> "gram", `discounted_price_half_gram` -> "half gram"), else None."""

@@ -155,6 +155,8 @@ def _from_slots(record: dict[str, Any]) -> list[RawOffer]:
 def _bare_weight(key: str) -> str | None:
     """A price object's key that is a weight itself (`"3.5g"`, `"eighth"`, `"half_gram"`)."""
     found = f.words(key)
+    if found == ("unit",):  # {"unit": 20, "gram": 10}: the price of the item itself
+        return "default"
     if found and all(w in f.WEIGHT or w[:1].isdigit() for w in found):
         return key.replace("_", " ").strip()
     return None
