@@ -56,6 +56,18 @@ def test_prices_in_cents_by_magnitude_over_the_whole_list_but_not_whole_dollars(
     assert paid(menu(dollars)) == {("Flower", "default"): 45, ("Vape", "default"): 30}
 
 
+def test_point_of_sale_shapes_weight_tiers_in_minor_units_and_a_pricing_object() -> None:
+    tiers = {"data": [{"productName": "Blue Dream", "currencyCode": "USD", "weightTierInformation": [
+        {"name": "1g", "gramAmount": 1, "pricePerUnitInMinorUnits": 1200},
+        {"name": "1/8 oz", "gramAmount": 3.5, "pricePerUnitInMinorUnits": 3500}],
+        "pricePerGram": 12, "quantity": 40}]}
+    assert paid(menu(tiers)) == {("Blue Dream", "1g"): 12, ("Blue Dream", "1/8 oz"): 35}
+    pricing = {"data": {"product_list": [{"name": "Rosin", "total_quantity": 0, "pricing": {
+        "price_type": "FLAT", "price_sell": 60, "discounted_price": 45, "tier_name": None}}]}}
+    (obs,) = menu(pricing)
+    assert paid((obs,)) == {("Rosin", "default"): 45} and obs.availability == "out_of_stock"
+
+
 def test_option_labels_from_an_amount_and_its_unit_or_a_unit_alone() -> None:
     amounts = {"data": [{"name": "Sour", "options": [
         {"amount": 3.5, "unit": "g", "price": 4500}, {"amount": 7, "unit": "g", "price": 8000}]}]}
