@@ -3,7 +3,8 @@
     python bench/corpus_import_peb.py /path/to/product-extraction-benchmark
 
 Copies each annotated page (`dataset/html/<sha>.html.gz`, bytes unchanged) to
-`tests/corpus/pages/peb-<sha[:12]>.html.gz` and writes a manifest entry from the
+`.corpus-cache/pages/peb-<sha[:12]>.html.gz` (the bytes stay out of the repository, see
+tests/corpus/README.md) and writes a manifest entry from the
 benchmark's ground truth (price, availability; currency symbols mapped to ISO 4217
 by the shop's country). `OVERRIDES` holds the corrections made when the entries
 were checked by hand against each page's visible content. Entries already in the
@@ -22,6 +23,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "corpus"
+CACHE = Path(__file__).resolve().parent.parent / ".corpus-cache"
 REPO = "scrapinghub/product-extraction-benchmark"
 LICENCE = "MIT"
 
@@ -90,7 +92,8 @@ def main(repo_dir: Path) -> None:
             continue
         host = urlsplit(item["url"]).hostname or ""
         prices = [Decimal(p.strip()) for p in item.get("price", [])]
-        target = CORPUS / "pages" / f"{entry_id}.html.gz"
+        target = CACHE / "pages" / f"{entry_id}.html.gz"
+        target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(repo_dir / "dataset" / "html" / f"{sha}.html.gz", target)
         entry = {
             "id": entry_id, "file": f"pages/{entry_id}.html.gz", "url": item["url"],

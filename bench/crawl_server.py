@@ -4,21 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import gzip
 import json
 import multiprocessing
+import sys
 from pathlib import Path
 from typing import Any
 
 from crawl_pages import ROBOTS_TXT, product_page
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+import corpus_files  # noqa: E402
+
 PRIVATE_EVERY = 100  # one URL in 100 is disallowed by robots.txt
-CORPUS = Path(__file__).resolve().parent.parent / "tests" / "corpus" / "pages"
 
 
 def real_pages() -> list[bytes]:
-    """The real shop pages of tests/corpus (sorted by file name), decompressed."""
-    return [gzip.decompress(path.read_bytes()) for path in sorted(CORPUS.glob("*.html.gz"))]
+    """The real shop pages of the corpus whose bytes are present (sorted by file name),
+    decompressed; none when the corpus bytes are not here (see tests/corpus_files.py)."""
+    found = corpus_files.presence(corpus_files.manifest())
+    return [corpus_files.content(path) for path in sorted(e["file"] for e in found.present)]
 
 
 def _serve(hosts: int, pages: int, ports: Any, stop: Any, real_every: int) -> None:

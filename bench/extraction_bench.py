@@ -4,9 +4,12 @@
 
 For each extractor — crawl-ledger's (`workers.extraction.extract_page`, as a crawl
 runs it) and a naive extruct + price-parser script — prints accuracy per slice of
-tests/corpus (price + currency, availability) and pages per second (median of
+the corpus (manifest tests/corpus; bytes from `$LEDGER_CORPUS_DIR`, else ../shared/corpus,
+then .corpus-cache: see tests/corpus_files.py) (price + currency, availability) and pages per second (median of
 `--rounds` timed passes over every page, after one warm-up pass; the passes
-alternate between the two), then the ratios.
+alternate between the two), then the ratios. Then the generic menu reader alone (platform adapters switched off) on
+every menu payload of tests/corpus/dispensary: the share of the truth's options it finds
+at their effective price, and how far it agrees with the platform adapters.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+import corpus_files  # noqa: E402
 import corpus_scoring as cs  # noqa: E402
+import menu_scoring  # noqa: E402
 
 
 def pages_per_second(extractors: dict[str, cs.Extractor], pages: list[tuple[bytes, str]],
@@ -50,13 +55,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    entries = cs.entries()
+    found = corpus_files.presence(cs.entries())
+    print(found.line())
+    if not found.present:
+        raise SystemExit("no corpus bytes here: set LEDGER_CORPUS_DIR (see tests/corpus/README.md)")
+    entries = found.present
     pages = [(cs.body(e), e["url"]) for e in entries]
     named = {"ours": cs.ours, "baseline": cs.baseline}
     scores = {name: cs.score(extract, entries)[0] for name, extract in named.items()}
     speed = pages_per_second(named, pages, args.rounds)
     shops = len({e["shop"] for e in entries})
-    print(f"\n{len(entries)} real pages of {shops} shops (tests/corpus)\n")
+    print(f"\n{len(entries)} real pages of {shops} shops (corpus)\n")
     print("\n".join(cs.table(scores)))
     print()
     for field in ("price_currency", "availability"):
@@ -67,5 +76,31 @@ def main() -> None:
           f"(ratio {speed['ours'] / speed['baseline']:.2f}x)")
 
 
+def menu_section() -> None:
+    """The generic menu reader, adapters off, on the dispensary payloads; then its
+    agreement with the adapters, option by option."""
+    from workers.adapters.base import Page
+    from workers.extraction import extract_page, menu_cross_check
+
+    found = corpus_files.presence(corpus_files.manifest(menu_scoring.MENUS), menu_scoring.MENUS)
+    print(f"\nmenu payloads: {found.line()}")
+    if not found.present:
+        return
+    rows = menu_scoring.generic_alone(found.present)
+    print(f"{'payload':<16}{'platform':<14}{'products':>10}{'options':>14}{'as written':>12}"
+          f"  cross-check with the adapter")
+    for row, entry in zip(rows, found.present, strict=True):
+        text = corpus_files.content(corpus_files.relative(entry, menu_scoring.MENUS)).decode()
+        page = Page(url=f"https://corpus.invalid/{entry['id']}", text=text)
+        checked = menu_cross_check(page, extract_page(page)[1])
+        print(f"{row.entry_id:<16}{row.platform:<14}{row.products:>5}/{row.truth_products:<4}"
+              f"{row.same_weights:>8}/{row.items:<5}{row.strict:>6}/{row.items:<5}  "
+              f"{checked.line() if checked else '-'}")
+    strict, same_weights = menu_scoring.total(rows)
+    print(f"generic menu reader, adapters off: {same_weights:.1%} of options "
+          f"({strict:.1%} with option labels compared as written)")
+
+
 if __name__ == "__main__":
     main()
+    menu_section()

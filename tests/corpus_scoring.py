@@ -14,16 +14,13 @@ manifest's), the counts of right answers and of scored entries.
 
 from __future__ import annotations
 
-import gzip
-import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from pathlib import Path
 from typing import Any
 
-CORPUS = Path(__file__).resolve().parent / "corpus"
+import corpus_files
 
 
 @dataclass(frozen=True)
@@ -37,13 +34,18 @@ Extractor = Callable[[bytes, str], Found]
 
 
 def entries(kind: str = "page") -> list[dict[str, Any]]:
-    manifest = json.loads((CORPUS / "manifest.json").read_text(encoding="utf-8"))
-    return [e for e in manifest if e.get("kind", "page") == kind]
+    """The manifest's entries of this kind, whether or not their bytes are present."""
+    return [e for e in corpus_files.manifest() if e.get("kind", "page") == kind]
+
+
+def present(kind: str = "page") -> list[dict[str, Any]]:
+    """The entries whose bytes are present (see corpus_files for where they are looked for)."""
+    return corpus_files.presence(entries(kind)).present
 
 
 def body(entry: dict[str, Any]) -> bytes:
-    raw = (CORPUS / entry["file"]).read_bytes()
-    return gzip.decompress(raw) if entry["file"].endswith(".gz") else raw
+    """The page's bytes, decompressed."""
+    return corpus_files.content(entry["file"])
 
 
 def _decimal(value: Any) -> Decimal | None:
@@ -81,7 +83,7 @@ def score(extract: Extractor, selected: Iterable[dict[str, Any]] | None = None
     """(slice -> field -> Tally, entry id -> its verdict)."""
     tallies: dict[str, dict[str, Tally]] = defaultdict(lambda: defaultdict(Tally))
     verdicts = {}
-    for entry in entries() if selected is None else selected:
+    for entry in present() if selected is None else selected:
         try:
             found = extract(body(entry), entry["url"])
         except Exception:  # noqa: BLE001 - a crash scores as "found nothing"

@@ -14,8 +14,10 @@ from typing import Any
 from domain.values import CrawlTask, Observation, Offer
 from workers.adapters import by_name, detect
 from workers.adapters.base import Adapter, Extraction, ExtractionError, Page
+from workers.adapters.generic_menu import CrossCheck, cross_check, read_menu
+from workers.adapters.json_walk import load
 
-__all__ = ["default_task", "extract_page", "products_to_json"]
+__all__ = ["default_task", "extract_page", "menu_cross_check", "products_to_json"]
 
 
 def default_task(url: str, kind: str = "product_page") -> CrawlTask:
@@ -37,6 +39,15 @@ def extract_page(
         raise ExtractionError(
             f"{adapter.name} could not read {page.url}: {kind}: {error}"
         ) from error
+
+
+def menu_cross_check(page: Page, extraction: Extraction) -> CrossCheck | None:
+    """The generic menu reader's reading of a JSON payload beside an adapter's (None when
+    the page is not JSON): where a platform changed its payload, they part."""
+    data = load(page.text)
+    if data is None:
+        return None
+    return cross_check(extraction.observations, read_menu(data))
 
 
 def _choose(page: Page, adapter_name: str | None) -> Adapter:

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from ledger.cli.errors import CommandError
-from workers.adapters.base import ExtractionError, Page
+from workers.adapters.base import Extraction, ExtractionError, Page
 from workers.charset import decode
-from workers.extraction import default_task, extract_page, products_to_json
+from workers.extraction import default_task, extract_page, menu_cross_check, products_to_json
 
 __all__ = ["register", "run_extract"]
 
@@ -58,17 +58,19 @@ def run_extract(args: argparse.Namespace) -> int:
         _print(args.json, [], note=f"no products: {error}")
         return 0
     if args.explain:
-        _explain(adapter, page, args.json)
+        _explain(adapter, page, extraction, args.json)
         return 0
     _print(args.json, products_to_json(extraction.observations), note=f"adapter: {adapter.name}")
     return 0
 
 
-def _explain(adapter: Any, page: Page, as_json: bool) -> None:
+def _explain(adapter: Any, page: Page, extraction: Extraction, as_json: bool) -> None:
     explain = getattr(adapter, "explain", None)
     if explain is None:  # a platform API adapter: one source for every field
         choices = []
         note = f"adapter {adapter.name}: every field from the platform's own data"
+        checked = menu_cross_check(page, extraction) if adapter.name != "generic-menu" else None
+        note += f"; {checked.line()}" if checked is not None else ""
     else:
         choices = [vars(c) for c in explain(page, default_task(page.url))]
         note = f"adapter {adapter.name}"

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
+import corpus_files
 import pytest
 from aiohttp import web
 from fleet import wait_for
@@ -292,16 +293,11 @@ def test_calls_made_while_a_killed_child_is_noticed_all_end(tmp_path: Path) -> N
 def test_real_shop_pages_come_back_from_the_child_as_crawled_in_process(tmp_path: Path) -> None:
     """Real pages (the corpus: public fixtures of shops nobody here wrote) extract the same
     through the crawl process as in the runner's own process, down to every field."""
-    import gzip
-    import json
-
-    corpus = Path(__file__).resolve().parents[1] / "corpus"
-    entries = [e for e in json.loads((corpus / "manifest.json").read_text())
+    entries = [e for e in corpus_files.present_or_skip(corpus_files.manifest())
                if e["truth"].get("price")][:12]
     server = shop()
     for n, entry in enumerate(entries):
-        server.text(f"/real/{n}", gzip.decompress((corpus / entry["file"]).read_bytes())
-                    .decode("utf-8", "replace"))
+        server.text(f"/real/{n}", corpus_files.content(entry["file"]).decode("utf-8", "replace"))
     paths = [f"/real/{n}" for n in range(len(entries))]
 
     async def both() -> tuple[list[object], list[object]]:

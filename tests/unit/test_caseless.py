@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import string
 
+import corpus_files
 import pytest
 from corpus_scoring import body, entries
 from hypothesis import given, settings
@@ -47,7 +48,7 @@ def test_found_in_is_the_ignorecase_answer(pattern: Caseless, data: st.DataObjec
 
 def test_found_in_agrees_on_every_class_and_id_of_the_corpus() -> None:
     values: set[str] = set()
-    for entry in entries()[::3]:
+    for entry in corpus_files.present_or_skip(entries())[::3]:
         tree = structured_data.parse_html(body(entry).decode("utf-8", "replace"))
         if tree is not None:
             values.update(str(v) for v in tree.xpath("//@class | //@id"))

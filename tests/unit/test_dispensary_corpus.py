@@ -1,4 +1,5 @@
-"""Real dispensary menu payloads (tests/corpus/dispensary) read by `extract_page`.
+"""Real dispensary menu payloads (manifest in tests/corpus/dispensary, bytes outside the
+repository: see corpus_files) read by `extract_page`.
 
 Each payload's truth in manifest.json was read off the payload by hand (its
 `truth_rule` says how); the adapters must find at least 95 % of the truth items
@@ -8,21 +9,21 @@ customer pays: the special price when there is one, else the price.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import json
 from collections import defaultdict
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import corpus_files
+import menu_scoring
 import pytest
 
 from workers.adapters.base import Page
 from workers.extraction import extract_page
 
-CORPUS = Path(__file__).parent.parent / "corpus" / "dispensary"
-MANIFEST: list[dict[str, Any]] = json.loads((CORPUS / "manifest.json").read_text("utf-8"))
+MENUS = "dispensary/manifest.json"
+MANIFEST = corpus_files.manifest(MENUS)
 #: The private evaluation set's digests, in a `shared/` directory beside some ancestor of this checkout.
 _CANDIDATES = (parent / "shared" / "holdout-sha256.txt" for parent in Path(__file__).resolve().parents)
 HOLDOUT = next((path for path in _CANDIDATES if path.exists()), None)
@@ -39,39 +40,32 @@ ADAPTER_FOR = {
 }
 
 
+def _present(entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry, when its bytes are here (else the test skips, or fails under CI)."""
+    if entry not in corpus_files.present_or_skip(MANIFEST, MENUS):
+        pytest.skip(f"no bytes for {entry['id']}")
+    return entry
+
+
 def _text(entry: dict[str, Any]) -> str:
-    raw = (CORPUS / entry["file"]).read_bytes()
-    return (gzip.decompress(raw) if entry["file"].endswith(".gz") else raw).decode("utf-8")
-
-
-def _key(name: str, option: str | None) -> tuple[str, str]:
-    label = "default" if option in (None, "", "default") else option
-    return " ".join(name.split()).casefold(), "".join(label.split()).casefold()
+    return corpus_files.content(corpus_files.relative(entry, MENUS)).decode("utf-8")
 
 
 def _found(entry: dict[str, Any]) -> tuple[str, int, dict[tuple[str, str], set[Decimal]]]:
     """(adapter name, products found, effective prices by (name, option))."""
     page = Page(url=f"https://corpus.invalid/{entry['id']}", text=_text(entry))
     adapter, extraction = extract_page(page)
-    prices: dict[tuple[str, str], set[Decimal]] = defaultdict(set)
-    for obs in extraction.observations:
-        for offer in obs.offers:
-            paid = offer.special_price if offer.special_price is not None else offer.price
-            if paid is not None:
-                prices[_key(obs.name, offer.option)].add(paid)
-    return adapter.name, len(extraction.observations), prices
+    return adapter.name, len(extraction.observations), menu_scoring.prices_by_key(extraction.observations)
 
 
-def _hits(entry: dict[str, Any], prices: dict[tuple[str, str], set[Decimal]]) -> int:
-    items = entry["truth"]["items"]
-    return sum(Decimal(item["price"]) in prices.get(_key(item["name"], item["option"]), ()) for item in items)
+_hits = menu_scoring.hits
 
 
-def test_the_manifest_lists_every_corpus_file_with_its_source_and_truth() -> None:
-    listed = {entry["file"] for entry in MANIFEST}
-    on_disk = {path.name for path in CORPUS.iterdir() if path.name != "manifest.json"}
-    assert listed == on_disk
+def test_each_manifest_entry_names_one_file_its_source_and_truth() -> None:
+    files = [entry["file"] for entry in MANIFEST]
+    assert len(set(files)) == len(files)
     for entry in MANIFEST:
+        assert "/" not in entry["file"] and entry["file"].endswith((".json", ".json.gz")), entry["id"]
         assert set(entry["source"]) == {"repo", "path", "commit", "licence"}
         assert entry["truth_rule"] and entry["truth"]["items"]
         assert entry["platform"] in ADAPTER_FOR
@@ -81,14 +75,16 @@ def test_no_corpus_file_is_a_private_evaluation_page() -> None:
     if HOLDOUT is None:
         pytest.skip("no shared/holdout-sha256.txt above this checkout")
     private = {line.strip() for line in HOLDOUT.read_text().splitlines() if line.strip() and not line.startswith("#")}
-    ours = {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in CORPUS.iterdir()}
-    ours.update({f"{e['file']} (decompressed)": hashlib.sha256(_text(e).encode()).hexdigest() for e in MANIFEST})
+    present = corpus_files.present_or_skip(MANIFEST, MENUS)
+    paths = [corpus_files.relative(entry, MENUS) for entry in present]
+    ours = {path: hashlib.sha256(corpus_files.raw(path)).hexdigest() for path in paths}
+    ours.update({f"{e['file']} (decompressed)": hashlib.sha256(_text(e).encode()).hexdigest() for e in present})
     assert not {name for name, digest in ours.items() if digest in private}
 
 
 @pytest.mark.parametrize("entry", MANIFEST, ids=[entry["id"] for entry in MANIFEST])
 def test_each_payload_is_detected_by_content_and_its_products_found(entry: dict[str, Any]) -> None:
-    adapter, products, prices = _found(entry)
+    adapter, products, prices = _found(_present(entry))
     assert adapter == ADAPTER_FOR[entry["platform"]]
     assert products == entry["truth"]["products"]
     items = entry["truth"]["items"]
@@ -97,7 +93,7 @@ def test_each_payload_is_detected_by_content_and_its_products_found(entry: dict[
 
 def test_accuracy_per_platform(capsys: pytest.CaptureFixture[str]) -> None:
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
-    for entry in MANIFEST:
+    for entry in corpus_files.present_or_skip(MANIFEST, MENUS):
         _, products, prices = _found(entry)
         row = totals[entry["platform"]]
         row[0] += products
@@ -110,3 +106,17 @@ def test_accuracy_per_platform(capsys: pytest.CaptureFixture[str]) -> None:
             print(f"{platform:14} products {products}/{want}  items at effective price {hits}/{items}"
                   f"  ({100 * hits / items:.1f}%)")
     assert all(Decimal(hits) / items >= THRESHOLD for _, _, hits, items in totals.values())
+
+
+#: the generic menu reader alone must find this share of the corpus's options
+GENERIC_FLOOR = 0.95
+
+
+def test_the_generic_reader_alone_finds_the_options(capsys: pytest.CaptureFixture[str]) -> None:
+    rows = menu_scoring.generic_alone(corpus_files.present_or_skip(MANIFEST, MENUS))
+    strict, same_weights = menu_scoring.total(rows)
+    with capsys.disabled():
+        print(f"\ngeneric menu reader, adapters off: {same_weights:.1%} of options "
+              f"({strict:.1%} with option labels compared as written)")
+    assert same_weights >= GENERIC_FLOOR
+    assert all(row.products == row.truth_products for row in rows), rows

@@ -3,8 +3,10 @@
 Platform APIs come first (their JSON shapes are specific; the dispensary
 menu platforms are told apart by the keys of their product and variant records), then feeds and
 locators, and the generic schema.org page reader last, since it accepts any
-HTML. `REGISTRY` (a `Registry`: `by_name`, `detect`, `for_task`) is the one
-registry the crawler uses; tests build a `Registry` of their own adapters.
+HTML. `FALLBACKS` are tried only when none of them recognises a page: the generic
+menu reader, for JSON menus of platforms without an adapter. `REGISTRY` (a
+`Registry`: `by_name`, `detect`, `for_task`) is the one registry the crawler uses;
+tests build a `Registry` of their own adapters.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from workers.adapters.dispensary_resolver import DispensaryResolver
 from workers.adapters.dispense import DispenseAdapter
 from workers.adapters.dutchie_plus import DutchiePlusAdapter
 from workers.adapters.feeds import FeedAdapter
+from workers.adapters.generic_menu import GenericMenuAdapter
 from workers.adapters.jane import JaneAdapter
 from workers.adapters.locator import LocatorAdapter
 from workers.adapters.registry import Registry
@@ -26,6 +29,7 @@ from workers.adapters.woocommerce import WooCommerceAdapter
 
 __all__ = [
     "ADAPTERS",
+    "FALLBACKS",
     "REGISTRY",
     "Adapter",
     "Extraction",
@@ -67,7 +71,10 @@ _ALIASES = {
 }
 
 
-REGISTRY = Registry(ADAPTERS, _ALIASES)
+#: Generic readers, tried when no adapter above recognises a page.
+FALLBACKS: tuple[Adapter, ...] = (GenericMenuAdapter(),)
+
+REGISTRY = Registry(ADAPTERS, _ALIASES, FALLBACKS)
 by_name = REGISTRY.by_name
 detect = REGISTRY.detect
 for_task = REGISTRY.for_task

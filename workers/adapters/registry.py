@@ -12,24 +12,29 @@ _BY_KIND = {"store_discovery": "locator", "feed": "feeds"}
 
 
 class Registry:
-    """Adapters in the order content detection tries them, plus platform aliases."""
+    """Adapters in the order content detection tries them, plus platform aliases, plus
+    fallbacks: generic readers tried only when no adapter recognises a page."""
 
-    def __init__(self, adapters: Sequence[Adapter], aliases: Mapping[str, str] | None = None) -> None:
+    def __init__(self, adapters: Sequence[Adapter], aliases: Mapping[str, str] | None = None,
+                 fallbacks: Sequence[Adapter] = ()) -> None:
         self.adapters = tuple(adapters)
         self.aliases = dict(aliases or {})
+        self.fallbacks = tuple(fallbacks)
 
     def by_name(self, name: str) -> Adapter:
         """The adapter called `name` (or a platform alias); KeyError if unknown."""
         wanted = self.aliases.get(name.lower(), name.lower())
-        for adapter in self.adapters:
+        for adapter in self.adapters + self.fallbacks:
             if adapter.name == wanted:
                 return adapter
-        known = ", ".join(a.name for a in self.adapters)
+        known = ", ".join(a.name for a in self.adapters + self.fallbacks)
         raise KeyError(f"no adapter named {name!r}; known: {known}")
 
     def detect(self, page: Page) -> Adapter | None:
-        """The first adapter that recognises the page's content, if any."""
-        return next((adapter for adapter in self.adapters if adapter.detects(page)), None)
+        """The first adapter that recognises the page's content, else the first fallback
+        that does, else None."""
+        return next((adapter for adapter in self.adapters + self.fallbacks
+                     if adapter.detects(page)), None)
 
     def for_task(self, task: CrawlTask) -> Adapter | None:
         """The adapter a job starts with: by kind first, then by store platform; None when

@@ -1,0 +1,127 @@
+"""Where the real-page corpus's bytes are.
+
+The project keeps the corpus's manifests, truth and scoring code (`tests/corpus/`); the
+pages and payloads themselves were published by others and stay outside the repository:
+
+1. `$LEDGER_CORPUS_DIR` when set, else `../shared/corpus` beside the project root;
+2. `.corpus-cache/` in the project root (ignored by git; `bench/corpus_cache.py` fills it
+   from git mirrors of each entry's source), for entries whose bytes are not in 1 yet.
+
+Both are laid out by the manifests' `file` paths relative to `tests/corpus/`:
+`pages/<id>.html.gz`, `dispensary/<id>.json[.gz]`.
+
+Tests take the entries whose bytes are present through `present_or_skip`: where no bytes
+are found at all they skip with one line; under `CI=true` they fail when fewer than
+`CI_PRESENCE` of the entries have bytes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PROJECT = Path(__file__).resolve().parent.parent
+MANIFESTS = PROJECT / "tests" / "corpus"
+CACHE = PROJECT / ".corpus-cache"
+SHARED = PROJECT.parent / "shared" / "corpus"
+#: under CI, the share of manifest entries whose bytes must be present
+CI_PRESENCE = 0.95
+#: manifest (relative to tests/corpus) -> folder its entries' `file` paths are relative to
+MANIFEST_FOLDERS = {"manifest.json": "", "dispensary/manifest.json": "dispensary"}
+
+
+class CorpusBytesMissing(FileNotFoundError):
+    """No root holds the bytes of a manifest entry."""
+
+
+def roots(environ: Mapping[str, str] = os.environ) -> tuple[Path, ...]:
+    """The folders searched for bytes, in order."""
+    configured = environ.get("LEDGER_CORPUS_DIR")
+    return (Path(configured) if configured else SHARED, CACHE)
+
+
+def manifest(name: str = "manifest.json") -> list[dict[str, Any]]:
+    """The entries of one manifest (`manifest.json` or `dispensary/manifest.json`)."""
+    entries: list[dict[str, Any]] = json.loads((MANIFESTS / name).read_text("utf-8"))
+    return entries
+
+
+def relative(entry: dict[str, Any], manifest_name: str = "manifest.json") -> str:
+    """The entry's bytes' path below a root, e.g. `dispensary/jane_1.json.gz`."""
+    folder = MANIFEST_FOLDERS[manifest_name]
+    return f"{folder}/{entry['file']}" if folder else str(entry["file"])
+
+
+def locate(path: str, environ: Mapping[str, str] = os.environ) -> Path | None:
+    """The first root's file at `path`, or None when no root has it."""
+    return next((root / path for root in roots(environ) if (root / path).is_file()), None)
+
+
+def raw(path: str, environ: Mapping[str, str] = os.environ) -> bytes:
+    """The stored bytes at `path` (gzipped files stay gzipped)."""
+    found = locate(path, environ)
+    if found is None:
+        raise CorpusBytesMissing(f"no bytes for {path} in {', '.join(map(str, roots(environ)))}")
+    return found.read_bytes()
+
+
+def content(path: str, environ: Mapping[str, str] = os.environ) -> bytes:
+    """The bytes at `path`, decompressed when the name ends in `.gz`."""
+    data = raw(path, environ)
+    return gzip.decompress(data) if path.endswith(".gz") else data
+
+
+@dataclass(frozen=True)
+class Presence:
+    present: list[dict[str, Any]]
+    missing: list[dict[str, Any]]
+
+    @property
+    def share(self) -> float:
+        total = len(self.present) + len(self.missing)
+        return len(self.present) / total if total else 0.0
+
+    def line(self) -> str:
+        return (f"corpus bytes: {len(self.present)} of {len(self.present) + len(self.missing)} "
+                f"entries present, {len(self.missing)} without bytes")
+
+
+def presence(entries: list[dict[str, Any]], manifest_name: str = "manifest.json",
+             environ: Mapping[str, str] = os.environ) -> Presence:
+    present: list[dict[str, Any]] = []
+    missing: list[dict[str, Any]] = []
+    for entry in entries:
+        found = locate(relative(entry, manifest_name), environ) is not None
+        (present if found else missing).append(entry)
+    return Presence(present, missing)
+
+
+def verdict(found: Presence, environ: Mapping[str, str] = os.environ) -> str | None:
+    """Why a test may not run on these entries: `skip: …`, `fail: …`, or None to run."""
+    if environ.get("CI", "").lower() == "true":
+        if found.share < CI_PRESENCE:
+            return f"fail: {found.line()} (CI needs {CI_PRESENCE:.0%}; see tests/corpus/README.md)"
+        return None
+    if not found.present:
+        where = ", ".join(map(str, roots(environ)))
+        return f"skip: no corpus bytes here ({where}); set LEDGER_CORPUS_DIR to run the corpus tests"
+    return None
+
+
+def present_or_skip(entries: list[dict[str, Any]], manifest_name: str = "manifest.json"
+                    ) -> list[dict[str, Any]]:
+    """The entries whose bytes are present, for a test; skips or fails as `verdict` says."""
+    import pytest
+
+    found = presence(entries, manifest_name)
+    why = verdict(found)
+    if why is not None and why.startswith("skip: "):
+        pytest.skip(why.removeprefix("skip: "))
+    if why is not None:
+        pytest.fail(why.removeprefix("fail: "))
+    return found.present

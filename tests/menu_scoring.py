@@ -1,0 +1,105 @@
+"""Scoring a menu reader against the dispensary corpus (tests/corpus/dispensary/manifest.json).
+
+Each entry's truth lists items (product name, option, the price a buyer pays). An item is
+right when the reader found that product and option at that effective price (the special
+when there is one, else the price). Names compare with whitespace collapsed and case
+folded; options with whitespace removed and case folded, `None`/"" as "default". With
+`same_weights`, options that name the same weight in other words compare equal too
+("eighth ounce", "1/8 oz", "eighth"; "gram", "1 g"; "each", "unit", "default"): a reader
+that does not know a platform's labelling convention is not marked wrong for it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import corpus_files
+
+from domain.values import Observation
+
+__all__ = ["MENUS", "Row", "generic_alone", "hits", "key", "prices_by_key", "total"]
+
+MENUS = "dispensary/manifest.json"
+
+Key = tuple[str, str]
+
+_SAME_WEIGHT = {
+    "default": ("each", "unit", "default", "1unit", "1each", "1ea"),
+    "0.5g": ("halfgram", "1/2g", "0.5g", ".5g", "halfg"),
+    "1g": ("gram", "1g", "onegram", "1gram"),
+    "2g": ("twogram", "twograms", "2g", "2grams"),
+    "1/8oz": ("eighth", "eighthounce", "1/8oz", "1/8", "1/8ounce"),
+    "1/4oz": ("quarter", "quarterounce", "1/4oz", "1/4", "1/4ounce"),
+    "1/2oz": ("halfounce", "halfoz", "1/2oz", "1/2", "1/2ounce"),
+    "1oz": ("ounce", "1oz", "oneounce", "1ounce", "oz"),
+}
+_CANONICAL = {spelling: name for name, spellings in _SAME_WEIGHT.items() for spelling in spellings}
+
+
+def key(name: str, option: str | None, same_weights: bool = False) -> Key:
+    label = "default" if option in (None, "", "default") else option
+    squeezed = "".join(label.split()).casefold()
+    if same_weights:
+        squeezed = _CANONICAL.get(re.sub(r"[_\-]", "", squeezed), squeezed)
+    return " ".join(name.split()).casefold(), squeezed
+
+
+def prices_by_key(observations: tuple[Observation, ...], same_weights: bool = False
+                  ) -> dict[Key, set[Decimal]]:
+    """(name, option) -> the effective prices found for it."""
+    prices: dict[Key, set[Decimal]] = defaultdict(set)
+    for obs in observations:
+        for offer in obs.offers:
+            paid = offer.special_price if offer.special_price is not None else offer.price
+            if paid is not None:
+                prices[key(obs.name, offer.option, same_weights)].add(paid)
+    return prices
+
+
+def hits(entry: dict[str, Any], prices: dict[Key, set[Decimal]], same_weights: bool = False) -> int:
+    """How many of the entry's truth items were found at their effective price."""
+    return sum(Decimal(item["price"]) in prices.get(key(item["name"], item["option"], same_weights), ())
+               for item in entry["truth"]["items"])
+
+
+@dataclass(frozen=True)
+class Row:
+    """One payload's score: products found / in the truth, items right (strict labels,
+    same-weight labels) / truth items."""
+
+    entry_id: str
+    platform: str
+    products: int
+    truth_products: int
+    strict: int
+    same_weights: int
+    items: int
+
+
+def generic_alone(entries: Iterable[dict[str, Any]]) -> list[Row]:
+    """The generic menu reader on each payload, no platform adapter involved."""
+    from workers.adapters.generic_menu import read_menu
+    from workers.adapters.json_walk import load
+
+    rows = []
+    for entry in entries:
+        data = load(corpus_files.content(corpus_files.relative(entry, MENUS)).decode("utf-8"))
+        found = read_menu(data, entry["truth"].get("currency") or "USD")
+        rows.append(Row(entry["id"], entry["platform"], len(found), entry["truth"]["products"],
+                        hits(entry, prices_by_key(found)),
+                        hits(entry, prices_by_key(found, True), True),
+                        len(entry["truth"]["items"])))
+    return rows
+
+
+def total(rows: list[Row]) -> tuple[float, float]:
+    """(strict, same-weights) share of all truth items found at their effective price."""
+    items = sum(row.items for row in rows)
+    if not items:
+        return 0.0, 0.0
+    return sum(row.strict for row in rows) / items, sum(row.same_weights for row in rows) / items

@@ -1,0 +1,76 @@
+"""Where the corpus tests find the corpus's bytes, and when they skip or fail without them."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import corpus_files as cf
+import pytest
+
+
+def entries(count: int) -> list[dict[str, str]]:
+    # names no real corpus root holds, so only the test's own folder decides presence
+    return [{"id": f"t{n}", "file": f"pages/unit-test-only-{n}.html.gz"} for n in range(count)]
+
+
+def store(root: Path, entry: dict[str, str], html: bytes = b"<p>1</p>") -> None:
+    path = root / entry["file"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip.compress(html))
+
+
+def test_the_configured_folder_replaces_the_shared_one_and_the_cache_follows(tmp_path: Path) -> None:
+    assert cf.roots({}) == (cf.SHARED, cf.CACHE)
+    assert cf.roots({"LEDGER_CORPUS_DIR": str(tmp_path)}) == (tmp_path, cf.CACHE)
+
+
+def test_bytes_are_read_from_the_configured_folder_and_decompressed(tmp_path: Path) -> None:
+    entry = entries(1)[0]
+    store(tmp_path, entry, b"<p>price 3</p>")
+    env = {"LEDGER_CORPUS_DIR": str(tmp_path)}
+    assert cf.content(entry["file"], env) == b"<p>price 3</p>"
+    assert cf.raw(entry["file"], env).startswith(b"\x1f\x8b")
+
+
+def test_missing_bytes_raise_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(cf.CorpusBytesMissing, match="no bytes for pages/unit-test-only-0"):
+        cf.content(entries(1)[0]["file"], {"LEDGER_CORPUS_DIR": str(tmp_path)})
+
+
+def test_dispensary_entries_live_below_their_folder() -> None:
+    assert cf.relative({"file": "jane_1.json.gz"}, "dispensary/manifest.json") == "dispensary/jane_1.json.gz"
+    assert cf.relative({"file": "pages/a.html.gz"}) == "pages/a.html.gz"
+
+
+def test_presence_counts_the_entries_without_bytes(tmp_path: Path) -> None:
+    listed = entries(4)
+    store(tmp_path, listed[0])
+    found = cf.presence(listed, environ={"LEDGER_CORPUS_DIR": str(tmp_path)})
+    assert [e["id"] for e in found.present] == ["t0"] and len(found.missing) == 3
+    assert found.line() == "corpus bytes: 1 of 4 entries present, 3 without bytes"
+
+
+def test_without_any_bytes_the_tests_skip_outside_ci(tmp_path: Path) -> None:
+    env = {"LEDGER_CORPUS_DIR": str(tmp_path / "absent")}
+    why = cf.verdict(cf.presence(entries(3), environ=env), env)
+    assert why is not None and why.startswith("skip: no corpus bytes here")
+
+
+def test_under_ci_fewer_than_95_percent_present_fails(tmp_path: Path) -> None:
+    listed = entries(20)
+    for entry in listed[:18]:
+        store(tmp_path, entry)
+    env = {"LEDGER_CORPUS_DIR": str(tmp_path), "CI": "true"}
+    assert cf.verdict(cf.presence(listed, environ=env), env) == (
+        "fail: corpus bytes: 18 of 20 entries present, 2 without bytes "
+        "(CI needs 95%; see tests/corpus/README.md)")
+    store(tmp_path, listed[18])
+    assert cf.verdict(cf.presence(listed, environ=env), env) is None
+    assert cf.verdict(cf.presence(listed, environ={**env, "CI": ""}), {**env, "CI": ""}) is None
+
+
+def test_under_ci_no_bytes_at_all_fails_rather_than_skips(tmp_path: Path) -> None:
+    env = {"LEDGER_CORPUS_DIR": str(tmp_path), "CI": "true"}
+    why = cf.verdict(cf.presence(entries(2), environ=env), env)
+    assert why is not None and why.startswith("fail: corpus bytes: 0 of 2")

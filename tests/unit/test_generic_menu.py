@@ -1,0 +1,249 @@
+"""The generic menu reader on small hand-written payloads of the shapes menu APIs use
+(field names as public platforms spell them; products and prices invented)."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from domain.values import Observation
+from ledger.cli import main
+from workers.adapters.base import Page
+from workers.adapters.generic_menu import cross_check, read_menu
+from workers.adapters.json_walk import Budget, load
+from workers.extraction import extract_page
+
+
+def menu(payload: Any, currency: str = "USD") -> tuple[Observation, ...]:
+    return read_menu(load(json.dumps(payload)), currency)
+
+
+def paid(observations: tuple[Observation, ...]) -> dict[tuple[str, str], Decimal | None]:
+    """(name, option) -> what a buyer pays."""
+    return {(obs.name, offer.option): offer.special_price if offer.special_price is not None
+            else offer.price for obs in observations for offer in obs.offers}
+
+
+def test_products_in_a_nested_envelope_with_variant_objects_and_specials() -> None:
+    payload = {"data": {"menu": {"products": [
+        {"id": "a1", "name": "Blue Dream", "brand": {"name": "Acme"}, "variants": [
+            {"option": "1g", "priceRec": 12, "specialPriceRec": 9.5, "quantity": 3},
+            {"option": "3.5g", "priceRec": 35, "specialPriceRec": 40, "quantity": 0}]}]}}}
+    (obs,) = menu(payload)
+    assert (obs.provider_product_id, obs.brand) == ("a1", "Acme")
+    assert paid((obs,)) == {("Blue Dream", "1g"): Decimal("9.5"), ("Blue Dream", "3.5g"): 35}
+    assert [o.availability for o in obs.offers] == ["in_stock", "out_of_stock"]
+    assert obs.offers[0].price == 12  # the regular price stays beside the special
+
+
+def test_prices_in_cents_by_field_name() -> None:
+    payload = {"items": [{"title": "Gummies", "priceInCents": 1850},
+                         {"title": "Pre-roll", "amount_cents": 700, "sale_price_cents": 500}]}
+    assert paid(menu(payload)) == {("Gummies", "default"): Decimal("18.5"),
+                                   ("Pre-roll", "default"): Decimal(5)}
+
+
+def test_prices_in_cents_by_magnitude_over_the_whole_list_but_not_whole_dollars() -> None:
+    cents = {"products": [{"name": "Flower", "options": [{"label": "1/8 oz", "price": 4500},
+                                                         {"label": "1 oz", "price": 24000}]},
+                          {"name": "Vape", "options": [{"label": "0.5g", "price": 3000}]}]}
+    assert paid(menu(cents)) == {("Flower", "1/8 oz"): 45, ("Flower", "1 oz"): 240,
+                                 ("Vape", "0.5g"): 30}
+    dollars = {"products": [{"name": "Flower", "price": 45}, {"name": "Vape", "price": 30}]}
+    assert paid(menu(dollars)) == {("Flower", "default"): 45, ("Vape", "default"): 30}
+
+
+def test_point_of_sale_shapes_weight_tiers_in_minor_units_and_a_pricing_object() -> None:
+    tiers = {"data": [{"productName": "Blue Dream", "currencyCode": "USD", "weightTierInformation": [
+        {"name": "1g", "gramAmount": 1, "pricePerUnitInMinorUnits": 1200},
+        {"name": "1/8 oz", "gramAmount": 3.5, "pricePerUnitInMinorUnits": 3500}],
+        "pricePerGram": 12, "quantity": 40}]}
+    assert paid(menu(tiers)) == {("Blue Dream", "1g"): 12, ("Blue Dream", "1/8 oz"): 35}
+    pricing = {"data": {"product_list": [{"name": "Rosin", "total_quantity": 0, "pricing": {
+        "price_type": "FLAT", "price_sell": 60, "discounted_price": 45, "tier_name": None}}]}}
+    (obs,) = menu(pricing)
+    assert paid((obs,)) == {("Rosin", "default"): 45} and obs.availability == "out_of_stock"
+
+
+def test_option_labels_from_an_amount_and_its_unit_or_a_unit_alone() -> None:
+    amounts = {"data": [{"name": "Sour", "options": [
+        {"amount": 3.5, "unit": "g", "price": 4500}, {"amount": 7, "unit": "g", "price": 8000}]}]}
+    assert paid(menu(amounts)) == {("Sour", "3.5g"): 45, ("Sour", "7g"): 80}
+    units = {"menu": [{"name": "Tonic", "prices": [{"unit": "100ml", "price_cents": 1200},
+                                                 {"unit": "250ml", "price_cents": 2500}]}]}
+    assert paid(menu(units)) == {("Tonic", "100ml"): 12, ("Tonic", "250ml"): 25}
+    old_style = [{"name": "Og", "prices": {"unit": 0, "gram": 12, "eighth": 40}}]
+    assert paid(menu(old_style)) == {("Og", "gram"): 12, ("Og", "eighth"): 40}
+
+
+def test_per_weight_slots_on_the_record_and_in_a_price_object() -> None:
+    slots = [{"name": "Kush", "price_gram": 10, "price_eighth_ounce": 45,
+              "discounted_price_eighth_ounce": 33.75, "price_ounce": None,
+              "special_price_gram": {"price": 10, "discount_price": 8}}]
+    assert paid(menu(slots)) == {("Kush", "gram"): 8, ("Kush", "eighth ounce"): Decimal("33.75")}
+    keyed = {"menu_items": [{"name": "Haze", "prices": {"1g": "9.00", "3.5g": "30.00", "7g": 0}}]}
+    assert paid(menu(keyed)) == {("Haze", "1g"): 9, ("Haze", "3.5g"): 30}
+
+
+def test_a_percentage_sale_object_applies_to_every_option() -> None:
+    payload = {"data": [{"type": "menu_item", "attributes": {
+        "name": "Cart", "prices": {"price_unit": 55, "price_gram": 0},
+        "sale": {"type": "percentage", "amount": 25}}}]}
+    assert paid(menu(payload)) == {("Cart", "default"): Decimal("41.25")}
+
+
+def test_graphql_edges_and_parallel_option_arrays_with_medical_prices() -> None:
+    payload = {"data": {"filteredProducts": {"edges": [{"node": {
+        "Name": "Live Sugar 1g", "Options": ["1g", "2g"], "Prices": [43, 80], "recPrices": [43, 80],
+        "recSpecialPrices": [27.95, None], "medicalPrices": [40, 75]}}]}}}
+    (obs,) = menu(payload)
+    found = {(o.option, o.pricing_type): (o.price, o.special_price) for o in obs.offers}
+    assert found == {("1g", "regular"): (43, Decimal("27.95")), ("2g", "regular"): (80, None),
+                     ("1g", "medical"): (40, None), ("2g", "medical"): (75, None)}
+    assert len(obs.offers) == 4  # `Prices` names the same options as `recPrices`
+
+
+def test_a_json_string_inside_the_json_is_read() -> None:
+    inner = json.dumps({"products": [{"name": "Tincture", "price": "24.99", "stock": 2}]})
+    (obs,) = menu({"success": True, "html": "<div>menu</div>", "data": inner})
+    assert paid((obs,)) == {("Tincture", "default"): Decimal("24.99")}
+    assert obs.availability == "in_stock" and obs.quantity == 2
+
+
+def test_struck_and_minor_unit_prices_as_shop_apis_give_them() -> None:
+    store_api = [{"name": "Grinder", "is_in_stock": False, "prices": {
+        "price": "1999", "regular_price": "2499", "sale_price": "1999",
+        "currency_code": "EUR", "currency_minor_unit": 2}}]
+    (obs,) = menu(store_api)
+    assert (obs.offers[0].price, obs.offers[0].special_price) == (Decimal("24.99"), Decimal("19.99"))
+    assert obs.availability == "out_of_stock" and obs.offers[0].currency == "EUR"
+    catalog = [{"type": "ITEM", "item_data": {"name": "Cone", "variations": [
+        {"item_variation_data": {"name": "half", "price_money": {"amount": 300}}}]}}]
+    assert paid(menu(catalog)) == {("Cone", "half"): 3}
+    compare = {"products": [{"title": "Lighter", "variants": [
+        {"title": "Red", "price": "2.00", "compare_at_price": "3.00", "available": True}]}]}
+    assert paid(menu(compare)) == {("Lighter", "Red"): 2}
+
+
+def test_tiers_named_in_a_nested_object_and_the_currency_beside_the_list() -> None:
+    payload = {"store": {"currency": "CAD"}, "products": [
+        {"productName": "Sativa Mix", "priceRanges": [
+            {"weightTolerance": {"name": "1/8th"}, "price": 35},
+            {"weightTolerance": {"name": "1/4"}, "price": 65}]}]}
+    (obs,) = menu(payload)
+    assert paid((obs,)) == {("Sativa Mix", "1/8th"): 35, ("Sativa Mix", "1/4"): 65}
+    assert {o.currency for o in obs.offers} == {"CAD"}
+
+
+def test_stock_flags_in_their_usual_spellings() -> None:
+    payload = [{"name": "A", "price": 1, "soldOut": True}, {"name": "B", "price": 1, "inStock": True},
+               {"name": "C", "price": 1, "availability": "Out of stock"},
+               {"name": "D", "price": 1, "availableQty": 0}]
+    assert [o.availability for o in menu(payload)] == ["out_of_stock", "in_stock",
+                                                      "out_of_stock", "out_of_stock"]
+
+
+def test_products_grouped_in_categories_are_products_and_categories_are_not() -> None:
+    payload = {"categories": [
+        {"name": "Flower", "products": [{"name": "Haze", "price": 30}, {"name": "Kush", "price": 35}]},
+        {"name": "Edibles", "products": [{"name": "Chews", "price": 12}]}]}
+    assert [obs.name for obs in menu(payload)] == ["Haze", "Kush", "Chews"]
+
+
+def test_a_product_detail_is_one_product_with_its_variants() -> None:
+    payload = {"product": {"title": "Hoodie", "variants": [
+        {"title": "S", "price": "40.00"}, {"title": "M", "price": "42.00", "sale_price": "35.00"}]}}
+    assert paid(menu(payload)) == {("Hoodie", "S"): 40, ("Hoodie", "M"): 35}
+
+
+def test_whole_yen_are_not_taken_for_cents() -> None:
+    payload = {"currency": "JPY", "items": [{"name": "Tea", "price": 1500},
+                                            {"name": "Cup", "price": 2400}]}
+    assert paid(menu(payload)) == {("Tea", "default"): 1500, ("Cup", "default"): 2400}
+
+
+def test_json_without_products_yields_none() -> None:
+    stores = {"stores": [{"name": "Downtown", "address": "1 Main St", "lat": 1.5}]}
+    assert menu(stores) == ()
+    assert menu({"price": 10, "currency": "USD"}) == ()  # a price with no product name
+    assert menu([{"name": "Gift card", "price": 0}]) == ()  # zero is no price
+
+
+@pytest.mark.parametrize("text", [
+    "[" * 200_000 + "]" * 200_000,  # deeper than the parser goes
+    '{"a": ' * 5_000 + "1" + "}" * 5_000,
+    '[{"name": "x", "price": 1e999999}, {"name": "y", "price": NaN}, {"name": "z", "price": '
+    + "9" * 5000 + "}]",
+    json.dumps({"d": json.dumps({"d": json.dumps({"d": json.dumps({"d": json.dumps(
+        [{"name": "deep", "price": 1}])})})})}),
+])
+def test_hostile_json_neither_raises_nor_runs_unbounded(text: str) -> None:
+    data = load(text)
+    budget = Budget()
+    found = read_menu(data, budget=budget)
+    assert budget.spent <= budget.nodes + 1
+    assert all(o.price is None or o.price < 10**7 for obs in found for o in obs.offers)
+
+
+def test_the_walk_stops_at_its_node_budget_and_its_depth() -> None:
+    wide = {"groups": [{"other": list(range(50))} for _ in range(10_000)]
+            + [{"products": [{"name": "late", "price": 1}]}]}
+    budget = Budget(nodes=5_000)
+    assert read_menu(wide, budget=budget) == ()
+    assert budget.exhausted
+    deep: Any = [{"name": "buried", "price": 2}]
+    for _ in range(100):
+        deep = {"level": deep}
+    assert read_menu(deep, budget=Budget(depth=48)) == ()
+    assert [o.name for o in read_menu(deep, budget=Budget(depth=200))] == ["buried"]
+
+
+def test_the_walk_stops_when_its_time_is_up() -> None:
+    ticks = iter(range(10**9))
+    budget = Budget(seconds=3, clock=lambda: float(next(ticks)))
+    payload = {"groups": [{"x": [1, 2, 3]} for _ in range(5_000)]
+               + [{"products": [{"name": "late", "price": 1}]}]}
+    assert read_menu(payload, budget=budget) == ()
+    assert budget.exhausted and budget.spent < 5_000
+
+
+def test_an_unknown_platform_payload_is_read_when_no_adapter_claims_it() -> None:
+    payload = {"result": {"catalog": [{"displayName": "Rosin 1g", "unitPrice": 60,
+                                       "promoPrice": 48, "onHand": 5}]}}
+    adapter, extraction = extract_page(Page(url="https://menu.invalid/api", text=json.dumps(payload)))
+    assert adapter.name == "generic-menu"
+    assert paid(extraction.observations) == {("Rosin 1g", "default"): 48}
+
+
+def test_the_cli_extracts_an_unknown_platform_payload(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "menu.json"
+    path.write_text(json.dumps({"data": {"products": [
+        {"title": "Balm", "price_cents": 2200, "variants": []}]}}))
+    assert main(["extract", str(path), "--json"]) == 0
+    captured = capsys.readouterr()
+    products = json.loads(captured.out)
+    assert [(p["name"], p["offers"][0]["price"]) for p in products] == [("Balm", "22")]
+    assert "adapter: generic-menu" in captured.err
+
+
+def test_the_cross_check_counts_options_read_alike_and_apart() -> None:
+    adapter = menu({"products": [{"name": "Haze", "variants": [
+        {"option": "1g", "price": 10}, {"option": "3.5g", "price": 30, "specialPrice": 25}]}]})
+    generic = menu([{"name": "haze ", "variants": [
+        {"option": "1 g", "price": 10}, {"option": "3.5g", "price": 30}, {"option": "7g", "price": 55}]}])
+    checked = cross_check(adapter, generic)
+    assert (checked.agreed, checked.adapter_only, checked.generic_only) == (1, 1, 2)
+    assert checked.line() == "generic menu reader agrees on 1 of 2 options (2 more of its own)"
+
+
+def test_explain_on_a_platform_payload_says_whether_the_generic_reader_agrees(
+        tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "products.json"
+    path.write_text(json.dumps({"products": [{"id": 7, "title": "Mug", "handle": "mug", "variants": [
+        {"title": "Blue", "price": "12.00", "compare_at_price": "15.00", "available": True}]}]}))
+    assert main(["extract", str(path), "--explain", "--json"]) == 0
+    note = capsys.readouterr().err
+    assert "adapter shopify" in note and "generic menu reader agrees on 1 of 1 options" in note
