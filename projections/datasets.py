@@ -41,6 +41,7 @@ from domain.envelope import Envelope
 from projections.checksums import verify as verify_checksums
 from projections.compaction import compact, discard_superseded
 from projections.dataset_jobs import JOB_STATE_EVENTS, JobRows
+from projections.manifest_check import manifest_problems
 from projections.parquet_writer import (
     Manifest,
     discard_beyond,
@@ -213,14 +214,19 @@ class DatasetWriter:
     def position(self) -> int:
         return read_manifest(self.root).position
 
+    def integrity_problems(self) -> list[str]:
+        """Dataset files the writer did not write (`projections.checksums`), and a
+        manifest that disagrees with its files or the ledger (`projections.manifest_check`)."""
+        return (verify_checksums(self.root, self._verified)
+                + manifest_problems(self.root, self.source.head()))
+
     def catch_up(self, progress: Progress | None = None) -> int:
         """Write everything recorded so far; returns the number of events read.
 
-        A dataset file that is not what the writer wrote (`projections.checksums`)
-        is never used: the datasets are rebuilt from the log, and `self.problems`
-        says what was found."""
+        Datasets with `integrity_problems` are never used: they are rebuilt from
+        the log, and `self.problems` says what was found."""
         with self._locked():
-            self.problems = verify_checksums(self.root, self._verified)
+            self.problems = self.integrity_problems()
             if self.problems:
                 log.warning("datasets rebuilt from the event log: %s", "; ".join(self.problems))
                 self._clear()
