@@ -226,12 +226,26 @@ class DatasetWriter:
         Datasets with `integrity_problems` are never used: they are rebuilt from
         the log, and `self.problems` says what was found."""
         with self._locked():
-            self.problems = self.integrity_problems()
-            if self.problems:
-                log.warning("datasets rebuilt from the event log: %s", "; ".join(self.problems))
-                self._clear()
-                self._verified.clear()
+            self.problems = self._discard_if_damaged()
             return self._catch_up(progress)
+
+    def repair(self) -> list[str]:
+        """`integrity_problems`, read under the writer's lock (never mid-write); the
+        datasets are rebuilt from the log when there are any."""
+        with self._locked():
+            problems = self._discard_if_damaged()
+            if problems:
+                self._catch_up(None)
+            return problems
+
+    def _discard_if_damaged(self) -> list[str]:
+        """With the lock held: delete the datasets if they have `integrity_problems`."""
+        problems = self.integrity_problems()
+        if problems:
+            log.warning("datasets rebuilt from the event log: %s", "; ".join(problems))
+            self._clear()
+            self._verified.clear()
+        return problems
 
     def rebuild(self, progress: Progress | None = None) -> int:
         """Delete the datasets and replay the whole log from position 0."""

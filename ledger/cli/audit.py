@@ -83,10 +83,7 @@ def derived_data(ledger: Ledger, streams: Iterable[str]) -> list[str]:
 
     problems = check_snapshots(ledger, [UUID(s) for s in streams])
     writer = DatasetWriter(ledger.data_dir, ledger.source)
-    datasets = writer.integrity_problems()
-    if datasets:
-        writer.catch_up()  # finds the same files and rebuilds the datasets from the log
-        problems += [f"dataset file {line}" for line in datasets]
+    problems += [f"dataset file {line}" for line in writer.repair()]
     return problems
 
 
