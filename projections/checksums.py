@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["CHECKSUMS", "publish", "publish_written", "sha256_file", "verify"]
+__all__ = ["CHECKSUMS", "publish", "publish_written", "recorded_digest", "sha256_file", "verify"]
 
 CHECKSUMS = "checksums.json"
 
@@ -51,6 +51,11 @@ def publish_written(root: Path, tmp: Path, final: Path) -> Path:
     os.replace(tmp, final)
     _record(root, final, digest)
     return final
+
+
+def recorded_digest(root: Path, path: Path) -> str | None:
+    """The sha256 recorded when `path` was published, if it was."""
+    return _load(root).get(str(path.relative_to(root)))
 
 
 def _load(root: Path) -> dict[str, str]:

@@ -41,6 +41,7 @@ from domain.envelope import Envelope
 from projections.checksums import verify as verify_checksums
 from projections.compaction import compact, discard_superseded
 from projections.dataset_jobs import JOB_STATE_EVENTS, JobRows
+from projections.manifest_check import manifest_problems
 from projections.parquet_writer import (
     Manifest,
     discard_beyond,
@@ -213,19 +214,38 @@ class DatasetWriter:
     def position(self) -> int:
         return read_manifest(self.root).position
 
+    def integrity_problems(self) -> list[str]:
+        """Dataset files the writer did not write (`projections.checksums`), and a
+        manifest that disagrees with its files or the ledger (`projections.manifest_check`)."""
+        return (verify_checksums(self.root, self._verified)
+                + manifest_problems(self.root, self.source.head()))
+
     def catch_up(self, progress: Progress | None = None) -> int:
         """Write everything recorded so far; returns the number of events read.
 
-        A dataset file that is not what the writer wrote (`projections.checksums`)
-        is never used: the datasets are rebuilt from the log, and `self.problems`
-        says what was found."""
+        Datasets with `integrity_problems` are never used: they are rebuilt from
+        the log, and `self.problems` says what was found."""
         with self._locked():
-            self.problems = verify_checksums(self.root, self._verified)
-            if self.problems:
-                log.warning("datasets rebuilt from the event log: %s", "; ".join(self.problems))
-                self._clear()
-                self._verified.clear()
+            self.problems = self._discard_if_damaged()
             return self._catch_up(progress)
+
+    def repair(self) -> list[str]:
+        """`integrity_problems`, read under the writer's lock (never mid-write); the
+        datasets are rebuilt from the log when there are any."""
+        with self._locked():
+            problems = self._discard_if_damaged()
+            if problems:
+                self._catch_up(None)
+            return problems
+
+    def _discard_if_damaged(self) -> list[str]:
+        """With the lock held: delete the datasets if they have `integrity_problems`."""
+        problems = self.integrity_problems()
+        if problems:
+            log.warning("datasets rebuilt from the event log: %s", "; ".join(problems))
+            self._clear()
+            self._verified.clear()
+        return problems
 
     def rebuild(self, progress: Progress | None = None) -> int:
         """Delete the datasets and replay the whole log from position 0."""

@@ -32,7 +32,6 @@ position themselves, so a stale file is never wrong, only slower.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,7 +44,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from projections.checksums import publish
+from projections.checksums import publish, publish_written
 
 MANIFEST = "manifest.json"
 PART = re.compile(r"^part-(\d+)-(\d+)\.parquet$")
@@ -138,15 +137,6 @@ def part_name(first: int, last: int) -> str:
     return f"part-{first:020d}-{last:020d}.parquet"
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-
-
 def read_manifest(root: Path) -> Manifest:
     path = root / MANIFEST
     if not path.exists():
@@ -156,9 +146,12 @@ def read_manifest(root: Path) -> Manifest:
 
 
 def write_manifest(root: Path, manifest: Manifest) -> None:
+    """Write the manifest atomically and record its sha256 (`projections.manifest_check`)."""
     text = json.dumps({"position": manifest.position, "state": manifest.state},
                       sort_keys=True, separators=(",", ":"))
-    atomic_write_bytes(root / MANIFEST, text.encode())
+    tmp = root / (MANIFEST + ".tmp")
+    tmp.write_bytes(text.encode())
+    publish_written(root, tmp, root / MANIFEST)
 
 
 def write_part(root: Path, dataset: str, date: str, first: int, last: int,

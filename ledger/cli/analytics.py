@@ -41,7 +41,8 @@ def register(sub: Any) -> None:
     actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
     sql = actions.add_parser(
         "sql", help="run one read-only query over the dataset views (sandboxed: no files,"
-        " no other databases, no settings; `analytics shell` is unrestricted)")
+        " no other databases, no settings, at most 1M rows / 128 MB of result, 1 GB of memory,"
+        " 60 s; `analytics shell` is unrestricted)")
     sql.add_argument("query")
     form = sql.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="a JSON array of row objects")

@@ -78,16 +78,12 @@ def run_verify(args: argparse.Namespace) -> int:
 def derived_data(ledger: Ledger, streams: Iterable[str]) -> list[str]:
     """Check the data derived from the log (aggregate snapshots, Parquet datasets) and
     rebuild what is not what the log says; one line per problem found."""
-    from projections.checksums import verify as verify_checksums
     from projections.datasets import DatasetWriter
     from runtime.integrity import check_snapshots
 
     problems = check_snapshots(ledger, [UUID(s) for s in streams])
     writer = DatasetWriter(ledger.data_dir, ledger.source)
-    datasets = verify_checksums(writer.root)
-    if datasets:
-        writer.catch_up()  # finds the same files and rebuilds the datasets from the log
-        problems += [f"dataset file {line}" for line in datasets]
+    problems += [f"dataset file {line}" for line in writer.repair()]
     return problems
 
 
