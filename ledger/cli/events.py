@@ -32,6 +32,7 @@ from ledger.cli.audit import chain_hash
 from ledger.cli.context import open_ledger
 from ledger.cli.errors import CommandError
 from ledger.cli.history import describe
+from runtime.ledger import Ledger
 
 #: any global position (or count of events)
 POSITIONS = 2**62
@@ -45,6 +46,8 @@ def register(sub: Any) -> None:
                         help="global position (default 0)")
     tail.add_argument("--limit", type=number(1, POSITIONS, integer=True),
                         help="stop after this many events")
+    tail.add_argument("-n", "--last", type=number(1, 1_000_000, integer=True), metavar="N",
+                      help="start with the last N events (instead of --after)")
     tail.add_argument("--json", action="store_true", help="one envelope per line")
     tail.add_argument("--follow", action="store_true", help="keep waiting for new events")
     tail.set_defaults(handler=tail_events)
@@ -64,9 +67,11 @@ def register(sub: Any) -> None:
 def tail_events(args: argparse.Namespace) -> int:
     if args.after < 0:
         raise CommandError("--after must be >= 0")
+    if args.last is not None and args.after:
+        raise CommandError("-n/--last and --after exclude each other")
     printed = 0
     with open_ledger(fresh=False) as ledger:
-        position = args.after
+        position = args.after if args.last is None else _before_last(ledger, args.last)
         while args.limit is None or printed < args.limit:
             batch = ledger.source.read(position, 1000)
             for env in batch[: None if args.limit is None else args.limit - printed]:
@@ -80,6 +85,19 @@ def tail_events(args: argparse.Namespace) -> int:
             if not batch:
                 time.sleep(0.5)  # polling the log: SQLite has no notifications
     return 0
+
+
+def _before_last(ledger: Ledger, count: int) -> int:
+    """The position after which the log's last `count` events start (positions may
+    have gaps, so the window widens until it holds them)."""
+    head = ledger.source.head()
+    window = count
+    while True:
+        after = max(0, head - window)
+        positions = [e.position for e in ledger.source.read(after, head - after)]
+        if len(positions) >= count or after == 0:
+            return positions[-count - 1] if len(positions) > count else after
+        window *= 2
 
 
 def _stream_id(text: str) -> str:

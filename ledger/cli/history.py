@@ -52,14 +52,14 @@ def describe(env: Envelope) -> str:
                 f"{o['bytes']} bytes, {o['duration']:.2f}s, changed={o['changed']}, "
                 f"{o['extractor_version']}, {len(p['new_products'])} new products")
     if kind == "Observed":
-        offers = ", ".join(_offer(o) for o in p["offers"]) or "no offers"
+        offers = "; ".join(offer_line(o) for o in p["offers"]) or "no offers"
         return f"{p['availability']}: {offers}"
     if kind == "PriceChanged":
         return (f"{p['option']}: {p['old']} -> {p['new']} {p['currency'] or ''}"
                 + (f" (special {p['old_special']} -> {p['new_special']})"
                    if p["old_special"] != p["new_special"] else ""))
     details = ", ".join(f"{k}={_short(v)}" for k, v in p.items()
-                        if k not in QUIET and k not in _ORIGIN)
+                        if k not in QUIET and k not in _ORIGIN and v is not None)
     if p.get("actor"):
         by = f"by {p['actor']}" + (f" via {p['surface']}" if p.get("surface") else "")
         return f"{by}: {details}" if details else by
@@ -70,9 +70,15 @@ def describe(env: Envelope) -> str:
 _ORIGIN = frozenset({"actor", "surface"})
 
 
-def _offer(offer: dict[str, Any]) -> str:
+def offer_line(offer: dict[str, Any]) -> str:
+    """An offer as people read it: its option, its pricing type when it is not the
+    regular one (a menu's recreational and medical prices), its price or "no price"."""
+    kind = offer.get("pricing_type") or "regular"
+    label = offer["option"] + ("" if kind == "regular" else f" [{kind}]")
+    if offer.get("price") is None:
+        return f"{label}: no price"
     special = f" (special {offer['special_price']})" if offer.get("special_price") else ""
-    return f"{offer['option']} {offer['price']} {offer.get('currency') or ''}{special}".strip()
+    return f"{label}: {offer['price']} {offer.get('currency') or ''}".rstrip() + special
 
 
 def _short(value: Any) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 from ledger.cli.arguments import number
 from ledger.cli.context import open_ledger
-from ledger.cli.history import add_show_parser, print_history, stream_as_of
+from ledger.cli.history import add_show_parser, offer_line, print_history, stream_as_of
 from ledger.cli.ids import resolve_id, resolve_store
 from ledger.cli.output import print_json, print_table, shown_id
 
@@ -71,11 +71,13 @@ def show_product(args: argparse.Namespace) -> int:
         return 0
     print(f"product {product.id}  {product.name}  ({product.brand or 'no brand'},"
           f" {product.category or 'no category'})" + (f"  as of {args.as_of}" if args.as_of else ""))
-    print(f"  store {product.store_id}, provider id {product.provider_product_id}, {product.url}")
-    stock = "in stock" if product.in_stock else f"OUT OF STOCK since {product.out_of_stock_since}"
+    print(f"  store {product.store_id}, provider id {product.provider_product_id}"
+          + (f", {product.url}" if product.url else ""))
+    stock = ("in stock" if product.in_stock else "OUT OF STOCK"
+             + (f" since {product.out_of_stock_since}" if product.out_of_stock_since else ""))
     print(f"  {stock}; {product.observations} observations; misses {product.consecutive_misses}")
     for offer in product.offers.values():
-        special = f" (special {offer['special_price']})" if offer["special_price"] else ""
-        print(f"  {offer['option']}: {offer['price']} {offer['currency'] or ''}{special}")
+        print(f"  {offer_line(offer)}")
     print_history("history", history)
     return 0
+
