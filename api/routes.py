@@ -15,7 +15,6 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import AwareDatetime, BaseModel, Field
 
 from api.alerts import AlertSender, build_alerts_router
-from api.as_of import job_as_of, product_as_of
 from api.auth import Token, TokenStore, allows
 from api.bot import build_bot_router
 from api.proxies import build_proxies_router
@@ -23,6 +22,7 @@ from api.schedule import build_schedule_router
 from api.sessions import COOKIE, Sessions
 from domain.crawl_job import RetryPolicy
 from domain.envelope import Envelope
+from runtime.as_of import job_as_of, product_as_of
 from runtime.clock import Clock
 from runtime.commands import (
     JOB_CONTROLS,

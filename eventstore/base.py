@@ -89,6 +89,10 @@ class Backend(ABC):
         """(position, originator id, version, topic, state) after `after`, in order."""
 
     @abstractmethod
+    def stream_rows(self, recorder: Any, stream_id: UUID) -> list[StoredRow]:
+        """One stream's (position, originator id, version, topic, state), by version."""
+
+    @abstractmethod
     def import_rows(self, recorder: Any, batches: Iterable[Sequence[ImportRow]]) -> int:
         """Insert the rows of an export into an empty event store, keeping their positions
         (notification ids), in one transaction: all of them or, if anything fails (a row,

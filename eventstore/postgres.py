@@ -100,6 +100,18 @@ class PostgresBackend(Backend):
             rows: list[StoredRow] = cursor.fetchall()
             return rows
 
+    def stream_rows(self, recorder: Any, stream_id: UUID) -> list[StoredRow]:
+        statement = SQL(
+            "SELECT notification_id, originator_id::text, originator_version, topic, state "
+            "FROM {schema}.{table} WHERE originator_id = %s ORDER BY originator_version"
+        ).format(schema=Identifier(recorder.datastore.schema),
+                 table=Identifier(recorder.events_table_name))
+        with recorder.datastore.get_connection() as conn, \
+                conn.cursor(row_factory=tuple_row, binary=True) as cursor:
+            cursor.execute(statement, (stream_id,), prepare=True)
+            rows: list[StoredRow] = cursor.fetchall()
+            return rows
+
     def import_rows(self, recorder: Any, batches: Iterable[Sequence[ImportRow]]) -> int:
         store = recorder.datastore
         table = SQL("{schema}.{table}").format(schema=Identifier(store.schema),

@@ -105,6 +105,14 @@ class SQLiteBackend(Backend):
             cursor.execute(statement, (after, limit))
             return [tuple(row) for row in cursor.fetchall()]
 
+    def stream_rows(self, recorder: Any, stream_id: UUID) -> list[StoredRow]:
+        statement = (f"SELECT rowid, originator_id, originator_version, topic, state FROM "
+                     f"{recorder.events_table_name} WHERE originator_id = ? "
+                     f"ORDER BY originator_version")
+        with recorder.datastore.transaction(commit=False) as cursor:
+            cursor.execute(statement, (UUID(str(stream_id)).hex,))
+            return [tuple(row) for row in cursor.fetchall()]
+
     def import_rows(self, recorder: Any, batches: Iterable[Sequence[ImportRow]]) -> int:
         table = recorder.events_table_name
         inserted = 0

@@ -15,9 +15,8 @@ __all__ = ["known_at", "stream_history"]
 
 def stream_history(ledger: Ledger, stream_id: UUID) -> list[Envelope]:
     """A known stream's envelopes in version order (from the event store, not a model)."""
-    events = ledger.app.recorder.select_events(stream_id)
-    return [from_stored(0, e.originator_id, e.originator_version, e.topic, e.state)
-            for e in events]
+    rows = ledger.backend.stream_rows(ledger.app.recorder, stream_id)
+    return [from_stored(*row) for row in rows]
 
 
 def known_at(ledger: Ledger, aggregate: Any, at: datetime) -> tuple[Any, list[Envelope]] | None:

@@ -10,10 +10,11 @@ from domain.values import JOB_KINDS
 from ledger.cli.arguments import number
 from ledger.cli.context import format_duration, open_ledger, parse_duration, utcnow
 from ledger.cli.errors import CommandError
-from ledger.cli.history import add_show_parser, print_history, stream_as_of
+from ledger.cli.history import add_show_parser, parse_as_of, print_history, stream_as_of
 from ledger.cli.ids import resolve_id, resolve_store
 from ledger.cli.output import print_json, print_table, short, shown_id
 from projections.queries import JOB_STATES
+from runtime.as_of import job_as_of
 from runtime.commands import JOB_CONTROLS, RequeueDead, cli_origin
 from runtime.slots import place, planned_jobs
 
@@ -99,7 +100,8 @@ def show_job(args: argparse.Namespace) -> int:
     with open_ledger() as ledger:
         job_id = resolve_id(ledger, "job", args.job_id)
         job, history = stream_as_of(ledger, ledger.app.get_job(job_id), args.as_of)
-        status = None if args.as_of else ledger.read.job(str(job.id))
+        status = (job_as_of(ledger, job, parse_as_of(args.as_of))["state"] if args.as_of
+                  else ledger.read.job(str(job.id)))
     if args.json:
         print_json({"id": str(job.id), "status": status,
                     "events": [e.to_dict() for e in history]})

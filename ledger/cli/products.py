@@ -7,9 +7,16 @@ from typing import Any
 
 from ledger.cli.arguments import number
 from ledger.cli.context import open_ledger
-from ledger.cli.history import add_show_parser, offer_line, print_history, stream_as_of
+from ledger.cli.history import (
+    add_show_parser,
+    offer_line,
+    parse_as_of,
+    print_history,
+    stream_as_of,
+)
 from ledger.cli.ids import resolve_id, resolve_store
 from ledger.cli.output import print_json, print_table, shown_id
+from runtime.as_of import product_as_of
 
 
 def register(sub: Any) -> None:
@@ -64,7 +71,8 @@ def show_product(args: argparse.Namespace) -> int:
     with open_ledger() as ledger:
         product_id = resolve_id(ledger, "product", args.product_id)
         product, history = stream_as_of(ledger, ledger.app.get_product(product_id), args.as_of)
-        current = None if args.as_of else ledger.read.product(str(product.id))
+        current = (product_as_of(ledger, product, parse_as_of(args.as_of))["state"] if args.as_of
+                   else ledger.read.product(str(product.id)))
     if args.json:
         print_json({"id": str(product.id), "current": current,
                     "events": [e.to_dict() for e in history]})

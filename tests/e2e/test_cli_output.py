@@ -67,3 +67,30 @@ def test_events_tail_last_n(ledger: Ledger, store_url: str, tmp_path: Path) -> N
     assert len(more.stdout.splitlines()) == len(every)
     both = cli(store_url, tmp_path, "events", "tail", "-n", "2", "--after", "1")
     assert both.returncode == 2 and "exclude each other" in both.stderr
+
+
+def test_show_json_gives_each_event_its_position_and_the_as_of_state(
+        ledger: Ledger, store_url: str, tmp_path: Path) -> None:
+    product = seeded(ledger)
+    log = {(e.stream_id, e.version): e.position for e in ledger.source.read(0, 1000)}
+    job = str(ledger.read.jobs()[0]["job_id"])
+    for kind, ident, state in (("jobs", job, "status"), ("products", product, "current")):
+        shown = json.loads(cli(store_url, tmp_path, kind, "show", ident, "--json").stdout)
+        assert [e["position"] for e in shown["events"]] == \
+            [log[(ident, e["version"])] for e in shown["events"]]
+        assert all(e["position"] > 0 for e in shown["events"])
+        at = shown["events"][0]["recorded_at"]
+        then = cli(store_url, tmp_path, kind, "show", ident, "--as-of", at, "--json")
+        assert then.returncode == 0, then.stderr
+        known = json.loads(then.stdout)
+        assert known[state] is not None
+        assert [e["version"] for e in known["events"]] == \
+            [e["version"] for e in shown["events"] if e["recorded_at"] <= at]
+    job_then = json.loads(cli(store_url, tmp_path, "jobs", "show", job, "--as-of",
+                              ledger_start(ledger, job), "--json").stdout)
+    assert job_then["status"]["state"] in {"scheduled", "leased"}
+    assert job_then["status"]["next_run_at"].endswith("Z") and "T" in job_then["status"]["next_run_at"]
+
+
+def ledger_start(ledger: Ledger, stream: str) -> str:
+    return next(e.recorded_at for e in ledger.source.read(0, 1000) if e.stream_id == stream)

@@ -1,9 +1,9 @@
-"""`?as_of=` on `GET /api/v1/products/{id}` and `GET /api/v1/jobs/{id}`: an aggregate as
-the ledger knew it at a recorded time, with the events it knew (`runtime.history`).
+"""An aggregate as the ledger knew it at a recorded time, with the events it knew
+(`runtime.history`): `?as_of=` on `GET /api/v1/products/{id}` and `GET /api/v1/jobs/{id}`,
+and the CLI's `products show --as-of` / `jobs show --as-of`.
 
-The state is the aggregate replayed to its last event recorded at or before that time
-(the CLI's `products show --as-of` / `jobs show --as-of`), not a read-model row: read
-models hold only the present.
+The state is the aggregate replayed to its last event recorded at or before that time,
+not a read-model row: read models hold only the present. Times are ISO 8601 strings.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from domain.errors import NotFound
+from domain.timeutil import iso
 from runtime.history import known_at
 from runtime.ledger import Ledger
 
@@ -43,6 +44,10 @@ def _as_of(ledger: Ledger, aggregate: Any, at: datetime, fields: tuple[str, ...]
     if known is None:
         raise NotFound(f"{aggregate.id} was not yet recorded at {at.isoformat()}")
     found, history = known
-    state = {name: getattr(found, name, None) for name in fields} | more(found)
+    state = {name: _plain(getattr(found, name, None)) for name in fields} | more(found)
     return {"id": str(found.id), "as_of": at.isoformat(), "version": found.version,
             "state": state, "events": [e.to_dict() for e in history]}
+
+
+def _plain(value: Any) -> Any:
+    return iso(value) if isinstance(value, datetime) else value
