@@ -13,7 +13,7 @@ metrics labels come from fixed sets (`api.request_metrics`).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,8 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
 from starlette.types import Scope
 
 from api.auth import TokenStore
@@ -105,7 +107,8 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
     latency = Histogram("crawl_ledger_api_request_seconds", "API request latency",
                         ["method", "route", "status"], registry=registry)
     jobs = Gauge("crawl_ledger_jobs", "jobs by state", ["state"], registry=registry)
-    events = Gauge("crawl_ledger_events_total", "events in the event store", registry=registry)
+    events = _EventCount()
+    registry.register(events)
     errors = Counter("crawl_ledger_api_errors_total", "API error responses", ["status"],
                      registry=registry)
     failing = Gauge("crawl_ledger_jobs_failing", "jobs whose last run failed, by reason",
@@ -199,7 +202,7 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
         failing.clear()
         for reason, count in reasons.items():
             failing.labels(reason).set(count)
-        events.set(head)
+        events.head = head
         projection_lag.set(found["projection_lag"])
         if "relay_lag" in found:
             relay_lag.set(found["relay_lag"])
@@ -218,3 +221,15 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
     app.mount("/static", StaticFiles(packages=[("api", "static")]), name="static")
     add_docs(app)
     return app
+
+
+class _EventCount(Collector):
+    """`crawl_ledger_events_total`, a counter: the event store's head only grows, and
+    `rate()` of it is the recording rate."""
+
+    def __init__(self) -> None:
+        self.head = 0
+
+    def collect(self) -> Iterator[Metric]:
+        yield CounterMetricFamily("crawl_ledger_events", "events in the event store",
+                                  value=self.head)

@@ -22,6 +22,8 @@ from api.schedule import build_schedule_router
 from api.sessions import COOKIE, Sessions
 from domain.crawl_job import RetryPolicy
 from domain.envelope import Envelope
+from domain.values import JOB_KINDS
+from projections.queries import JOB_STATES
 from runtime.as_of import job_as_of, product_as_of
 from runtime.clock import Clock
 from runtime.commands import (
@@ -232,6 +234,12 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
     def list_jobs(state: str | None = None, store: str | None = None, kind: str | None = None,
                   cursor: str | None = None,
                   limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> JSONResponse:
+        if state is not None and state not in JOB_STATES:
+            raise ApiProblem(422, "Unprocessable Entity",
+                             f"unknown state {state!r}; expected one of {', '.join(JOB_STATES)}")
+        if kind is not None and kind not in JOB_KINDS:
+            raise ApiProblem(422, "Unprocessable Entity",
+                             f"unknown kind {kind!r}; expected one of {', '.join(JOB_KINDS)}")
         call(ledger.catch_up)
         page, following = call(ledger.read.job_page, state=state, store_id=store, kind=kind,
                                after=cursor, limit=limit)

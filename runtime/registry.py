@@ -8,6 +8,7 @@ A worker whose last heartbeat is older than three intervals is shown stale.
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import socket
@@ -74,7 +75,9 @@ def registry(ledger: Ledger, heartbeats: Heartbeats, now: datetime) -> list[dict
         stale = row["departed_at"] is None and (
             now - datetime.fromisoformat(str(last).replace("Z", "+00:00"))
             > timedelta(seconds=3 * INTERVAL))
-        found.append({**row, "heartbeat": beat, "stale": stale,
+        kinds = row.get("kinds")
+        found.append({**row, "kinds": json.loads(kinds) if isinstance(kinds, str) else kinds,
+                      "heartbeat": beat, "stale": stale,
                       "state": "departed" if row["departed_at"] else
                       "stale" if stale else "alive"})
     return found
