@@ -19,9 +19,10 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Depends
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from api.auth import Token
+from domain.urls import url_refusal
 from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
 from runtime.ledger import Ledger
@@ -63,6 +64,14 @@ class Result(BaseModel):
     duration: float = Field(default=0.0, ge=0, le=86400, allow_inf_nan=False)
     #: which page of the crawl this is: 0, then each `next` the answers asked for
     page: int = Field(default=0, ge=0, le=10_000)
+
+    @field_validator("final_url")
+    @classmethod
+    def _an_http_url(cls, url: str | None) -> str | None:
+        reason = None if url is None else url_refusal(url)
+        if reason is not None:
+            raise ValueError(f"bad URL: {reason}")
+        return url
 
 
 class NextRequest(BaseModel):
