@@ -37,7 +37,7 @@ from api.events_import import build_import_router
 from api.images import build_images_router
 from api.routes import PROBLEMS, AlertSender, ApiProblem, build_router, requirement
 from api.sessions import Sessions
-from domain.errors import InvalidInput, LedgerError, NotFound
+from domain.errors import Forbidden, InvalidInput, LedgerError, NotFound
 from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
 from runtime.images import ImageStore
@@ -114,6 +114,8 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
             return problem(404, "Not Found", str(error))
         if isinstance(error, InvalidInput):
             return problem(422, "Invalid input", str(error))
+        if isinstance(error, Forbidden):
+            return problem(403, "Forbidden", str(error))
         return problem(409, "Refused", str(error))  # a refused transition or a conflict
 
     @app.exception_handler(ApiProblem)

@@ -7,7 +7,8 @@
 
 The server archives the page, extracts it and records the result exactly as a
 local worker would (`runtime.remote`). A retried submit records nothing twice; an
-expired lease answers 409 and its job is back in the queue. Only `bot` tokens.
+expired lease answers 409 and its job is back in the queue. Only `bot` tokens, each
+acting only for the worker names it leased as first (`WorkerOwners`; another: 403).
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field, field_validator
 
 from api.auth import Token
+from domain.errors import Forbidden
 from domain.urls import url_refusal
 from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
 from runtime.ledger import Ledger
-from runtime.registry import Heartbeats, register
+from runtime.registry import Heartbeats, WorkerOwners, register
 from runtime.remote import RemoteCrawls, Submitted, lease_for, ungzip
 from workers.archive import RawArchive
 
@@ -97,21 +99,31 @@ def build_bot_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
                      ttl: float = DEFAULTS.lease_ttl) -> APIRouter:
     router = APIRouter(prefix="/bot", tags=["bot"])
     crawls = RemoteCrawls(RawArchive(ledger.data_dir), forget_after=4 * ttl)
+    owners = WorkerOwners(ledger.db)
+    #: the bot token of the request (a default, not `Annotated`: `bot` is no module global)
+    acting_bot = Depends(bot)
 
-    @router.post("/leases", dependencies=[Depends(bot)])
-    def lease(body: LeaseRequest) -> dict[str, Any]:
+    def refuse_others(name: str, token: Token, owned: Callable[[str, str], bool]) -> None:
+        if not owned(name, token.token_id):
+            raise Forbidden(f"worker {name!r} is not this token's ({token.token_id}): a bot "
+                            "token acts only for the worker names it leased as")
+
+    @router.post("/leases")
+    def lease(body: LeaseRequest, token: Token = acting_bot) -> dict[str, Any]:
         name = f"bot:{body.worker}"
         with lock:
+            refuse_others(name, token, owners.claim)
             register(ledger, name, "bot", body.max, ["all"], clock.now(),  # once per name
                      host=body.host or "unknown", pid=body.pid)
             heartbeats.beat(name, body.in_flight, clock.now())
             tasks = lease_for(ledger, name, ttl, body.max, clock.now())
         return {"ttl": ttl, "leases": [task.to_payload() for task in tasks]}
 
-    @router.post("/depart", dependencies=[Depends(bot)])
-    def depart(body: Departure) -> dict[str, Any]:
+    @router.post("/depart")
+    def depart(body: Departure, token: Token = acting_bot) -> dict[str, Any]:
         """The bot stops: it leaves the worker registry (an event)."""
         with lock:
+            refuse_others(f"bot:{body.worker}", token, owners.owns)
             ledger.app.depart_worker(f"bot:{body.worker}", body.reason, clock.now())
         return {"worker": body.worker, "departed": True}
 
