@@ -3,7 +3,10 @@
 `python decompression_bombs.py` (tests/ on its path) serves each bomb on loopback,
 fetches it as a page, as robots.txt and as an image through the production client,
 and prints one JSON object: each fetch's outcome and the peak RSS growth (MiB) over
-the process's own after a warm-up fetch. The address space is capped (`AS_HEADROOM`
+the process's own after a warm-up fetch. `python decompression_bombs.py runner DIR`
+crawls bomb pages and a bomb robots.txt with the embedded runner (ledger in DIR)
+after a warm-up crawl of an ordinary shop, and prints each job's error kind and the
+peak RSS growth over the warm runner's. The address space is capped (`AS_HEADROOM`
 over the warm process), so a fetcher that inflates a bomb fails with MemoryError
 instead of taking the machine's memory.
 """
@@ -13,17 +16,27 @@ from __future__ import annotations
 import asyncio
 import json
 import resource
+import sys
 import zlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import zstandard
 from aiohttp import web
 from http_fixtures import RecordingServer, serving
 
+from domain.crawl_job import RetryPolicy
 from domain.values import ImageFailure, Policy
+from ledger.bootstrap import bootstrap
+from ledger.embedded import EmbeddedRunner
+from ledger.settings import Settings
+from runtime.clock import SystemClock
+from runtime.ledger import Ledger
+from workers import adapters
 from workers.adapters.base import Request
 from workers.addresses import AddressGuard
+from workers.crawler import build_crawler
 from workers.errors import FetchError
 from workers.fetch import Fetcher, FetchLimits
 from workers.http import RobotsFetcher, build_client
@@ -132,5 +145,60 @@ async def _fetch_all() -> dict[str, Any]:
         return {"results": results, "peak_growth_mib": (_peak_rss() - idle) / MIB}
 
 
+PRODUCT = ('<html><head><script type="application/ld+json">{"@type": "Product", "name": '
+           '"Lamp", "offers": {"price": "9.50", "priceCurrency": "EUR"}}</script></head></html>')
+
+
+async def _run_until_idle(ledger: Ledger, client: Any) -> None:
+    crawler = build_crawler(client, ledger.data_dir, adapters.REGISTRY, guard=LOOPBACK)
+    try:
+        await EmbeddedRunner(ledger, crawler, SystemClock(), concurrency=4,
+                             tick_seconds=0.1).run(until_idle=True)
+    finally:
+        crawler.close()
+
+
+def _schedule(ledger: Ledger, name: str, url: str) -> str:
+    app, now = ledger.app, SystemClock().now()
+    store = app.register_store(name=name, base_url=url, platform="generic", now=now,
+                               crawl_delay=0.0, max_concurrency=4)
+    return str(app.schedule_job(kind="product_page", url=f"{url}p", now=now, store_id=store,
+                                retry_policy=RetryPolicy(max_attempts=1)))
+
+
+async def _crawl_bombs(data_dir: str) -> dict[str, Any]:
+    shop, robots = RecordingServer(), RecordingServer()
+    shop.text("/p", PRODUCT)
+    robots.text("/p", PRODUCT)
+    _serve(robots, "/robots.txt", "gzip, gzip", gzip_gzip_bomb(), "text/plain")
+    bombs = {name: RecordingServer() for name in BOMBS}
+    for (coding, body), server in zip((make() for make in BOMBS.values()), bombs.values(),
+                                      strict=True):
+        _serve(server, "/p", coding, body, "text/html")
+    ledger = bootstrap(Settings.from_env({"LEDGER_DATA_DIR": data_dir,
+                                          "LEDGER_ALLOW_NETWORKS": "127.0.0.0/8"}))
+    try:
+        async with serving(shop, robots, *bombs.values()), \
+                build_client(guard=LOOPBACK) as client:
+            warm = _schedule(ledger, "shop", shop.url("/"))
+            await _run_until_idle(ledger, client)
+            _cap_address_space()
+            idle = _peak_rss()
+            jobs = {name: _schedule(ledger, name, server.url("/"))
+                    for name, server in [("robots", robots), *bombs.items()]}
+            await _run_until_idle(ledger, client)
+            growth = (_peak_rss() - idle) / MIB
+        ledger.catch_up()
+        rows = {name: ledger.read.job(job) for name, job in [("shop", warm), *jobs.items()]}
+        return {"jobs": {name: [row["last_status"], row["last_error_kind"]]
+                         for name, row in rows.items()},
+                "peak_growth_mib": growth}
+    finally:
+        ledger.close()
+
+
 if __name__ == "__main__":
-    print(json.dumps(asyncio.run(_fetch_all())))
+    if sys.argv[1:2] == ["runner"]:
+        print(json.dumps(asyncio.run(_crawl_bombs(str(Path(sys.argv[2]))))))
+    else:
+        print(json.dumps(asyncio.run(_fetch_all())))

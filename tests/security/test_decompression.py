@@ -138,3 +138,23 @@ def test_the_fetcher_asks_only_for_the_codings_it_bounds() -> None:
 
     asyncio.run(scenario())
     assert asked == [ACCEPT_ENCODING]
+
+
+def test_the_embedded_runner_refuses_bomb_pages_and_robots_in_bounded_memory(
+        tmp_path: Path) -> None:
+    """The crawl path: product pages of each bomb and a store whose robots.txt is a
+    gzip-in-gzip bomb, crawled by the embedded runner after an ordinary shop."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)])}
+    run = subprocess.run([sys.executable, str(HERE / "decompression_bombs.py"), "runner",
+                          str(tmp_path)], env=env, capture_output=True, text=True,
+                         timeout=240, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads(run.stdout)
+    assert report["jobs"] == {
+        "shop": ["succeeded", None],
+        "robots": ["failed", "robots_disallowed"],  # robots.txt unreachable: disallowed
+        "gzip, gzip": ["failed", "bad_encoding"],
+        "zstd": ["failed", "too_large"],
+        "gzip": ["failed", "too_large"],
+    }, report
+    assert report["peak_growth_mib"] < 100, report
