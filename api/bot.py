@@ -8,7 +8,8 @@
 The server archives the page, extracts it and records the result exactly as a
 local worker would (`runtime.remote`). A retried submit records nothing twice; an
 expired lease answers 409 and its job is back in the queue. Only `bot` tokens, each
-acting only for the worker names it leased as first (`WorkerOwners`; another: 403).
+acting only for the worker names it leased as first (`WorkerOwners`), and for the
+current leases of those workers; for another's: 403.
 """
 
 from __future__ import annotations
@@ -108,6 +109,12 @@ def build_bot_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
             raise Forbidden(f"worker {name!r} is not this token's ({token.token_id}): a bot "
                             "token acts only for the worker names it leased as")
 
+    def refuse_others_lease(job_id: str, lease_id: str, token: Token) -> None:
+        """A current lease is its worker's; a stale one goes on to be refused (409)."""
+        job = ledger.app.get_job(job_id)
+        if job.lease_id == lease_id and job.worker is not None:
+            refuse_others(job.worker, token, owners.owns)
+
     @router.post("/leases")
     def lease(body: LeaseRequest, token: Token = acting_bot) -> dict[str, Any]:
         name = f"bot:{body.worker}"
@@ -127,15 +134,18 @@ def build_bot_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
             ledger.app.depart_worker(f"bot:{body.worker}", body.reason, clock.now())
         return {"worker": body.worker, "departed": True}
 
-    @router.post("/leases/{lease_id}/heartbeat", dependencies=[Depends(bot)])
-    def heartbeat(lease_id: str, body: Heartbeat) -> dict[str, Any]:
+    @router.post("/leases/{lease_id}/heartbeat")
+    def heartbeat(lease_id: str, body: Heartbeat, token: Token = acting_bot) -> dict[str, Any]:
         with lock:
+            refuse_others_lease(body.job_id, lease_id, token)
             ledger.app.extend_lease(body.job_id, lease_id, ttl, clock.now())
         return {"lease_id": lease_id, "ttl": ttl}
 
-    @router.post("/leases/{lease_id}/result", dependencies=[Depends(bot)],
-                 response_model=Submit, response_model_by_alias=True)
-    def result(lease_id: str, body: Result) -> Any:
+    @router.post("/leases/{lease_id}/result", response_model=Submit,
+                 response_model_by_alias=True)
+    def result(lease_id: str, body: Result, token: Token = acting_bot) -> Any:
+        with lock:
+            refuse_others_lease(body.job_id, lease_id, token)
         page = b""
         if body.ok:
             if body.body_gzip_b64 is None:

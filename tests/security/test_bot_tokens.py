@@ -49,3 +49,30 @@ def test_a_bot_token_cannot_lease_as_or_depart_another_bots_worker(ledger: Ledge
                         ).status_code == 200
         workers = _workers(ledger)
         assert workers["bot:w1"] is not None and workers["bot:w2"] is None
+
+
+def test_a_bot_token_cannot_extend_or_submit_another_bots_lease(ledger: Ledger) -> None:
+    store = ledger.app.register_store(name="Shop", base_url="https://shop.example",
+                                      platform="generic", now=T0)
+    ledger.app.schedule_job(kind="product_page", url="https://shop.example/p/1", now=T0,
+                            store_id=store)
+    with api_on_loopback(ledger) as (url, tokens), httpx.Client(base_url=url) as api:
+        alpha = bearer(tokens.create("bot", "alpha", T0)[0])
+        intruder = bearer(tokens.create("bot", "intruder", T0)[0])
+        (lease,) = api.post("/api/v1/bot/leases", json={"worker": "w1"},
+                            headers=alpha).json()["leases"]
+        base = f"/api/v1/bot/leases/{lease['lease_id']}"
+        before = _event_count(ledger)
+
+        extended = api.post(f"{base}/heartbeat", json={"job_id": lease["job_id"]},
+                            headers=intruder)
+        submitted = api.post(f"{base}/result", headers=intruder, json={
+            "job_id": lease["job_id"], "ok": False, "error_kind": "http_5xx",
+            "message": "not mine"})
+
+        for refused in (extended, submitted):
+            assert refused.status_code == 403, refused.text
+            assert "'bot:w1' is not this token's" in refused.json()["detail"]
+        assert _event_count(ledger) == before
+        assert api.post(f"{base}/heartbeat", json={"job_id": lease["job_id"]},
+                        headers=alpha).status_code == 200
