@@ -189,8 +189,8 @@ async def _crawl_bombs(data_dir: str) -> dict[str, Any]:
             await _run_until_idle(ledger, client)
             growth = (_peak_rss() - idle) / MIB
         ledger.catch_up()
-        rows = {name: ledger.read.job(job) for name, job in [("shop", warm), *jobs.items()]}
-        return {"jobs": {name: [row["last_status"], row["last_error_kind"]]
+        rows = {name: ledger.read.job(job) or {} for name, job in [("shop", warm), *jobs.items()]}
+        return {"jobs": {name: [row.get("last_status"), row.get("last_error_kind")]
                          for name, row in rows.items()},
                 "peak_growth_mib": growth}
     finally:
