@@ -44,7 +44,7 @@ from api.images import build_images_router
 from api.request_metrics import RequestMetrics, route_template
 from api.routes import PROBLEMS, AlertSender, ApiProblem, build_router, requirement
 from api.sessions import COOKIE, Sessions
-from domain.errors import InvalidInput, LedgerError, NotFound
+from domain.errors import Forbidden, InvalidInput, LedgerError, NotFound
 from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
 from runtime.images import ImageStore
@@ -149,6 +149,8 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
             return problem(404, "Not Found", str(error))
         if isinstance(error, InvalidInput):
             return problem(422, "Invalid input", str(error))
+        if isinstance(error, Forbidden):
+            return problem(403, "Forbidden", str(error))
         return problem(409, "Refused", str(error))  # a refused transition or a conflict
 
     @app.exception_handler(ApiProblem)

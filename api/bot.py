@@ -7,7 +7,9 @@
 
 The server archives the page, extracts it and records the result exactly as a
 local worker would (`runtime.remote`). A retried submit records nothing twice; an
-expired lease answers 409 and its job is back in the queue. Only `bot` tokens.
+expired lease answers 409 and its job is back in the queue. Only `bot` tokens, each
+acting only for the worker names it leased as first (`WorkerOwners`), and for the
+current leases of those workers; for another's: 403.
 """
 
 from __future__ import annotations
@@ -19,13 +21,15 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Depends
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from api.auth import Token
+from domain.errors import Forbidden
+from domain.urls import url_refusal
 from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
 from runtime.ledger import Ledger
-from runtime.registry import Heartbeats, register
+from runtime.registry import Heartbeats, WorkerOwners, register
 from runtime.remote import RemoteCrawls, Submitted, lease_for, ungzip
 from workers.archive import RawArchive
 
@@ -67,6 +71,14 @@ class Result(BaseModel):
     #: which page of the crawl this is: 0, then each `next` the answers asked for
     page: int = Field(default=0, ge=0, le=10_000)
 
+    @field_validator("final_url")
+    @classmethod
+    def _an_http_url(cls, url: str | None) -> str | None:
+        reason = None if url is None else url_refusal(url)
+        if reason is not None:
+            raise ValueError(f"bad URL: {reason}")
+        return url
+
 
 class NextRequest(BaseModel):
     """The next page the adapter wants fetched (then submitted with `page` + 1)."""
@@ -91,33 +103,52 @@ def build_bot_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
                      ttl: float = DEFAULTS.lease_ttl) -> APIRouter:
     router = APIRouter(prefix="/bot", tags=["bot"])
     crawls = RemoteCrawls(RawArchive(ledger.data_dir), forget_after=4 * ttl)
+    owners = WorkerOwners(ledger.db)
+    #: the bot token of the request (a default, not `Annotated`: `bot` is no module global)
+    acting_bot = Depends(bot)
 
-    @router.post("/leases", dependencies=[Depends(bot)])
-    def lease(body: LeaseRequest) -> dict[str, Any]:
+    def refuse_others(name: str, token: Token, owned: Callable[[str, str], bool]) -> None:
+        if not owned(name, token.token_id):
+            raise Forbidden(f"worker {name!r} is not this token's ({token.token_id}): a bot "
+                            "token acts only for the worker names it leased as")
+
+    def refuse_others_lease(job_id: str, lease_id: str, token: Token) -> None:
+        """A current lease is its worker's; a stale one goes on to be refused (409)."""
+        job = ledger.app.get_job(job_id)
+        if job.lease_id == lease_id and job.worker is not None:
+            refuse_others(job.worker, token, owners.owns)
+
+    @router.post("/leases")
+    def lease(body: LeaseRequest, token: Token = acting_bot) -> dict[str, Any]:
         name = f"bot:{body.worker}"
         with lock:
+            refuse_others(name, token, owners.claim)
             register(ledger, name, "bot", body.max, ["all"], clock.now(),  # once per name
                      host=body.host or "unknown", pid=body.pid)
             heartbeats.beat(name, body.in_flight, clock.now())
             tasks = lease_for(ledger, name, ttl, body.max, clock.now())
         return {"ttl": ttl, "leases": [task.to_payload() for task in tasks]}
 
-    @router.post("/depart", dependencies=[Depends(bot)])
-    def depart(body: Departure) -> dict[str, Any]:
+    @router.post("/depart")
+    def depart(body: Departure, token: Token = acting_bot) -> dict[str, Any]:
         """The bot stops: it leaves the worker registry (an event)."""
         with lock:
+            refuse_others(f"bot:{body.worker}", token, owners.owns)
             ledger.app.depart_worker(f"bot:{body.worker}", body.reason, clock.now())
         return {"worker": body.worker, "departed": True}
 
-    @router.post("/leases/{lease_id}/heartbeat", dependencies=[Depends(bot)])
-    def heartbeat(lease_id: str, body: Heartbeat) -> dict[str, Any]:
+    @router.post("/leases/{lease_id}/heartbeat")
+    def heartbeat(lease_id: str, body: Heartbeat, token: Token = acting_bot) -> dict[str, Any]:
         with lock:
+            refuse_others_lease(body.job_id, lease_id, token)
             ledger.app.extend_lease(body.job_id, lease_id, ttl, clock.now())
         return {"lease_id": lease_id, "ttl": ttl}
 
-    @router.post("/leases/{lease_id}/result", dependencies=[Depends(bot)],
-                 response_model=Submit, response_model_by_alias=True)
-    def result(lease_id: str, body: Result) -> Any:
+    @router.post("/leases/{lease_id}/result", response_model=Submit,
+                 response_model_by_alias=True)
+    def result(lease_id: str, body: Result, token: Token = acting_bot) -> Any:
+        with lock:
+            refuse_others_lease(body.job_id, lease_id, token)
         page = b""
         if body.ok:
             if body.body_gzip_b64 is None:

@@ -33,7 +33,7 @@ from domain.reextraction import Reextraction
 from domain.registry import WorkerRegistry
 from domain.store import PLATFORMS, Store
 from domain.timeutil import command, utc
-from domain.urls import normalize_url
+from domain.urls import check_url, normalize_url
 from domain.values import CrawlTask, Origin, Policy
 
 R = TypeVar("R")
@@ -84,6 +84,7 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
                        crawl_delay: float | None = None, max_concurrency: int | None = None,
                        respect_robots: bool | None = None, user_agent: str | None = None) -> UUID:
         """Register a store; its id is derived from its base URL."""
+        base_url = check_url(base_url)
         store = self.new_store(name=name, base_url=base_url, platform=platform, now=now,
                                region=region, timezone=timezone)
         if self.find(Store, store.id) is not None:
@@ -130,6 +131,7 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
                      retry_policy: RetryPolicy | None = None, adaptive: bool = True,
                      start_at: datetime | None = None) -> UUID:
         """Schedule a crawl job (`every=None`: one-shot). Same kind + URL = same job."""
+        url = check_url(url)
         store = self.get_store(store_id) if store_id is not None else None
         job = self.new_job(kind=kind, url=url, store=store, every=every, priority=priority,
                            retry_policy=retry_policy, adaptive=adaptive,

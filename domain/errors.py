@@ -4,6 +4,7 @@
     ├── NotFound                an unknown store, job or product id
     ├── InvalidTransition       a command not valid from the aggregate's state
     ├── InvalidInput            a bad URL, interval, price, policy value …
+    ├── Forbidden               a caller acting for what is not its own (a bot's worker)
     ├── Conflict                a concurrent writer got there first (lease race)
     │   └── LeaseLost           a result/extension for a lease that is not current
     └── EventStoreNotEmpty      an import into a store that already holds events
@@ -27,6 +28,10 @@ class InvalidTransition(LedgerError):
 
 
 class InvalidInput(LedgerError, ValueError):
+    pass
+
+
+class Forbidden(LedgerError):
     pass
 
 

@@ -7,6 +7,7 @@ sorted (w3lib `canonicalize_url`) and tracking parameters removed.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from functools import lru_cache
 from urllib.parse import SplitResult, parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
@@ -15,7 +16,8 @@ from w3lib.url import canonicalize_url
 
 from domain.errors import InvalidInput
 
-__all__ = ["TRACKING_PARAMS", "is_http_url", "join_url", "normalize_url"]
+__all__ = ["MAX_URL_LENGTH", "TRACKING_PARAMS", "check_url", "is_http_url", "join_url",
+           "normalize_url", "url_refusal"]
 
 TRACKING_PARAMS = frozenset(
     {"fbclid", "gclid", "mc_cid", "mc_eid", "ref", "ref_src", "igshid", "_ga", "_gl", "dclid",
@@ -26,6 +28,59 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 #: and no query, fragment, user or escape: nothing for canonicalisation to change
 _PLAIN = re.compile(r"(https?)://([a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?)(?::(\d{1,5}))?"
                     r"(/[A-Za-z0-9\-._~/]*)?")
+
+#: the longest URL an operator or a bot may hand in (browsers and CDNs stop near here)
+MAX_URL_LENGTH = 2048
+#: a space or a control character (C0, DEL, C1) anywhere in the text
+_UNSAFE_CHARACTER = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+#: a DNS name: labels of letters, digits, '-' and '_' (IDN letters too), no empty label,
+#: none starting or ending with '-'
+_HOST_LABEL = re.compile(r"(?!-)[\w-]{1,63}(?<!-)")
+
+
+def url_refusal(url: str) -> str | None:
+    """Why `url` is no http(s) URL a job or a store may have (None: it may).
+
+    Stricter than `is_http_url`, which reads links found on pages: this one judges
+    what an operator, the API or a bot hands in, before anything is recorded."""
+    if len(url) > MAX_URL_LENGTH:
+        return f"longer than {MAX_URL_LENGTH} characters ({len(url)})"
+    unsafe = _UNSAFE_CHARACTER.search(url)
+    if unsafe is not None:
+        return f"a space or control character ({unsafe.group()!r}) at position {unsafe.start()}"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on an invalid port
+    except ValueError as error:
+        return "invalid port" if "port" in str(error).lower() else str(error)
+    if parts.scheme.lower() not in _DEFAULT_PORTS:
+        return "scheme must be http or https"
+    if not parts.hostname:
+        return "no host"
+    return _host_refusal(parts.hostname)
+
+
+def _host_refusal(host: str) -> str | None:
+    if host.startswith("[") or ":" in host:  # an IPv6 literal, brackets already removed
+        try:
+            ipaddress.IPv6Address(host.split("%")[0])
+        except ValueError:
+            return f"invalid IPv6 address {host!r}"
+        return None
+    name = host[:-1] if host.endswith(".") else host
+    if len(name) > 253 or not all(_HOST_LABEL.fullmatch(label) for label in name.split(".")):
+        return f"invalid host name {host!r}"
+    return None
+
+
+def check_url(url: str) -> str:
+    """`url` without surrounding whitespace; InvalidInput saying why it is refused."""
+    stripped = url.strip()
+    reason = url_refusal(stripped)
+    if reason is not None:
+        shown = stripped if len(stripped) <= 80 else f"{stripped[:80]}…"
+        raise InvalidInput(f"bad URL {shown!r}: {reason}")
+    return stripped
 
 
 def is_http_url(url: str) -> bool:

@@ -227,6 +227,7 @@ ERROR_KINDS: dict[str, bool] = {
     "too_many_redirects": False,
     "too_large": True,
     "truncated": True,
+    "bad_encoding": False,
     "blocked_address": False,
     "http_4xx": False,
     "http_5xx": True,

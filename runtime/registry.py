@@ -19,11 +19,12 @@ from domain.timeutil import iso
 from projections.db import Database
 from runtime.ledger import Ledger
 
-__all__ = ["INTERVAL", "Heartbeats", "process_stats", "register", "registry"]
+__all__ = ["INTERVAL", "Heartbeats", "WorkerOwners", "process_stats", "register", "registry"]
 
 #: seconds between heartbeats; three missed ones make a worker stale
 INTERVAL = 10.0
 TABLE = "worker_heartbeats"
+OWNERS = "worker_owners"
 VERSION = "0.1"
 
 
@@ -48,6 +49,32 @@ class Heartbeats:
 
     def latest(self) -> dict[str, dict[str, Any]]:
         return {row["name"]: row for row in self.db.query(f"SELECT * FROM {TABLE}")}
+
+
+class WorkerOwners:
+    """Which API token each bot worker name belongs to: the first token to lease as a
+    name owns it, and only that token may act for it (lease, depart) afterwards. Kept
+    beside the heartbeats: it says who may speak for a worker, not what it did."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        with db.transaction() as tx:
+            tx.execute(f"CREATE TABLE IF NOT EXISTS {OWNERS} (name TEXT PRIMARY KEY, "
+                       "token_id TEXT NOT NULL)")
+
+    def claim(self, name: str, token_id: str) -> bool:
+        """Whether `name` is `token_id`'s, claiming it when no token has it yet."""
+        with self.db.transaction() as tx:
+            tx.execute(f"INSERT INTO {OWNERS} (name, token_id) VALUES (?, ?) "
+                       "ON CONFLICT (name) DO NOTHING", (name, token_id))
+            rows = tx.execute(f"SELECT token_id FROM {OWNERS} WHERE name = ?", (name,))
+        return bool(rows) and rows[0]["token_id"] == token_id
+
+    def owns(self, name: str, token_id: str) -> bool:
+        """Whether `name` is `token_id`'s (a name no token has claimed is nobody's)."""
+        with self.db.transaction() as tx:
+            rows = tx.execute(f"SELECT token_id FROM {OWNERS} WHERE name = ?", (name,))
+        return bool(rows) and rows[0]["token_id"] == token_id
 
 
 def process_stats() -> tuple[int, float]:

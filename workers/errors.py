@@ -3,7 +3,7 @@
     FetchError(kind, message, http_status=None, retry_after=None, retryable=None)
         kind is one of `domain.values.ERROR_KINDS`:
         robots_disallowed  dns  connect  timeout  tls  too_many_redirects
-        too_large  truncated  http_4xx  http_5xx  rate_limited  blocked
+        too_large  truncated  bad_encoding  http_4xx  http_5xx  rate_limited  blocked
         blocked_address  parse_error
 
 `from_transport_error` maps httpx exceptions (whatever the transport), and

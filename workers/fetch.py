@@ -4,9 +4,11 @@ It streams the body through an injected `httpx.AsyncClient` and enforces:
 the address guard and the caller's politeness slot on every hop (each hop
 waits for its own host's robots.txt, spacing and concurrency), redirect loops,
 connect/read timeouts (httpx), a total timeout around everything including
-redirects and the body (asyncio), a maximum (decoded) body size while
-streaming, and a redirect limit, recording the final URL. Compressed bodies
-are decoded by httpx (gzip/deflate, and br/zstd when their packages exist).
+redirects and the body (asyncio), a maximum body size, and a redirect limit,
+recording the final URL. The body is read raw and decoded by
+`workers.content_encoding`, bounded by what comes out: the same `max_bytes`
+caps the bytes read and the bytes decoded, and a body of more than one coding
+layer (or of an unknown coding) is refused before it is read.
 """
 
 from __future__ import annotations
@@ -24,6 +26,12 @@ from workers import charset
 from workers.adapters.base import Page, Request
 from workers.addresses import AddressGuard
 from workers.backoff import parse_retry_after
+from workers.content_encoding import (
+    ACCEPT_ENCODING,
+    BodyTooLarge,
+    decode,
+    refusal,
+)
 from workers.egress import current_client, note_latency
 from workers.errors import FetchError, from_status, from_transport_error, status_kind
 
@@ -115,7 +123,9 @@ class Fetcher:
         return current_client() or self._client
 
     def _build(self, request: Request, user_agent: str) -> httpx.Request:
-        headers = {"User-Agent": user_agent, **request.headers}
+        # only the codings workers.content_encoding decodes within the byte cap
+        asked = {k: v for k, v in request.headers.items() if k.lower() != "accept-encoding"}
+        headers = {"User-Agent": user_agent, **asked, "Accept-Encoding": ACCEPT_ENCODING}
         return self._routed.build_request(
             request.method, request.url, json=request.json, headers=headers,
             timeout=self._timeout,
@@ -150,7 +160,8 @@ class Fetcher:
     async def _read(self, response: httpx.Response, request: Request) -> Page:
         self._raise_for_status(response)
         self._check_declared_size(response)
-        body = await self._read_body(response)
+        self._check_encoding(response)
+        body = self._decoded(response, await self._read_body(response))
         content_type = response.headers.get("content-type", "")
         # decoded when the extraction reads it: a page waiting for the event loop
         # holds its bytes only
@@ -183,10 +194,29 @@ class Fetcher:
         if declared.isdigit() and int(declared) > self._limits.max_bytes:
             raise self._too_large(response, f"Content-Length {declared}")
 
+    def _check_encoding(self, response: httpx.Response) -> None:
+        reason = refusal(response.headers.get("content-encoding", ""))
+        if reason is not None:
+            request = response.request
+            raise FetchError("bad_encoding", f"{request.method} {request.url}: {reason}",
+                             http_status=response.status_code)
+
+    def _decoded(self, response: httpx.Response, raw: bytes) -> bytes:
+        request = response.request
+        try:
+            return decode(raw, response.headers.get("content-encoding", ""),
+                          self._limits.max_bytes)
+        except BodyTooLarge as error:
+            raise self._too_large(response, str(error)) from None
+        except ValueError as error:
+            raise FetchError("parse_error", f"{request.method} {request.url}: {error}",
+                             http_status=response.status_code) from None
+
     async def _read_body(self, response: httpx.Response) -> bytes:
+        """The raw (still encoded) body, at most `max_bytes` of it."""
         chunks: list[bytes] = []
         size = 0
-        async for chunk in response.aiter_bytes():
+        async for chunk in response.aiter_raw():
             size += len(chunk)
             if size > self._limits.max_bytes:
                 # stop here: closing the response drops the connection

@@ -20,6 +20,9 @@ __all__ = ["Money", "currency_code", "parse_amount", "parse_price"]
 _ISO = re.compile(r"^[A-Z]{3}$")
 _PLAIN_NUMBER = re.compile(r"^\s*-?\d+(\.\d+)?\s*$")
 _DIGIT = re.compile(r"\d")
+#: "1e999", "2.5E+3", "0x10", "0b101": forms no shop writes a price in, which price-parser
+#: would read as their first digits (1, 0): such text is no price at all
+_NOT_DECIMAL = re.compile(r"(?<![^\W_])(?:\d+(?:[.,]\d+)?[eE][+-]?\d|0[xXbBoO][0-9a-fA-F])")
 #: the word for "price" in the languages of the shops crawled (a label "Price:", a
 #: Twitter card's "Price" datum), as a regex alternation
 PRICE_WORDS = (r"price|preis|prix|precio|prezzo|prijs|pris|pre[cç]o|cena|cijena|hinta|fiyat|"
@@ -71,6 +74,8 @@ def parse_price(
     text = str(value).strip()
     if not text or len(text) > 200 or not _DIGIT.search(text):
         return None  # "Free", "Call for price": no number, so no price
+    if _NOT_DECIMAL.search(text):
+        return None
     if structured and _PLAIN_NUMBER.match(text):
         return _from_number(Decimal(text), currency_hint, where)
     text = _COUNT_AFTER.sub("", text)
