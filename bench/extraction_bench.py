@@ -6,7 +6,9 @@ For each extractor — crawl-ledger's (`workers.extraction.extract_page`, as a c
 runs it) and a naive extruct + price-parser script — prints accuracy per slice of
 tests/corpus (price + currency, availability) and pages per second (median of
 `--rounds` timed passes over every page, after one warm-up pass; the passes
-alternate between the two), then the ratios.
+alternate between the two), then the ratios. Last, for the entries that record a
+`first_sight` (pages and menu payloads added since the rule; tests/corpus/README.md),
+how the extractor scored them when each was added beside how it scores them now.
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ import argparse
 import statistics
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import corpus_scoring as cs  # noqa: E402
+import menu_scoring as ms  # noqa: E402
 
 
 def pages_per_second(extractors: dict[str, cs.Extractor], pages: list[tuple[bytes, str]],
@@ -46,6 +51,48 @@ def pages_per_second(extractors: dict[str, cs.Extractor], pages: list[tuple[byte
     return {name: statistics.median(found) for name, found in rates.items()}
 
 
+def first_sight_lines(entries: list[dict[str, Any]]) -> list[str]:
+    """Per slice of the pages that record a first sight: right at first sight, right now."""
+    seen = [entry for entry in entries if "first_sight" in entry]
+    _, now = cs.score(cs.ours, seen)
+    rows: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
+    for entry in seen:
+        for field, right in now[entry["id"]].items():
+            first = entry["first_sight"]["price" if field == "price_currency" else field]
+            for name in ("all", *entry.get("slices", [])):
+                row = rows[name][field]
+                row[0], row[1], row[2] = row[0] + first, row[1] + right, row[2] + 1
+    head = f"{'slice':<22}{'price first':>18}{'price now':>18}{'avail first':>18}{'avail now':>18}"
+    lines = [f"first sight: {len(seen)} pages of {len({e['shop'] for e in seen})} shops", head,
+             "-" * len(head)]
+    for name in sorted(rows, key=lambda s: (s != "all", s)):
+        cells = []
+        for field in ("price_currency", "availability"):
+            first, right, scored = rows[name].get(field, (0, 0, 0))
+            cells += ([f"{first / scored:>9.1%} {first:>3}/{scored:<4}",
+                       f"{right / scored:>9.1%} {right:>3}/{scored:<4}"] if scored
+                      else [f"{'-':>18}"] * 2)
+        lines.append(f"{name:<22}" + "".join(cells))
+    return lines
+
+
+def menu_first_sight_lines() -> list[str]:
+    """Per platform of the menu payloads that record a first sight: options right then, now."""
+    rows: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    for entry in (e for e in ms.manifest() if "first_sight" in e):
+        _, _, prices = ms.found(entry)
+        row = rows[entry["platform"]]
+        row[0] += 1
+        row[1] += entry["first_sight"]["items_right"]
+        row[2] += ms.hits(entry, prices)
+        row[3] += len(entry["truth"]["items"])
+    lines = [f"first sight: {sum(r[0] for r in rows.values())} menu payloads"]
+    for platform, (payloads, first, right, items) in sorted(rows.items()):
+        lines.append(f"{platform:<14} {payloads:>3} payloads  options right at first sight "
+                     f"{first / items:6.1%} ({first}/{items})  now {right / items:6.1%}")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -65,6 +112,7 @@ def main() -> None:
               f"(+{(ours.rate - base.rate) * 100:.1f} points)")
     print(f"{'pages/s':<16} ours {speed['ours']:6.1f}   baseline {speed['baseline']:6.1f}   "
           f"(ratio {speed['ours'] / speed['baseline']:.2f}x)")
+    print("\n" + "\n".join(first_sight_lines(entries) + [""] + menu_first_sight_lines()))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
+#: bytes of entries kept out of git, re-created from their sources by bench/corpus_cache.py
+CACHE = CORPUS.parent.parent / ".corpus-cache"
 
 
 @dataclass(frozen=True)
@@ -41,8 +44,16 @@ def entries(kind: str = "page") -> list[dict[str, Any]]:
     return [e for e in manifest if e.get("kind", "page") == kind]
 
 
+def locate(file: str) -> Path:
+    """Where a manifest's `file` is: in the repository, else in `.corpus-cache/`, else under
+    `$LEDGER_CORPUS_DIR`; the repository's path when it is nowhere (reading it then fails)."""
+    places = [CORPUS, CACHE] + ([Path(os.environ["LEDGER_CORPUS_DIR"])]
+                                if os.environ.get("LEDGER_CORPUS_DIR") else [])
+    return next((place / file for place in places if (place / file).is_file()), CORPUS / file)
+
+
 def body(entry: dict[str, Any]) -> bytes:
-    raw = (CORPUS / entry["file"]).read_bytes()
+    raw = locate(entry["file"]).read_bytes()
     return gzip.decompress(raw) if entry["file"].endswith(".gz") else raw
 
 
