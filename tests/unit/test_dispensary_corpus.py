@@ -22,6 +22,8 @@ from workers.adapters.base import Page
 from workers.extraction import extract_page
 
 CORPUS = Path(__file__).parent.parent / "corpus" / "dispensary"
+#: payload bytes kept out of git (bench/corpus_cache.py re-creates them)
+CACHE = Path(__file__).resolve().parent.parent.parent / ".corpus-cache" / "dispensary"
 MANIFEST: list[dict[str, Any]] = json.loads((CORPUS / "manifest.json").read_text("utf-8"))
 #: The private evaluation set's digests, in a `shared/` directory beside some ancestor of this checkout.
 _CANDIDATES = (parent / "shared" / "holdout-sha256.txt" for parent in Path(__file__).resolve().parents)
@@ -39,8 +41,13 @@ ADAPTER_FOR = {
 }
 
 
+def _files() -> list[Path]:
+    return [path for folder in (CORPUS, CACHE) if folder.is_dir() for path in folder.iterdir()
+            if path.name != "manifest.json"]
+
+
 def _text(entry: dict[str, Any]) -> str:
-    raw = (CORPUS / entry["file"]).read_bytes()
+    raw = (CORPUS / entry["file"] if (CORPUS / entry["file"]).is_file() else CACHE / entry["file"]).read_bytes()
     return (gzip.decompress(raw) if entry["file"].endswith(".gz") else raw).decode("utf-8")
 
 
@@ -69,7 +76,7 @@ def _hits(entry: dict[str, Any], prices: dict[tuple[str, str], set[Decimal]]) ->
 
 def test_the_manifest_lists_every_corpus_file_with_its_source_and_truth() -> None:
     listed = {entry["file"] for entry in MANIFEST}
-    on_disk = {path.name for path in CORPUS.iterdir() if path.name != "manifest.json"}
+    on_disk = {path.name for path in _files()}
     assert listed == on_disk
     for entry in MANIFEST:
         assert set(entry["source"]) == {"repo", "path", "commit", "licence"}
@@ -81,7 +88,7 @@ def test_no_corpus_file_is_a_private_evaluation_page() -> None:
     if HOLDOUT is None:
         pytest.skip("no shared/holdout-sha256.txt above this checkout")
     private = {line.strip() for line in HOLDOUT.read_text().splitlines() if line.strip() and not line.startswith("#")}
-    ours = {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in CORPUS.iterdir()}
+    ours = {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in _files()}
     ours.update({f"{e['file']} (decompressed)": hashlib.sha256(_text(e).encode()).hexdigest() for e in MANIFEST})
     assert not {name for name, digest in ours.items() if digest in private}
 
