@@ -58,19 +58,19 @@ def first_sight_lines(entries: list[dict[str, Any]]) -> list[str]:
     rows: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
     for entry in seen:
         for field, right in now[entry["id"]].items():
-            first = entry["first_sight"]["price" if field == "price_currency" else field]
+            was = bool(entry["first_sight"]["price" if field == "price_currency" else field])
             for name in ("all", *entry.get("slices", [])):
                 row = rows[name][field]
-                row[0], row[1], row[2] = row[0] + first, row[1] + right, row[2] + 1
+                row[0], row[1], row[2] = row[0] + was, row[1] + right, row[2] + 1
     head = f"{'slice':<22}{'price first':>18}{'price now':>18}{'avail first':>18}{'avail now':>18}"
     lines = [f"first sight: {len(seen)} pages of {len({e['shop'] for e in seen})} shops", head,
              "-" * len(head)]
     for name in sorted(rows, key=lambda s: (s != "all", s)):
         cells = []
         for field in ("price_currency", "availability"):
-            first, right, scored = rows[name].get(field, (0, 0, 0))
-            cells += ([f"{first / scored:>9.1%} {first:>3}/{scored:<4}",
-                       f"{right / scored:>9.1%} {right:>3}/{scored:<4}"] if scored
+            then, now_right, scored = rows[name].get(field, [0, 0, 0])
+            cells += ([f"{then / scored:>9.1%} {then:>3}/{scored:<4}",
+                       f"{now_right / scored:>9.1%} {now_right:>3}/{scored:<4}"] if scored
                       else [f"{'-':>18}"] * 2)
         lines.append(f"{name:<22}" + "".join(cells))
     return lines
