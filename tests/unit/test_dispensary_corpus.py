@@ -8,23 +8,16 @@ customer pays: the special price when there is one, else the price.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import json
 from collections import defaultdict
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import menu_scoring as ms
 import pytest
 
-from workers.adapters.base import Page
-from workers.extraction import extract_page
-
-CORPUS = Path(__file__).parent.parent / "corpus" / "dispensary"
-#: payload bytes kept out of git (bench/corpus_cache.py re-creates them)
-CACHE = Path(__file__).resolve().parent.parent.parent / ".corpus-cache" / "dispensary"
-MANIFEST: list[dict[str, Any]] = json.loads((CORPUS / "manifest.json").read_text("utf-8"))
+MANIFEST = ms.manifest()
 #: The private evaluation set's digests, in a `shared/` directory beside some ancestor of this checkout.
 _CANDIDATES = (parent / "shared" / "holdout-sha256.txt" for parent in Path(__file__).resolve().parents)
 HOLDOUT = next((path for path in _CANDIDATES if path.exists()), None)
@@ -42,36 +35,8 @@ ADAPTER_FOR = {
 
 
 def _files() -> list[Path]:
-    return [path for folder in (CORPUS, CACHE) if folder.is_dir() for path in folder.iterdir()
+    return [path for folder in (ms.DISPENSARY, ms.CACHE) if folder.is_dir() for path in folder.iterdir()
             if path.name != "manifest.json"]
-
-
-def _text(entry: dict[str, Any]) -> str:
-    raw = (CORPUS / entry["file"] if (CORPUS / entry["file"]).is_file() else CACHE / entry["file"]).read_bytes()
-    return (gzip.decompress(raw) if entry["file"].endswith(".gz") else raw).decode("utf-8")
-
-
-def _key(name: str, option: str | None) -> tuple[str, str]:
-    label = "default" if option in (None, "", "default") else option
-    return " ".join(name.split()).casefold(), "".join(label.split()).casefold()
-
-
-def _found(entry: dict[str, Any]) -> tuple[str, int, dict[tuple[str, str], set[Decimal]]]:
-    """(adapter name, products found, effective prices by (name, option))."""
-    page = Page(url=f"https://corpus.invalid/{entry['id']}", text=_text(entry))
-    adapter, extraction = extract_page(page)
-    prices: dict[tuple[str, str], set[Decimal]] = defaultdict(set)
-    for obs in extraction.observations:
-        for offer in obs.offers:
-            paid = offer.special_price if offer.special_price is not None else offer.price
-            if paid is not None:
-                prices[_key(obs.name, offer.option)].add(paid)
-    return adapter.name, len(extraction.observations), prices
-
-
-def _hits(entry: dict[str, Any], prices: dict[tuple[str, str], set[Decimal]]) -> int:
-    items = entry["truth"]["items"]
-    return sum(Decimal(item["price"]) in prices.get(_key(item["name"], item["option"]), ()) for item in items)
 
 
 def test_the_manifest_lists_every_corpus_file_with_its_source_and_truth() -> None:
@@ -89,27 +54,27 @@ def test_no_corpus_file_is_a_private_evaluation_page() -> None:
         pytest.skip("no shared/holdout-sha256.txt above this checkout")
     private = {line.strip() for line in HOLDOUT.read_text().splitlines() if line.strip() and not line.startswith("#")}
     ours = {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in _files()}
-    ours.update({f"{e['file']} (decompressed)": hashlib.sha256(_text(e).encode()).hexdigest() for e in MANIFEST})
+    ours.update({f"{e['file']} (decompressed)": hashlib.sha256(ms.text(e).encode()).hexdigest() for e in MANIFEST})
     assert not {name for name, digest in ours.items() if digest in private}
 
 
 @pytest.mark.parametrize("entry", MANIFEST, ids=[entry["id"] for entry in MANIFEST])
 def test_each_payload_is_detected_by_content_and_its_products_found(entry: dict[str, Any]) -> None:
-    adapter, products, prices = _found(entry)
+    adapter, products, prices = ms.found(entry)
     assert adapter == ADAPTER_FOR[entry["platform"]]
     assert products == entry["truth"]["products"]
     items = entry["truth"]["items"]
-    assert Decimal(_hits(entry, prices)) / len(items) >= THRESHOLD
+    assert Decimal(ms.hits(entry, prices)) / len(items) >= THRESHOLD
 
 
 def test_accuracy_per_platform(capsys: pytest.CaptureFixture[str]) -> None:
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     for entry in MANIFEST:
-        _, products, prices = _found(entry)
+        _, products, prices = ms.found(entry)
         row = totals[entry["platform"]]
         row[0] += products
         row[1] += entry["truth"]["products"]
-        row[2] += _hits(entry, prices)
+        row[2] += ms.hits(entry, prices)
         row[3] += len(entry["truth"]["items"])
     with capsys.disabled():
         print()
