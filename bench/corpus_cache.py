@@ -9,9 +9,10 @@ whose bytes no corpus root holds (all entries with `--all`), reads
 it) and writes it to `.corpus-cache/<file>`, gzipped when the manifest's file name ends
 in `.gz` and the source's bytes are not gzip already. A blob whose digest (raw or
 gunzipped) is on the private evaluation list (`../shared/holdout-sha256.txt`) is never
-written. Entries derived from their source rather than copied (an excerpt, a split file:
-their `truth_rule` says so) are written as the source's bytes and reported as `derived`;
-their bytes come from the shared corpus, not from here.
+written, nor one whose decompressed bytes differ from the `sha256` the entry records
+(reported as `sha256-differs`). Entries derived from their source rather than copied (an
+excerpt, a split file: their `truth_rule` says so) are written as the source's bytes and
+reported as `derived`; their bytes come from the shared corpus, not from here.
 """
 
 from __future__ import annotations
@@ -54,21 +55,25 @@ def private_digests() -> set[str]:
             if len(line.strip()) == 64}
 
 
-def digests(data: bytes) -> set[str]:
-    forms = [data]
+def plain(data: bytes) -> bytes:
+    """The bytes decompressed when they are gzip (what an entry's `sha256` is of)."""
     if data.startswith(GZIP_MAGIC):
         try:
-            forms.append(gzip.decompress(data))
+            return gzip.decompress(data)
         except (OSError, EOFError):
             pass
-    return {hashlib.sha256(form).hexdigest() for form in forms}
+    return data
+
+
+def digests(data: bytes) -> set[str]:
+    return {hashlib.sha256(form).hexdigest() for form in (data, plain(data))}
 
 
 def stored_form(data: bytes, file_name: str) -> bytes:
-    """The bytes as the manifest names them: gzipped when the name ends in .gz."""
-    if file_name.endswith(".gz") and not data.startswith(GZIP_MAGIC):
-        return gzip.compress(data, mtime=0)
-    return data
+    """The bytes as the manifest names them: gzipped when the name ends in .gz, else plain."""
+    if not file_name.endswith(".gz"):
+        return plain(data)
+    return data if data.startswith(GZIP_MAGIC) else gzip.compress(data, mtime=0)
 
 
 def is_copy(entry: dict[str, Any]) -> bool:
@@ -79,7 +84,8 @@ def is_copy(entry: dict[str, Any]) -> bool:
 
 def cache_one(entry: dict[str, Any], manifest_name: str, mirrors: Path, private: set[str],
               dry_run: bool) -> str:
-    """What happened to this entry: written, derived, no-mirror, no-blob, private."""
+    """What happened to this entry: written, derived, no-mirror, no-blob, private,
+    sha256-differs."""
     source = entry["source"]
     git = git_dir(mirrors, source["repo"])
     if git is None:
@@ -89,6 +95,8 @@ def cache_one(entry: dict[str, Any], manifest_name: str, mirrors: Path, private:
         return "no-blob"
     if digests(data) & private:
         return "private"
+    if "sha256" in entry and hashlib.sha256(plain(data)).hexdigest() != entry["sha256"]:
+        return "sha256-differs"
     target = corpus_files.CACHE / corpus_files.relative(entry, manifest_name)
     if not dry_run:
         target.parent.mkdir(parents=True, exist_ok=True)

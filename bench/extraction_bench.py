@@ -7,9 +7,12 @@ runs it) and a naive extruct + price-parser script — prints accuracy per slice
 the corpus (manifest tests/corpus; bytes from `$LEDGER_CORPUS_DIR`, else ../shared/corpus,
 then .corpus-cache: see tests/corpus_files.py) (price + currency, availability) and pages per second (median of
 `--rounds` timed passes over every page, after one warm-up pass; the passes
-alternate between the two), then the ratios. Then the generic menu reader alone (platform adapters switched off) on
-every menu payload of tests/corpus/dispensary: the share of the truth's options it finds
-at their effective price, and how far it agrees with the platform adapters.
+alternate between the two), then the ratios. Then, for the entries that record a
+`first_sight` (pages and menu payloads added since the rule; tests/corpus/README.md),
+how the extractor scored them when each was added beside how it scores them now. Last,
+the generic menu reader alone (platform adapters switched off) on every menu payload of
+tests/corpus/dispensary: the share of the truth's options it finds at their effective
+price, and how far it agrees with the platform adapters.
 """
 
 from __future__ import annotations
@@ -18,13 +21,15 @@ import argparse
 import statistics
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import corpus_files  # noqa: E402
 import corpus_scoring as cs  # noqa: E402
-import menu_scoring  # noqa: E402
+import menu_scoring as ms  # noqa: E402
 
 
 def pages_per_second(extractors: dict[str, cs.Extractor], pages: list[tuple[bytes, str]],
@@ -51,6 +56,50 @@ def pages_per_second(extractors: dict[str, cs.Extractor], pages: list[tuple[byte
     return {name: statistics.median(found) for name, found in rates.items()}
 
 
+def first_sight_lines(entries: list[dict[str, Any]]) -> list[str]:
+    """Per slice of the pages that record a first sight: right at first sight, right now."""
+    seen = [entry for entry in entries if "first_sight" in entry]
+    _, now = cs.score(cs.ours, seen)
+    rows: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
+    for entry in seen:
+        first = cs.first_sight(entry)
+        for field, right in now[entry["id"]].items():
+            was = first[field]
+            for name in ("all", *entry.get("slices", [])):
+                row = rows[name][field]
+                row[0], row[1], row[2] = row[0] + was, row[1] + right, row[2] + 1
+    head = f"{'slice':<22}{'price first':>18}{'price now':>18}{'avail first':>18}{'avail now':>18}"
+    lines = [f"first sight: {len(seen)} pages of {len({e['shop'] for e in seen})} shops", head,
+             "-" * len(head)]
+    for name in sorted(rows, key=lambda s: (s != "all", s)):
+        cells = []
+        for field in ("price_currency", "availability"):
+            then, now_right, scored = rows[name].get(field, [0, 0, 0])
+            cells += ([f"{then / scored:>9.1%} {then:>3}/{scored:<4}",
+                       f"{now_right / scored:>9.1%} {now_right:>3}/{scored:<4}"] if scored
+                      else [f"{'-':>18}"] * 2)
+        lines.append(f"{name:<22}" + "".join(cells))
+    return lines
+
+
+def menu_first_sight_lines() -> list[str]:
+    """Per platform of the menu payloads that record a first sight: options right then, now."""
+    rows: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    seen = [entry for entry in ms.manifest() if "first_sight" in entry]
+    for entry in corpus_files.presence(seen, ms.MENUS).present:
+        _, _, prices = ms.found(entry)
+        row = rows[entry["platform"]]
+        row[0] += 1
+        row[1] += entry["first_sight"]["items_right"]
+        row[2] += ms.hits(entry, prices)
+        row[3] += len(entry["truth"]["items"])
+    lines = [f"first sight: {sum(r[0] for r in rows.values())} menu payloads"]
+    for platform, (payloads, first, right, items) in sorted(rows.items()):
+        lines.append(f"{platform:<14} {payloads:>3} payloads  options right at first sight "
+                     f"{first / items:6.1%} ({first}/{items})  now {right / items:6.1%}")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -61,7 +110,7 @@ def main() -> None:
         raise SystemExit("no corpus bytes here: set LEDGER_CORPUS_DIR (see tests/corpus/README.md)")
     entries = found.present
     pages = [(cs.body(e), e["url"]) for e in entries]
-    named = {"ours": cs.ours, "baseline": cs.baseline}
+    named: dict[str, cs.Extractor] = {"ours": cs.ours, "baseline": cs.baseline}
     scores = {name: cs.score(extract, entries)[0] for name, extract in named.items()}
     speed = pages_per_second(named, pages, args.rounds)
     shops = len({e["shop"] for e in entries})
@@ -74,6 +123,7 @@ def main() -> None:
               f"(+{(ours.rate - base.rate) * 100:.1f} points)")
     print(f"{'pages/s':<16} ours {speed['ours']:6.1f}   baseline {speed['baseline']:6.1f}   "
           f"(ratio {speed['ours'] / speed['baseline']:.2f}x)")
+    print("\n" + "\n".join(first_sight_lines(entries) + [""] + menu_first_sight_lines()))
 
 
 def menu_section() -> None:
@@ -82,21 +132,20 @@ def menu_section() -> None:
     from workers.adapters.base import Page
     from workers.extraction import extract_page, menu_cross_check
 
-    found = corpus_files.presence(corpus_files.manifest(menu_scoring.MENUS), menu_scoring.MENUS)
+    found = corpus_files.presence(ms.manifest(), ms.MENUS)
     print(f"\nmenu payloads: {found.line()}")
     if not found.present:
         return
-    rows = menu_scoring.generic_alone(found.present)
+    rows = ms.generic_alone(found.present)
     print(f"{'payload':<16}{'platform':<14}{'products':>10}{'options':>14}{'as written':>12}"
           f"  cross-check with the adapter")
     for row, entry in zip(rows, found.present, strict=True):
-        text = corpus_files.content(corpus_files.relative(entry, menu_scoring.MENUS)).decode()
-        page = Page(url=f"https://corpus.invalid/{entry['id']}", text=text)
+        page = Page(url=f"https://corpus.invalid/{entry['id']}", text=ms.text(entry))
         checked = menu_cross_check(page, extract_page(page)[1])
         print(f"{row.entry_id:<16}{row.platform:<14}{row.products:>5}/{row.truth_products:<4}"
               f"{row.same_weights:>8}/{row.items:<5}{row.strict:>6}/{row.items:<5}  "
               f"{checked.line() if checked else '-'}")
-    strict, same_weights = menu_scoring.total(rows)
+    strict, same_weights = ms.total(rows)
     print(f"generic menu reader, adapters off: {same_weights:.1%} of options "
           f"({strict:.1%} with option labels compared as written)")
 

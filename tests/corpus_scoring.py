@@ -68,6 +68,22 @@ def judge(entry: dict[str, Any], found: Found) -> dict[str, bool]:
     return verdict
 
 
+#: verdict field -> its name in an entry's `first_sight` record (tests/corpus/README.md)
+FIRST_SIGHT_NAMES = {"price_currency": "price", "availability": "availability"}
+
+
+def first_sight(entry: dict[str, Any]) -> dict[str, bool]:
+    """The entry's recorded first sight as a verdict (field -> right), like `judge`'s."""
+    recorded = entry["first_sight"]
+    return {field: bool(recorded[name]) for field, name in FIRST_SIGHT_NAMES.items()
+            if name in recorded}
+
+
+def first_sight_record(verdict: dict[str, bool]) -> dict[str, bool]:
+    """A verdict as the fields of a `first_sight` record."""
+    return {FIRST_SIGHT_NAMES[field]: right for field, right in verdict.items()}
+
+
 @dataclass
 class Tally:
     right: int = 0

@@ -1,4 +1,5 @@
-"""Scoring a menu reader against the dispensary corpus (tests/corpus/dispensary/manifest.json).
+"""Scoring a menu reader against the dispensary corpus (tests/corpus/dispensary/manifest.json),
+for the dispensary tests and the bench alike (bytes through corpus_files).
 
 Each entry's truth lists items (product name, option, the price a buyer pays). An item is
 right when the reader found that product and option at that effective price (the special
@@ -22,7 +23,8 @@ import corpus_files
 
 from domain.values import Observation
 
-__all__ = ["MENUS", "Row", "generic_alone", "hits", "key", "prices_by_key", "total"]
+__all__ = ["MENUS", "Row", "extraction", "found", "generic_alone", "hits", "key", "manifest",
+           "prices_by_key", "priced", "text", "total"]
 
 MENUS = "dispensary/manifest.json"
 
@@ -39,6 +41,16 @@ _SAME_WEIGHT = {
     "1oz": ("ounce", "1oz", "oneounce", "1ounce", "oz"),
 }
 _CANONICAL = {spelling: name for name, spellings in _SAME_WEIGHT.items() for spelling in spellings}
+
+
+def manifest() -> list[dict[str, Any]]:
+    """The menu payloads' entries, whether or not their bytes are present."""
+    return corpus_files.manifest(MENUS)
+
+
+def text(entry: dict[str, Any]) -> str:
+    """The payload's text, decompressed."""
+    return corpus_files.content(corpus_files.relative(entry, MENUS)).decode("utf-8")
 
 
 def key(name: str, option: str | None, same_weights: bool = False) -> Key:
@@ -67,6 +79,30 @@ def hits(entry: dict[str, Any], prices: dict[Key, set[Decimal]], same_weights: b
                for item in entry["truth"]["items"])
 
 
+def extraction(entry: dict[str, Any]) -> tuple[str, tuple[Observation, ...]]:
+    """What `extract_page` makes of the payload, as a crawl runs it: (adapter name, products)."""
+    from workers.adapters.base import Page
+    from workers.extraction import extract_page
+
+    adapter, extracted = extract_page(Page(url=f"https://corpus.invalid/{entry['id']}",
+                                           text=text(entry)))
+    return adapter.name, extracted.observations
+
+
+def found(entry: dict[str, Any]) -> tuple[str, int, dict[Key, set[Decimal]]]:
+    """(adapter name, products found, effective prices by (name, option))."""
+    adapter, observations = extraction(entry)
+    return adapter, len(observations), prices_by_key(observations)
+
+
+def priced(observations: tuple[Observation, ...]) -> int:
+    """How many of the products carry a price (a payload may list one whose every price is
+    0: the adapters report it, priceless; a reader that knows a product by its name and a
+    price cannot)."""
+    return sum(any(o.price is not None or o.special_price is not None for o in obs.offers)
+               for obs in observations)
+
+
 @dataclass(frozen=True)
 class Row:
     """One payload's score: products found / in the truth, items right (strict labels,
@@ -88,11 +124,11 @@ def generic_alone(entries: Iterable[dict[str, Any]]) -> list[Row]:
 
     rows = []
     for entry in entries:
-        data = load(corpus_files.content(corpus_files.relative(entry, MENUS)).decode("utf-8"))
-        found = read_menu(data, entry["truth"].get("currency") or "USD")
-        rows.append(Row(entry["id"], entry["platform"], len(found), entry["truth"]["products"],
-                        hits(entry, prices_by_key(found)),
-                        hits(entry, prices_by_key(found, True), True),
+        data = load(text(entry))
+        read = read_menu(data, entry["truth"].get("currency") or "USD")
+        rows.append(Row(entry["id"], entry["platform"], len(read), entry["truth"]["products"],
+                        hits(entry, prices_by_key(read)),
+                        hits(entry, prices_by_key(read, True), True),
                         len(entry["truth"]["items"])))
     return rows
 
