@@ -26,7 +26,7 @@ PACKAGES = ("domain", "eventstore", "projections", "workers", "runtime", "stream
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 CODE_SPAN = re.compile(r"`([^`\n]+)`")
 PATH_TOKEN = re.compile(r"^[\w.-]+(?:/[\w.-]+)*(?:\.py|/)$")
-DOTTED_TOKEN = re.compile(r"^(?:%s)(?:\.\w+)+(?:\(\))?$" % "|".join(PACKAGES))
+DOTTED_TOKEN = re.compile(rf"^(?:{'|'.join(PACKAGES)})(?:\.\w+)+(?:\(\))?$")
 
 
 def doc_pages() -> list[Path]:
