@@ -2,7 +2,7 @@
 
 A standalone example: it needs only kafka-python (`pip install kafka-python`)
 and imports nothing from crawl-ledger. Every message on `ledger.products.v1`
-is one JSON envelope (see the README, "Scaling out"). Delivery is at least once,
+is one JSON envelope (see docs/services/kafka.md). Delivery is at least once,
 so the consumer remembers the `event_id`s it has handled and skips repeats.
 
     python docs/consumer_example.py --bootstrap 127.0.0.1:9092 [--from-beginning]
