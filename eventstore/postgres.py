@@ -29,7 +29,15 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg.sql import SQL, Identifier, Literal
 
 from domain.envelope import StoredRow
-from eventstore.base import Backend, ImportRow, Snapshots, not_empty, snapshots_not_written
+from eventstore.base import (
+    Backend,
+    ImportRow,
+    LinkedRow,
+    Snapshots,
+    not_empty,
+    snapshots_not_written,
+)
+from eventstore.chain import GENESIS, ChainRow, backfill, link_rows, links_table
 from eventstore.locks import Holder, postgres_lock
 from eventstore.target import PostgresTarget
 
@@ -108,20 +116,51 @@ class PostgresBackend(Backend):
                      "topic, state) SELECT * FROM unnest(%b::bigint[], %b::{id_type}[], "
                      "%b::bigint[], %b::text[], %b::bytea[])").format(
             table=table, id_type=Identifier(store.originator_id_type))
-        inserted, last = 0, 0
+        links = _links(store, recorder.events_table_name)
+        inserted, last, previous = 0, 0, GENESIS
         with store.transaction(commit=True) as cursor:
             cursor.execute(SQL("LOCK TABLE {table} IN EXCLUSIVE MODE").format(table=table))
             cursor.execute(SQL("SELECT count(*) AS n FROM {table}").format(table=table))
             if (found := cursor.fetchone()["n"]):
                 raise not_empty(found, self.describe())
+            cursor.execute(SQL("SELECT count(*) AS n FROM {links}").format(links=links))
+            if (found := cursor.fetchone()["n"]):
+                raise not_empty(found, self.describe() + " (its audit chain)")
             for batch in batches:
                 cursor.execute(insert, [list(column) for column in zip(*batch)])
+                chained = link_rows(previous, [(p, i.hex, v, t, s) for p, i, v, t, s in batch])
+                _insert_links(cursor, links, chained)
+                previous = chained[-1][1] if chained else previous
                 inserted, last = inserted + len(batch), max(last, max(r[0] for r in batch))
             if last:  # new events are numbered after the imported ones
                 cursor.execute("SELECT setval(pg_get_serial_sequence(format('%%I.%%I', %s::text, "
                                "%s::text), 'notification_id'), %s)",
                                (store.schema, recorder.events_table_name, last))
         return inserted
+
+    def chain_rows(self, recorder: Any, after: int, limit: int) -> list[LinkedRow]:
+        store = recorder.datastore
+        sql = SQL("SELECT e.notification_id, replace(e.originator_id::text, '-', ''), "
+                  "e.originator_version, e.topic, e.state, l.link FROM {events} e LEFT JOIN "
+                  "{links} l ON l.notification_id = e.notification_id WHERE e.notification_id > %s "
+                  "ORDER BY e.notification_id LIMIT %s").format(
+            events=_events(store, recorder.events_table_name),
+            links=_links(store, recorder.events_table_name))
+        return _rows(recorder, sql, [after, limit])
+
+    def orphan_links(self, recorder: Any) -> list[int]:
+        store = recorder.datastore
+        sql = SQL("SELECT l.notification_id FROM {links} l WHERE NOT EXISTS (SELECT 1 FROM "
+                  "{events} e WHERE e.notification_id = l.notification_id) "
+                  "ORDER BY l.notification_id LIMIT 10").format(
+            events=_events(store, recorder.events_table_name),
+            links=_links(store, recorder.events_table_name))
+        return [int(row[0]) for row in _rows(recorder, sql, [])]
+
+    def originator_ids(self, recorder: Any) -> list[UUID]:
+        sql = SQL("SELECT DISTINCT originator_id FROM {events}").format(
+            events=_events(recorder.datastore, recorder.events_table_name))
+        return [self._originator(recorder, row[0]) for row in _rows(recorder, sql, [])]
 
     def _after_chunk(self, recorder: Any, ids: list[UUID], floors: list[int]) -> list[Any]:
         return _query(recorder, f"SELECT {_COLUMNS} FROM {{schema}}.{{table}} e JOIN "
@@ -165,6 +204,63 @@ def _query(recorder: PostgresAggregateRecorder, statement: str, parameters: list
             conn.cursor(row_factory=rows, binary=True) as cursor:
         cursor.execute(sql, parameters)
         return list(cursor.fetchall())
+
+
+def _rows(recorder: Any, sql: Any, parameters: list[Any]) -> list[Any]:
+    with recorder.datastore.get_connection() as conn, \
+            conn.cursor(row_factory=tuple_row, binary=True) as cursor:
+        cursor.execute(sql, parameters)
+        return list(cursor.fetchall())
+
+
+def _events(datastore: PostgresDatastore, events_table: str) -> Any:
+    return SQL("{}.{}").format(Identifier(datastore.schema), Identifier(events_table))
+
+
+def _links(datastore: PostgresDatastore, events_table: str) -> Any:
+    return SQL("{}.{}").format(Identifier(datastore.schema), Identifier(links_table(events_table)))
+
+
+def _insert_links(curs: Any, links: Any, chained: list[tuple[int, bytes]]) -> None:
+    if chained:
+        curs.execute(SQL("INSERT INTO {} (notification_id, link) SELECT * FROM "
+                         "unnest(%b::bigint[], %b::bytea[])").format(links),
+                     [list(column) for column in zip(*chained)])
+
+
+def _last_link(curs: Any) -> bytes:
+    row = curs.fetchone()
+    return bytes(row[0]) if row else GENESIS
+
+
+def _ensure_links(recorder: Any) -> None:
+    """Create the links table; chain the events of a store written before it (one-time),
+    under the table lock that orders inserts."""
+    store, name = recorder.datastore, recorder.events_table_name
+    events, links = _events(store, name), _links(store, name)
+    qualified = (f"{Identifier(store.schema).as_string(None)}."
+                 f"{Identifier(links_table(name)).as_string(None)}")
+    settled = SQL("SELECT EXISTS(SELECT 1 FROM {links}) OR NOT EXISTS(SELECT 1 FROM {events})"
+                  ).format(links=links, events=events)
+    with store.get_connection() as conn, conn.cursor(row_factory=tuple_row) as curs:
+        found = curs.execute("SELECT to_regclass(%s) IS NOT NULL", (qualified,)).fetchone()
+        if found and found[0] and (curs.execute(settled).fetchone() or (False,))[0]:
+            return
+    with store.get_connection() as conn, conn.transaction(), \
+            conn.cursor(row_factory=tuple_row, binary=True) as curs:
+        curs.execute(SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(events))
+        curs.execute(SQL("CREATE TABLE IF NOT EXISTS {} (notification_id bigint PRIMARY KEY, "
+                         "link bytea NOT NULL)").format(links))
+        if (curs.execute(settled).fetchone() or (False,))[0]:
+            return
+        select = SQL("SELECT notification_id, replace(originator_id::text, '-', ''), "
+                     "originator_version, topic, state FROM {} WHERE notification_id > %s "
+                     "ORDER BY notification_id LIMIT 5000").format(events)
+
+        def read(after: int) -> list[ChainRow]:
+            return list(curs.execute(select, [after]).fetchall())
+
+        backfill(read, lambda chained: _insert_links(curs, links, chained))
 
 
 def _binary_insert(datastore: PostgresDatastore, table: str, returning: str = "") -> Any:
@@ -211,6 +307,24 @@ class BinaryInsertRecorder(PostgresApplicationRecorder):
             name=Literal(f"{Identifier(datastore.schema).as_string(None)}."
                          f"{Identifier(events_table_name).as_string(None)}"))
         self._copy_types = [datastore.originator_id_type, "int8", "text", "bytea"]
+        self.links = _links(datastore, events_table_name)
+        self.last_link_statement = SQL(
+            "SELECT link FROM {} ORDER BY notification_id DESC LIMIT 1").format(self.links)
+
+    def create_table(self) -> None:
+        if self.datastore.enable_db_functions:  # its insert function writes no links
+            raise ValueError("POSTGRES_ENABLE_DB_FUNCTIONS is not supported: the ledger's "
+                             "recorder writes each event's audit-chain link; unset it")
+        super().create_table()
+        _ensure_links(self)
+
+    def _write_links(self, curs: Any, previous: bytes, ids: Sequence[int],
+                     stored_events: Sequence[StoredEvent]) -> None:
+        """Each event's audit-chain link (`eventstore.chain`), in the insert's transaction:
+        under the table lock, so links are computed in notification-id order."""
+        _insert_links(curs, self.links, link_rows(previous, sorted(
+            (i, e.originator_id, e.originator_version, e.topic, e.state)
+            for i, e in zip(ids, stored_events))))
 
     def insert_events(self, stored_events: Sequence[StoredEvent],
                       **kwargs: Any) -> Sequence[int] | None:
@@ -230,6 +344,8 @@ class BinaryInsertRecorder(PostgresApplicationRecorder):
                 with conn.pipeline():
                     self._lock_table(curs)  # type: ignore[arg-type]
                     self._notify_channel(curs)  # type: ignore[arg-type]
+                    curs.execute(self.last_link_statement)
+                previous = _last_link(curs)
                 with curs.copy(self.copy_statement) as copy:
                     copy.set_types(self._copy_types)
                     write = copy.write_row
@@ -237,6 +353,7 @@ class BinaryInsertRecorder(PostgresApplicationRecorder):
                         write((e.originator_id, e.originator_version, e.topic, e.state))
                 last = int(curs.execute(self.last_id_statement).fetchone()[0])  # type: ignore[index]
                 ids = list(range(last - len(stored_events) + 1, last + 1))
+                self._write_links(curs, previous, ids, stored_events)
             if snapshots:
                 _insert_snapshots(conn, *snapshots)
         return ids
@@ -252,6 +369,10 @@ class BinaryInsertRecorder(PostgresApplicationRecorder):
                                        *, snapshots: Snapshots | None = None,
                                        **kwargs: Any) -> Sequence[int] | None:
         ids = super()._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+        if ids:
+            with curs.connection.cursor(row_factory=tuple_row) as links:
+                links.execute(self.last_link_statement)
+                self._write_links(links, _last_link(links), ids, stored_events)
         if snapshots:
             _insert_snapshots(curs.connection, *snapshots)
         return ids

@@ -13,7 +13,8 @@ from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 
 from domain.envelope import StoredRow
-from eventstore.base import Backend, ImportRow, Snapshots, not_empty, snapshots_not_written
+from eventstore.base import Backend, ImportRow, LinkedRow, Snapshots, not_empty, snapshots_not_written
+from eventstore.chain import GENESIS, ChainRow, backfill, link_rows, links_table
 from eventstore.locks import Holder, sqlite_lock
 from eventstore.sqlite_factory import TOPIC as FACTORY
 
@@ -31,7 +32,14 @@ class BatchInsertRecorder(SQLiteApplicationRecorder):
     first insert, and SQLite numbers each row of a table without AUTOINCREMENT one
     past the largest rowid, so the batch takes `last - n + 1 .. last`; the count of
     rows in that range confirms it, else each id is read back.
+
+    Each event's audit-chain link (`eventstore.chain`) is written beside it, in the same
+    transaction: the write lock orders the links as it orders the ids.
     """
+
+    def create_table(self) -> None:
+        super().create_table()
+        _ensure_links(self)
 
     def _insert_events(self, c: Any, stored_events: Sequence[StoredEvent], *,
                        snapshots: Snapshots | None = None, **_: Any) -> Sequence[int] | None:
@@ -49,6 +57,9 @@ class BatchInsertRecorder(SQLiteApplicationRecorder):
             ids = list(range(first, last + 1))
         else:
             ids = [self._rowid(c, e) for e in stored_events]  # not seen; kept exact regardless
+        _write_links(c, self.events_table_name, sorted(
+            (i, e.originator_id, e.originator_version, e.topic, e.state)
+            for i, e in zip(ids, stored_events)))
         if snapshots:
             _insert_snapshots(c, *snapshots)
         return ids
@@ -60,6 +71,42 @@ class BatchInsertRecorder(SQLiteApplicationRecorder):
                   (originator.hex if isinstance(originator, UUID) else originator,
                    event.originator_version))
         return int(c.fetchone()[0])
+
+
+def _write_links(c: Any, events_table: str, rows: list[ChainRow]) -> None:
+    """The links of `rows` (in notification-id order), chained from the last link stored."""
+    table = links_table(events_table)
+    c.execute(f"SELECT link FROM {table} ORDER BY notification_id DESC LIMIT 1")
+    last = c.fetchone()
+    c.executemany(f"INSERT INTO {table} (notification_id, link) VALUES (?, ?)",
+                  link_rows(bytes(last[0]) if last else GENESIS, rows))
+
+
+def _ensure_links(recorder: Any) -> None:
+    """Create the links table; chain the events of a store written before it (one-time)."""
+    events, table = recorder.events_table_name, links_table(recorder.events_table_name)
+    settled = (f"SELECT EXISTS(SELECT 1 FROM {table}) OR NOT EXISTS(SELECT 1 FROM {events})")
+    with recorder.datastore.transaction(commit=False) as c:
+        c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,))
+        if c.fetchone() is not None:
+            c.execute(settled)
+            if c.fetchone()[0]:
+                return
+    with recorder.datastore.transaction(commit=True) as c:
+        c.execute(f"CREATE TABLE IF NOT EXISTS {table} "
+                  "(notification_id INTEGER PRIMARY KEY, link BLOB NOT NULL)")
+        c.execute(f"DELETE FROM {table} WHERE 0")  # the write lock, before looking again
+        c.execute(settled)
+        if c.fetchone()[0]:
+            return
+
+        def read(after: int) -> list[ChainRow]:
+            c.execute(f"SELECT rowid, originator_id, originator_version, topic, state FROM "
+                      f"{events} WHERE rowid > ? ORDER BY rowid LIMIT 5000", (after,))
+            return [tuple(row) for row in c.fetchall()]
+
+        backfill(read, lambda links: c.executemany(
+            f"INSERT INTO {table} (notification_id, link) VALUES (?, ?)", links))
 
 
 def _insert_snapshots(c: Any, recorder: Any, snapshots: Sequence[StoredEvent]) -> None:
@@ -105,6 +152,25 @@ class SQLiteBackend(Backend):
             cursor.execute(statement, (after, limit))
             return [tuple(row) for row in cursor.fetchall()]
 
+    def chain_rows(self, recorder: Any, after: int, limit: int) -> list[LinkedRow]:
+        events = recorder.events_table_name
+        return _query(recorder, f"SELECT e.rowid, e.originator_id, e.originator_version, e.topic, "
+                      f"e.state, l.link FROM {events} e LEFT JOIN {links_table(events)} l "
+                      "ON l.notification_id = e.rowid WHERE e.rowid > ? ORDER BY e.rowid LIMIT ?",
+                      [after, limit])
+
+    def orphan_links(self, recorder: Any) -> list[int]:
+        events = recorder.events_table_name
+        rows = _query(recorder, f"SELECT l.notification_id FROM {links_table(events)} l "
+                      f"WHERE NOT EXISTS (SELECT 1 FROM {events} e WHERE e.rowid = "
+                      "l.notification_id) ORDER BY l.notification_id LIMIT 10", [])
+        return [int(row[0]) for row in rows]
+
+    def originator_ids(self, recorder: Any) -> list[UUID]:
+        rows = _query(recorder, f"SELECT DISTINCT originator_id FROM {recorder.events_table_name}",
+                      [])
+        return [self._originator(recorder, row[0]) for row in rows]
+
     def import_rows(self, recorder: Any, batches: Iterable[Sequence[ImportRow]]) -> int:
         table = recorder.events_table_name
         inserted = 0
@@ -112,11 +178,18 @@ class SQLiteBackend(Backend):
             cursor.execute(f"SELECT count(*) FROM {table}")
             if (found := cursor.fetchone()[0]):
                 raise not_empty(found, self.describe())
+            cursor.execute(f"SELECT count(*) FROM {links_table(table)}")
+            if (found := cursor.fetchone()[0]):
+                raise not_empty(found, self.describe() + " (its audit chain)")
+            previous = GENESIS
             for batch in batches:
+                rows = [(p, i.hex, v, t, s) for p, i, v, t, s in batch]
                 cursor.executemany(f"INSERT INTO {table} (rowid, originator_id, originator_version,"
-                                   " topic, state) VALUES (?, ?, ?, ?, ?)",
-                                   [(p, i.hex, v, t, s) for p, i, v, t, s in batch])
-                inserted += len(batch)
+                                   " topic, state) VALUES (?, ?, ?, ?, ?)", rows)
+                links = link_rows(previous, rows)
+                cursor.executemany(f"INSERT INTO {links_table(table)} (notification_id, link) "
+                                   "VALUES (?, ?)", links)
+                inserted, previous = inserted + len(batch), links[-1][1] if links else previous
             # the write lock is ours since the first insert: nobody wrote in between
             cursor.execute(f"SELECT count(*) FROM {table}")
             if (found := cursor.fetchone()[0]) != inserted:

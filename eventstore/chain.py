@@ -1,0 +1,97 @@
+"""The audit hash chain over the stored event records, kept beside them as they are written.
+
+    link(0) = sha256("crawl-ledger audit v2")
+    link(n) = sha256(link(n-1) || record(n))
+
+where record(n) is the n-th stored event in notification-id order, every column
+exactly as stored, each field length-prefixed (8 bytes, big-endian) so no two
+records encode alike::
+
+    notification id | originator id | originator version | topic | state bytes
+
+The originator id is its 32 hex digits: the text SQLite holds (as it is, so a
+rewritten id is a different record), PostgreSQL's `uuid` written the same way.
+
+Each recorder (SQLite and PostgreSQL) stores an event's link in the side table
+`<events table>_links` (notification id, link) in the transaction that inserts the
+event, under the write lock that orders notification ids (SQLite's one writer;
+PostgreSQL's EXCLUSIVE table lock), so links follow notification-id order and an
+edit made in the database is caught without any checkpoint. `ensure_links` makes
+the table, and chains a store written before it existed (the one-time upgrade).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+from uuid import UUID
+
+__all__ = ["GENESIS", "ChainRow", "link_rows", "links_table", "next_link", "record_bytes"]
+
+log = logging.getLogger(__name__)
+
+GENESIS = hashlib.sha256(b"crawl-ledger audit v2").digest()
+#: (notification id, originator id as stored, version, topic, state) of one stored event
+ChainRow = tuple[int, Any, Any, Any, Any]
+_LENGTH = 8
+
+
+def _field(value: Any) -> bytes:
+    if isinstance(value, bytes | bytearray | memoryview):
+        data = bytes(value)
+    elif isinstance(value, UUID):
+        data = value.hex.encode()
+    else:
+        data = str(value).encode("utf-8", "surrogatepass")
+    return len(data).to_bytes(_LENGTH, "big") + data
+
+
+def record_bytes(position: int, originator_id: Any, version: Any, topic: Any,
+                 state: Any) -> bytes:
+    """The bytes a link hashes for one stored event (see the module's docstring)."""
+    return b"".join(map(_field, (position, originator_id, version, topic, state)))
+
+
+def next_link(previous: bytes, position: int, originator_id: Any, version: Any, topic: Any,
+              state: Any) -> bytes:
+    """The link of one stored event, following the link `previous`."""
+    return hashlib.sha256(previous + record_bytes(position, originator_id, version, topic,
+                                                   state)).digest()
+
+
+def link_rows(previous: bytes, rows: Iterable[ChainRow]) -> list[tuple[int, bytes]]:
+    """(notification id, link) of each row, chained from `previous` in the rows' order."""
+    links = []
+    for row in rows:
+        previous = next_link(previous, *row)
+        links.append((row[0], previous))
+    return links
+
+
+def links_table(events_table: str) -> str:
+    return f"{events_table}_links"
+
+
+def backfill(read: Callable[[int], Sequence[ChainRow]], write: Callable[[list[tuple[int, bytes]]], None]
+             ) -> int:
+    """Chain every stored event (`read(after)` gives the rows after a notification id, in
+    order; an empty batch ends) into `write`: the one-time upgrade of a store whose events
+    were written before links were kept. The number of events chained."""
+    chained, previous = 0, GENESIS
+    for batch in _batches(read):
+        links = link_rows(previous, batch)
+        write(links)
+        chained, previous = chained + len(links), links[-1][1]
+    if chained:
+        log.warning("audit chain: linked the %d events stored before links were kept "
+                    "(one-time upgrade)", chained)
+    return chained
+
+
+def _batches(read: Callable[[int], Sequence[ChainRow]]) -> Iterator[Sequence[ChainRow]]:
+    after = 0
+    while batch := read(after):
+        yield batch
+        after = batch[-1][0]
