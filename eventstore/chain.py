@@ -4,13 +4,15 @@
     link(n) = sha256(link(n-1) || record(n))
 
 where record(n) is the n-th stored event in notification-id order, every column
-exactly as stored, each field length-prefixed (8 bytes, big-endian) so no two
-records encode alike::
+exactly as stored::
 
-    notification id | originator id | originator version | topic | state bytes
+    b"<notification id>:<version>:<len id>:<len topic>:<len state>:" id topic state
 
-The originator id is its 32 hex digits: the text SQLite holds (as it is, so a
-rewritten id is a different record), PostgreSQL's `uuid` written the same way.
+(decimal numbers; the lengths in bytes split the three texts, so no two records
+encode alike). The originator id is its 32 hex digits: the text SQLite holds (as
+it is, so a rewritten id is a different record), PostgreSQL's `uuid` written the
+same way. A value of another type in an integer column (only an edit puts one
+there) is written quoted, in hex.
 
 Each recorder (SQLite and PostgreSQL) stores an event's link in the side table
 `<events table>_links` (notification id, link) in the transaction that inserts the
@@ -35,38 +37,58 @@ log = logging.getLogger(__name__)
 GENESIS = hashlib.sha256(b"crawl-ledger audit v2").digest()
 #: (notification id, originator id as stored, version, topic, state) of one stored event
 ChainRow = tuple[int, Any, Any, Any, Any]
-_LENGTH = 8
+_sha256 = hashlib.sha256
 
 
-def _field(value: Any) -> bytes:
+def _text(value: Any) -> bytes:
     if isinstance(value, bytes | bytearray | memoryview):
-        data = bytes(value)
-    elif isinstance(value, UUID):
-        data = value.hex.encode()
-    else:
-        data = str(value).encode("utf-8", "surrogatepass")
-    return len(data).to_bytes(_LENGTH, "big") + data
+        return bytes(value)
+    if isinstance(value, UUID):
+        return value.hex.encode()
+    return str(value).encode("utf-8", "surrogatepass")
 
 
-def record_bytes(position: int, originator_id: Any, version: Any, topic: Any,
+def _number(value: Any) -> bytes:
+    """An integer column in decimal; anything else a column held (only an edit puts text
+    in SQLite's integer columns) quoted and hex-encoded, so it is never read as a number."""
+    if type(value) is int:
+        return b"%d" % value
+    return b"'" + _text(value).hex().encode() + b"'"
+
+
+def record_bytes(position: Any, originator_id: Any, version: Any, topic: Any,
                  state: Any) -> bytes:
     """The bytes a link hashes for one stored event (see the module's docstring)."""
-    return b"".join(map(_field, (position, originator_id, version, topic, state)))
+    ident, name, data = _text(originator_id), _text(topic), _text(state)
+    return b"%b:%b:%d:%d:%d:%b%b%b" % (_number(position), _number(version), len(ident),
+                                       len(name), len(data), ident, name, data)
 
 
-def next_link(previous: bytes, position: int, originator_id: Any, version: Any, topic: Any,
+def next_link(previous: bytes, position: Any, originator_id: Any, version: Any, topic: Any,
               state: Any) -> bytes:
     """The link of one stored event, following the link `previous`."""
-    return hashlib.sha256(previous + record_bytes(position, originator_id, version, topic,
-                                                   state)).digest()
+    return _sha256(previous + record_bytes(position, originator_id, version, topic,
+                                           state)).digest()
 
 
 def link_rows(previous: bytes, rows: Iterable[ChainRow]) -> list[tuple[int, bytes]]:
-    """(notification id, link) of each row, chained from `previous` in the rows' order."""
+    """(notification id, link) of each row, chained from `previous` in the rows' order.
+
+    `next_link` for each row, the usual types (int, UUID or text, int, text, bytes)
+    encoded inline: this runs for every event written, in the writer's transaction."""
     links = []
     for row in rows:
-        previous = next_link(previous, *row)
-        links.append((row[0], previous))
+        position, originator, version, topic, state = row
+        if (type(position) is int and type(version) is int and type(topic) is str
+                and type(state) is bytes):
+            ident = originator.hex.encode() if type(originator) is UUID else _text(originator)
+            name = topic.encode()
+            previous = _sha256(b"%b%d:%d:%d:%d:%d:%b%b%b" % (
+                previous, position, version, len(ident), len(name), len(state), ident, name,
+                state)).digest()
+        else:
+            previous = next_link(previous, *row)
+        links.append((position, previous))
     return links
 
 
