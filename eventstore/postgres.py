@@ -41,7 +41,7 @@ from eventstore.base import (
     not_empty,
     snapshots_not_written,
 )
-from eventstore.chain import GENESIS, ChainRow, backfill, link_rows
+from eventstore.chain import GENESIS, ChainRow, backfill, link_events, link_rows
 from eventstore.locks import Holder, postgres_lock
 from eventstore.target import PostgresTarget
 
@@ -336,14 +336,13 @@ class BinaryInsertRecorder(PostgresApplicationRecorder):
                     curs.execute(self.last_link_statement, (_NO_ID,))
                     drawn.execute(self.draw_ids_statement, (len(stored_events),))
                 previous = _last_link(curs)
-                ids = [row[0] for row in drawn.fetchall()]
-                links = dict(self._links(previous, ids, stored_events))
+                ids = sorted(row[0] for row in drawn.fetchall())
+                links = link_events(previous, ids, stored_events)
                 with curs.copy(self.copy_statement) as copy:
                     copy.set_types(self._copy_types)
                     write = copy.write_row
-                    for i, e in zip(ids, stored_events):
-                        write((i, e.originator_id, e.originator_version, e.topic, e.state,
-                               links[i]))
+                    for i, e, link in zip(ids, stored_events, links):
+                        write((i, e.originator_id, e.originator_version, e.topic, e.state, link))
             if snapshots:
                 _insert_snapshots(conn, *snapshots)
         return ids

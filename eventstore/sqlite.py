@@ -14,7 +14,7 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder
 
 from domain.envelope import StoredRow
 from eventstore.base import Backend, ImportRow, LinkedRow, Snapshots, not_empty, snapshots_not_written
-from eventstore.chain import GENESIS, ChainRow, backfill, link_rows, links_table
+from eventstore.chain import GENESIS, ChainRow, backfill, link_events, link_rows, links_table
 from eventstore.locks import Holder, sqlite_lock
 from eventstore.sqlite_factory import TOPIC as FACTORY
 
@@ -57,9 +57,7 @@ class BatchInsertRecorder(SQLiteApplicationRecorder):
             ids = list(range(first, last + 1))
         else:
             ids = [self._rowid(c, e) for e in stored_events]  # not seen; kept exact regardless
-        _write_links(c, self.events_table_name, sorted(
-            (i, e.originator_id, e.originator_version, e.topic, e.state)
-            for i, e in zip(ids, stored_events)))
+        _write_links(c, self.events_table_name, ids, stored_events)
         if snapshots:
             _insert_snapshots(c, *snapshots)
         return ids
@@ -73,13 +71,16 @@ class BatchInsertRecorder(SQLiteApplicationRecorder):
         return int(c.fetchone()[0])
 
 
-def _write_links(c: Any, events_table: str, rows: list[ChainRow]) -> None:
-    """The links of `rows` (in notification-id order), chained from the last link stored."""
+def _write_links(c: Any, events_table: str, ids: Sequence[int],
+                 stored_events: Sequence[StoredEvent]) -> None:
+    """The links of a save's events, chained from the last link stored."""
     table = links_table(events_table)
     c.execute(f"SELECT link FROM {table} ORDER BY notification_id DESC LIMIT 1")
     last = c.fetchone()
-    c.executemany(f"INSERT INTO {table} (notification_id, link) VALUES (?, ?)",
-                  link_rows(bytes(last[0]) if last else GENESIS, rows))
+    if any(a >= b for a, b in zip(ids, ids[1:])):  # not seen (`_rowid`): kept exact regardless
+        ids, stored_events = zip(*sorted(zip(ids, stored_events), key=lambda pair: pair[0]))
+    links = link_events(bytes(last[0]) if last else GENESIS, ids, stored_events)
+    c.executemany(f"INSERT INTO {table} (notification_id, link) VALUES (?, ?)", zip(ids, links))
 
 
 def _ensure_links(recorder: Any) -> None:
