@@ -90,15 +90,21 @@ def link_rows(previous: bytes, rows: Iterable[ChainRow]) -> list[tuple[int, byte
 def link_events(previous: bytes, ids: Sequence[int], events: Sequence[Any]) -> list[bytes]:
     """The links of a save's stored events (the library's `StoredEvent`s), `ids` their
     notification ids in ascending order: `link_rows` without the rows, as each save runs
-    it in its transaction (~4 µs an event, half of it SHA-256 of the state)."""
+    it in its transaction (~4 µs an event; each id and topic is encoded once a save)."""
     links = []
+    idents: dict[Any, bytes] = {}
+    topics: dict[str, bytes] = {}
     for position, event in zip(ids, events):
         originator, version, state = event.originator_id, event.originator_version, event.state
         if type(version) is not int or type(state) is not bytes:
             previous = next_link(previous, position, originator, version, event.topic, state)
         else:
-            ident = originator.hex.encode() if type(originator) is UUID else _text(originator)
-            previous = _fast_link(previous, position, ident, version, event.topic.encode(), state)
+            ident = idents.get(originator)
+            if ident is None:
+                ident = idents[originator] = (originator.hex.encode() if type(originator) is UUID
+                                              else _text(originator))
+            topic = topics.get(event.topic) or topics.setdefault(event.topic, event.topic.encode())
+            previous = _fast_link(previous, position, ident, version, topic, state)
         links.append(previous)
     return links
 
@@ -107,9 +113,8 @@ def _fast_link(previous: bytes, position: int, ident: bytes, version: int, topic
                state: bytes) -> bytes:
     """`next_link` for integer position and version and byte fields: the same bytes,
     the state hashed in place rather than copied into one buffer."""
-    digest = _sha256(previous)
-    digest.update(b"%d:%d:%d:%d:%d:%b%b" % (position, version, len(ident), len(topic),
-                                            len(state), ident, topic))
+    digest = _sha256(b"%b%d:%d:%d:%d:%d:%b%b" % (previous, position, version, len(ident),
+                                                 len(topic), len(state), ident, topic))
     digest.update(state)
     return digest.digest()
 

@@ -288,10 +288,12 @@ class BinaryInsertRecorder(PostgresApplicationRecorder):
         self.copy_statement = SQL(
             "COPY {table} (notification_id, originator_id, originator_version, topic, state, "
             "link) FROM STDIN (FORMAT BINARY)").format(table=table)
-        self.draw_ids_statement = SQL("SELECT nextval(pg_get_serial_sequence({name}, "
-                                      "'notification_id')) FROM generate_series(1, %s)").format(
-            name=Literal(f"{Identifier(datastore.schema).as_string(None)}."
-                         f"{Identifier(events_table_name).as_string(None)}"))
+        # the last of `n` ids drawn at once (one row back, not n)
+        sequence = SQL("pg_get_serial_sequence({}, 'notification_id')").format(
+            Literal(f"{Identifier(datastore.schema).as_string(None)}."
+                    f"{Identifier(events_table_name).as_string(None)}"))
+        self.draw_ids_statement = SQL("SELECT setval({sequence}, nextval({sequence}) + %s - 1)"
+                                      ).format(sequence=sequence)
         self._copy_types = ["int8", datastore.originator_id_type, "int8", "text", "bytea", "bytea"]
         self.events = _events(datastore, events_table_name)
         self.last_link_statement = SQL("SELECT link FROM {} WHERE notification_id < %s "
@@ -318,9 +320,10 @@ class BinaryInsertRecorder(PostgresApplicationRecorder):
         binary arrays, and no returned row a row.
 
         The save's notification ids are drawn from the sequence in the round trip that
-        takes the table's EXCLUSIVE lock (with the last chain link): every writer draws
-        only under that lock, so they follow every id committed before, and the events'
-        links are computed before the COPY, which sends each with its event."""
+        takes the table's EXCLUSIVE lock (with the last chain link), all at once
+        (`nextval`, then `setval` n - 1 further): every writer draws only under that
+        lock, so the ids are consecutive and follow every id committed before, and the
+        events' links are computed before the COPY, which sends each with its event."""
         if self.datastore.enable_db_functions or kwargs.get("tracking") is not None:
             inserted: Sequence[int] | None = super().insert_events(stored_events, **kwargs)
             return inserted
@@ -336,7 +339,8 @@ class BinaryInsertRecorder(PostgresApplicationRecorder):
                     curs.execute(self.last_link_statement, (_NO_ID,))
                     drawn.execute(self.draw_ids_statement, (len(stored_events),))
                 previous = _last_link(curs)
-                ids = sorted(row[0] for row in drawn.fetchall())
+                last = int(drawn.fetchone()[0])  # type: ignore[index]
+                ids = list(range(last - len(stored_events) + 1, last + 1))
                 links = link_events(previous, ids, stored_events)
                 with curs.copy(self.copy_statement) as copy:
                     copy.set_types(self._copy_types)
