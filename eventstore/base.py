@@ -103,10 +103,6 @@ class Backend(ABC):
         chain link (`eventstore.chain`); the columns as stored, ids as 32 hex digits."""
 
     @abstractmethod
-    def orphan_links(self, recorder: Any) -> list[int]:
-        """The first few notification ids that have a chain link but no event (deleted)."""
-
-    @abstractmethod
     def originator_ids(self, recorder: Any) -> list[UUID]:
         """Every originator id in `recorder`'s table (used on the snapshots table)."""
 

@@ -14,12 +14,12 @@ it is, so a rewritten id is a different record), PostgreSQL's `uuid` written the
 same way. A value of another type in an integer column (only an edit puts one
 there) is written quoted, in hex.
 
-Each recorder (SQLite and PostgreSQL) stores an event's link in the side table
-`<events table>_links` (notification id, link) in the transaction that inserts the
-event, under the write lock that orders notification ids (SQLite's one writer;
-PostgreSQL's EXCLUSIVE table lock), so links follow notification-id order and an
-edit made in the database is caught without any checkpoint. `ensure_links` makes
-the table, and chains a store written before it existed (the one-time upgrade).
+Each recorder (SQLite and PostgreSQL) stores an event's link in the column `link` of
+its row, inserted with it, under the write lock that orders notification ids
+(SQLite's one writer; PostgreSQL's EXCLUSIVE table lock), so links follow
+notification-id order and an edit made in the database is caught without any
+checkpoint. Each backend adds the column to a store written before it existed and
+chains the stored events once (`backfill`: the upgrade).
 """
 
 from __future__ import annotations
@@ -30,8 +30,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 from uuid import UUID
 
-__all__ = ["GENESIS", "ChainRow", "link_events", "link_rows", "links_table", "next_link",
-           "record_bytes"]
+__all__ = ["GENESIS", "ChainRow", "link_events", "link_rows", "next_link", "record_bytes"]
 
 log = logging.getLogger(__name__)
 
@@ -117,10 +116,6 @@ def _fast_link(previous: bytes, position: int, ident: bytes, version: int, topic
                                                  len(topic), len(state), ident, topic))
     digest.update(state)
     return digest.digest()
-
-
-def links_table(events_table: str) -> str:
-    return f"{events_table}_links"
 
 
 def backfill(read: Callable[[int], Sequence[ChainRow]], write: Callable[[list[tuple[int, bytes]]], None]

@@ -144,9 +144,6 @@ class PostgresBackend(Backend):
             events=_events(recorder.datastore, recorder.events_table_name))
         return _rows(recorder, sql, [after, limit])
 
-    def orphan_links(self, recorder: Any) -> list[int]:
-        return []  # a link is a column of its event's row: deleted with it
-
     def originator_ids(self, recorder: Any) -> list[UUID]:
         sql = SQL("SELECT DISTINCT originator_id FROM {events}").format(
             events=_events(recorder.datastore, recorder.events_table_name))

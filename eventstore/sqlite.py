@@ -14,7 +14,7 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder
 
 from domain.envelope import StoredRow
 from eventstore.base import Backend, ImportRow, LinkedRow, Snapshots, not_empty, snapshots_not_written
-from eventstore.chain import GENESIS, ChainRow, backfill, link_events, link_rows, links_table
+from eventstore.chain import GENESIS, ChainRow, backfill, link_events, link_rows
 from eventstore.locks import Holder, sqlite_lock
 from eventstore.sqlite_factory import TOPIC as FACTORY
 
@@ -28,14 +28,21 @@ class BatchInsertRecorder(SQLiteApplicationRecorder):
     The save's snapshots go into the same transaction, in a savepoint (one commit
     a save; see `_insert_snapshots`).
 
-    The notification ids are still exact: the save holds the write lock from its
-    first insert, and SQLite numbers each row of a table without AUTOINCREMENT one
-    past the largest rowid, so the batch takes `last - n + 1 .. last`; the count of
-    rows in that range confirms it, else each id is read back.
-
-    Each event's audit-chain link (`eventstore.chain`) is written beside it, in the same
-    transaction: the write lock orders the links as it orders the ids.
+    The save takes the write lock first (a write that changes nothing), then reads the
+    last row: its rowid and its audit-chain link (`eventstore.chain`). No other writer
+    can insert until the save commits, so the save's events take the next rowids, as
+    SQLite would number them (one past the largest), and each is inserted with its
+    notification id and its link (the column `link`) given: the links follow
+    notification-id order.
     """
+
+    def __init__(self, datastore: Any, events_table_name: str = "stored_events") -> None:
+        super().__init__(datastore, events_table_name)
+        table = self.events_table_name
+        self.take_write_lock = f"DELETE FROM {table} WHERE rowid = -1"
+        self.last_row = f"SELECT rowid, link FROM {table} ORDER BY rowid DESC LIMIT 1"
+        self.insert_linked = (f"INSERT INTO {table} (rowid, originator_id, originator_version, "
+                              "topic, state, link) VALUES (?, ?, ?, ?, ?, ?)")
 
     def create_table(self) -> None:
         super().create_table()
@@ -45,58 +52,39 @@ class BatchInsertRecorder(SQLiteApplicationRecorder):
                        snapshots: Snapshots | None = None, **_: Any) -> Sequence[int] | None:
         if not stored_events:
             return []
-        c.executemany(self.insert_events_statement, [
-            (e.originator_id.hex if isinstance(e.originator_id, UUID) else e.originator_id,
-             e.originator_version, e.topic, e.state) for e in stored_events])
-        c.execute("SELECT last_insert_rowid()")
-        last, count = int(c.fetchone()[0]), len(stored_events)
-        first = last - count + 1
-        c.execute(f"SELECT count(*) FROM {self.events_table_name} WHERE rowid BETWEEN ? AND ?",
-                  (first, last))
-        if c.fetchone()[0] == count:
-            ids = list(range(first, last + 1))
-        else:
-            ids = [self._rowid(c, e) for e in stored_events]  # not seen; kept exact regardless
-        _write_links(c, self.events_table_name, ids, stored_events)
+        c.execute(self.take_write_lock)
+        c.execute(self.last_row)
+        last = c.fetchone()
+        first = int(last[0]) + 1 if last else 1
+        ids = list(range(first, first + len(stored_events)))
+        links = link_events(bytes(last[1]) if last and last[1] is not None else GENESIS, ids,
+                            stored_events)
+        c.executemany(self.insert_linked, [
+            (i, e.originator_id.hex if isinstance(e.originator_id, UUID) else e.originator_id,
+             e.originator_version, e.topic, e.state, link)
+            for i, e, link in zip(ids, stored_events, links)])
         if snapshots:
             _insert_snapshots(c, *snapshots)
         return ids
 
-    def _rowid(self, c: Any, event: StoredEvent) -> int:
-        originator = event.originator_id
-        c.execute(f"SELECT rowid FROM {self.events_table_name} WHERE originator_id = ? "
-                  "AND originator_version = ?",
-                  (originator.hex if isinstance(originator, UUID) else originator,
-                   event.originator_version))
-        return int(c.fetchone()[0])
-
-
-def _write_links(c: Any, events_table: str, ids: Sequence[int],
-                 stored_events: Sequence[StoredEvent]) -> None:
-    """The links of a save's events, chained from the last link stored."""
-    table = links_table(events_table)
-    c.execute(f"SELECT link FROM {table} ORDER BY notification_id DESC LIMIT 1")
-    last = c.fetchone()
-    if any(a >= b for a, b in zip(ids, ids[1:])):  # not seen (`_rowid`): kept exact regardless
-        ids, stored_events = zip(*sorted(zip(ids, stored_events), key=lambda pair: pair[0]))
-    links = link_events(bytes(last[0]) if last else GENESIS, ids, stored_events)
-    c.executemany(f"INSERT INTO {table} (notification_id, link) VALUES (?, ?)", zip(ids, links))
-
 
 def _ensure_links(recorder: Any) -> None:
-    """Create the links table; chain the events of a store written before it (one-time)."""
-    events, table = recorder.events_table_name, links_table(recorder.events_table_name)
-    settled = (f"SELECT EXISTS(SELECT 1 FROM {table}) OR NOT EXISTS(SELECT 1 FROM {events})")
+    """Add the `link` column; chain the events of a store written before it (one-time)."""
+    events = recorder.events_table_name
+    column = f"SELECT count(*) FROM pragma_table_info('{events}') WHERE name = 'link'"
+    settled = (f"SELECT EXISTS(SELECT 1 FROM {events} WHERE link IS NOT NULL) "
+               f"OR NOT EXISTS(SELECT 1 FROM {events})")
     with recorder.datastore.transaction(commit=False) as c:
-        c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,))
-        if c.fetchone() is not None:
+        c.execute(column)
+        if c.fetchone()[0]:
             c.execute(settled)
             if c.fetchone()[0]:
                 return
     with recorder.datastore.transaction(commit=True) as c:
-        c.execute(f"CREATE TABLE IF NOT EXISTS {table} "
-                  "(notification_id INTEGER PRIMARY KEY, link BLOB NOT NULL)")
-        c.execute(f"DELETE FROM {table} WHERE 0")  # the write lock, before looking again
+        c.execute(f"DELETE FROM {events} WHERE rowid = -1")  # the write lock, before looking again
+        c.execute(column)
+        if not c.fetchone()[0]:
+            c.execute(f"ALTER TABLE {events} ADD COLUMN link BLOB")
         c.execute(settled)
         if c.fetchone()[0]:
             return
@@ -107,7 +95,7 @@ def _ensure_links(recorder: Any) -> None:
             return [tuple(row) for row in c.fetchall()]
 
         backfill(read, lambda links: c.executemany(
-            f"INSERT INTO {table} (notification_id, link) VALUES (?, ?)", links))
+            f"UPDATE {events} SET link = ? WHERE rowid = ?", [(link, i) for i, link in links]))
 
 
 def _insert_snapshots(c: Any, recorder: Any, snapshots: Sequence[StoredEvent]) -> None:
@@ -154,18 +142,9 @@ class SQLiteBackend(Backend):
             return [tuple(row) for row in cursor.fetchall()]
 
     def chain_rows(self, recorder: Any, after: int, limit: int) -> list[LinkedRow]:
-        events = recorder.events_table_name
-        return _query(recorder, f"SELECT e.rowid, e.originator_id, e.originator_version, e.topic, "
-                      f"e.state, l.link FROM {events} e LEFT JOIN {links_table(events)} l "
-                      "ON l.notification_id = e.rowid WHERE e.rowid > ? ORDER BY e.rowid LIMIT ?",
-                      [after, limit])
-
-    def orphan_links(self, recorder: Any) -> list[int]:
-        events = recorder.events_table_name
-        rows = _query(recorder, f"SELECT l.notification_id FROM {links_table(events)} l "
-                      f"WHERE NOT EXISTS (SELECT 1 FROM {events} e WHERE e.rowid = "
-                      "l.notification_id) ORDER BY l.notification_id LIMIT 10", [])
-        return [int(row[0]) for row in rows]
+        return _query(recorder, "SELECT rowid, originator_id, originator_version, topic, state, "
+                      f"link FROM {recorder.events_table_name} WHERE rowid > ? ORDER BY rowid "
+                      "LIMIT ?", [after, limit])
 
     def originator_ids(self, recorder: Any) -> list[UUID]:
         rows = _query(recorder, f"SELECT DISTINCT originator_id FROM {recorder.events_table_name}",
@@ -179,17 +158,13 @@ class SQLiteBackend(Backend):
             cursor.execute(f"SELECT count(*) FROM {table}")
             if (found := cursor.fetchone()[0]):
                 raise not_empty(found, self.describe())
-            cursor.execute(f"SELECT count(*) FROM {links_table(table)}")
-            if (found := cursor.fetchone()[0]):
-                raise not_empty(found, self.describe() + " (its audit chain)")
             previous = GENESIS
             for batch in batches:
                 rows = [(p, i.hex, v, t, s) for p, i, v, t, s in batch]
-                cursor.executemany(f"INSERT INTO {table} (rowid, originator_id, originator_version,"
-                                   " topic, state) VALUES (?, ?, ?, ?, ?)", rows)
                 links = link_rows(previous, rows)
-                cursor.executemany(f"INSERT INTO {links_table(table)} (notification_id, link) "
-                                   "VALUES (?, ?)", links)
+                cursor.executemany(f"INSERT INTO {table} (rowid, originator_id, originator_version,"
+                                   " topic, state, link) VALUES (?, ?, ?, ?, ?, ?)",
+                                   [(*row, link) for row, (_, link) in zip(rows, links)])
                 inserted, previous = inserted + len(batch), links[-1][1] if links else previous
             # the write lock is ours since the first insert: nobody wrote in between
             cursor.execute(f"SELECT count(*) FROM {table}")

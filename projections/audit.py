@@ -67,9 +67,6 @@ class StoredChain:
                 return
             after = rows[-1][0]
 
-    def orphans(self) -> list[int]:
-        return self.backend.orphan_links(self.recorder)
-
     def head(self) -> int:
         return int(self.recorder.max_notification_id() or 0)
 
@@ -141,9 +138,6 @@ def verify(chain: StoredChain, db: Database, expect: str | None = None,
         passed = passed or head.chain_hash == expect
         if progress is not None and head.events % BATCH == 0:
             progress(head.position, total)
-    if orphans := chain.orphans():
-        return Verdict(False, head, head.events, None,
-                       f"the event at position {orphans[0]} was deleted (its chain link remains)")
     if wanted:
         missing = min(wanted.values(), key=lambda c: c.position)
         return Verdict(False, head, head.events, missing,

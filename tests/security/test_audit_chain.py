@@ -109,13 +109,13 @@ def count_rows(ledger: Ledger) -> dict[str, int]:
     found = {name: scalar(ledger, recorder, "SELECT count(*) AS n FROM {table}")
              for name, recorder in (("events", events), ("snapshots", snapshots))}
     if ledger.backend.name == "postgresql":
-        found["links"] = scalar(ledger, events, "SELECT count(*) AS n FROM information_schema"
-                                ".columns WHERE column_name = 'link' AND table_schema = "
-                                f"'{events.datastore.schema}'") and scalar(
-            ledger, events, "SELECT count(link) AS n FROM {table}")
-    elif scalar(ledger, events, "SELECT count(*) FROM sqlite_master WHERE name = "
-                "'{table}_links'"):
-        found["links"] = scalar(ledger, events, "SELECT count(*) FROM {table}_links")
+        has_links = scalar(ledger, events, "SELECT count(*) AS n FROM information_schema.columns "
+                           f"WHERE column_name = 'link' AND table_schema = "
+                           f"'{events.datastore.schema}'")
+    else:
+        has_links = scalar(ledger, events, "SELECT count(*) FROM pragma_table_info('{table}') "
+                           "WHERE name = 'link'")
+    found["links"] = has_links and scalar(ledger, events, "SELECT count(link) AS n FROM {table}")
     return found
 
 
@@ -373,12 +373,7 @@ def test_an_edited_upload_is_refused_by_the_api_expect(
 # --- upgrade and concurrency ----------------------------------------------------------
 
 def drop_links(ledger: Ledger) -> None:
-    recorder = ledger.app.recorder
-    if ledger.backend.name == "postgresql":
-        execute(ledger, recorder, "ALTER TABLE {table} DROP COLUMN link", ())
-    else:
-        with recorder.datastore.transaction(commit=True) as cursor:
-            cursor.execute(f"DROP TABLE {recorder.events_table_name}_links")
+    execute(ledger, ledger.app.recorder, "ALTER TABLE {table} DROP COLUMN link", ())
 
 
 def test_a_store_written_before_links_is_chained_once_on_upgrade(
