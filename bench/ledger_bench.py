@@ -174,7 +174,8 @@ def sqlite_executemany(path: Path, ddl: str, synchronous: int, batches: list[lis
     started = time.perf_counter()
     for rows in plain:
         conn.execute("BEGIN")
-        conn.executemany("INSERT INTO stored_events VALUES (?, ?, ?, ?)", rows)
+        conn.executemany("INSERT INTO stored_events (originator_id, originator_version, topic, "
+                         "state) VALUES (?, ?, ?, ?)", rows)
         conn.execute("COMMIT")
     elapsed = time.perf_counter() - started
     conn.close()

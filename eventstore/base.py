@@ -28,6 +28,9 @@ log = logging.getLogger(__name__)
 CHUNK = 500  # ids per query (SQLite's parameter limit is far above this)
 #: (position, originator id, version, topic, state) of an imported event
 ImportRow = tuple[int, UUID, int, str, bytes]
+#: a stored event as the audit chain hashes it, with its stored link (None if it has none):
+#: (notification id, originator id as stored, version, topic, state, link)
+LinkedRow = tuple[int, Any, Any, Any, Any, "bytes | None"]
 #: a save's snapshots for the application recorder: (the snapshot recorder, its rows)
 Snapshots = tuple[AggregateRecorder, Sequence[StoredEvent]]
 
@@ -97,6 +100,15 @@ class Backend(ABC):
         """Insert the rows of an export into an empty event store, keeping their positions
         (notification ids), in one transaction: all of them or, if anything fails (a row,
         or `batches` raising), none. Raises `EventStoreNotEmpty` if the store has events."""
+
+    @abstractmethod
+    def chain_rows(self, recorder: Any, after: int, limit: int) -> list[LinkedRow]:
+        """The stored events after notification id `after`, in order, each with its audit
+        chain link (`eventstore.chain`); the columns as stored, ids as 32 hex digits."""
+
+    @abstractmethod
+    def originator_ids(self, recorder: Any) -> list[UUID]:
+        """Every originator id in `recorder`'s table (used on the snapshots table)."""
 
     @abstractmethod
     def _after_chunk(self, recorder: Any, ids: list[UUID], floors: list[int]) -> list[Any]: ...

@@ -13,7 +13,8 @@ from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 
 from domain.envelope import StoredRow
-from eventstore.base import Backend, ImportRow, Snapshots, not_empty, snapshots_not_written
+from eventstore.base import Backend, ImportRow, LinkedRow, Snapshots, not_empty, snapshots_not_written
+from eventstore.chain import GENESIS, ChainRow, backfill, link_events, link_rows
 from eventstore.locks import Holder, sqlite_lock
 from eventstore.sqlite_factory import TOPIC as FACTORY
 
@@ -27,39 +28,74 @@ class BatchInsertRecorder(SQLiteApplicationRecorder):
     The save's snapshots go into the same transaction, in a savepoint (one commit
     a save; see `_insert_snapshots`).
 
-    The notification ids are still exact: the save holds the write lock from its
-    first insert, and SQLite numbers each row of a table without AUTOINCREMENT one
-    past the largest rowid, so the batch takes `last - n + 1 .. last`; the count of
-    rows in that range confirms it, else each id is read back.
+    The save takes the write lock first (a write that changes nothing), then reads the
+    last row: its rowid and its audit-chain link (`eventstore.chain`). No other writer
+    can insert until the save commits, so the save's events take the next rowids, as
+    SQLite would number them (one past the largest), and each is inserted with its
+    notification id and its link (the column `link`) given: the links follow
+    notification-id order.
     """
+
+    def __init__(self, datastore: Any, events_table_name: str = "stored_events") -> None:
+        super().__init__(datastore, events_table_name)
+        table = self.events_table_name
+        self.take_write_lock = f"DELETE FROM {table} WHERE rowid = -1"
+        self.last_row = f"SELECT rowid, link FROM {table} ORDER BY rowid DESC LIMIT 1"
+        self.insert_linked = (f"INSERT INTO {table} (rowid, originator_id, originator_version, "
+                              "topic, state, link) VALUES (?, ?, ?, ?, ?, ?)")
+
+    def create_table(self) -> None:
+        super().create_table()
+        _ensure_links(self)
 
     def _insert_events(self, c: Any, stored_events: Sequence[StoredEvent], *,
                        snapshots: Snapshots | None = None, **_: Any) -> Sequence[int] | None:
         if not stored_events:
             return []
-        c.executemany(self.insert_events_statement, [
-            (e.originator_id.hex if isinstance(e.originator_id, UUID) else e.originator_id,
-             e.originator_version, e.topic, e.state) for e in stored_events])
-        c.execute("SELECT last_insert_rowid()")
-        last, count = int(c.fetchone()[0]), len(stored_events)
-        first = last - count + 1
-        c.execute(f"SELECT count(*) FROM {self.events_table_name} WHERE rowid BETWEEN ? AND ?",
-                  (first, last))
-        if c.fetchone()[0] == count:
-            ids = list(range(first, last + 1))
-        else:
-            ids = [self._rowid(c, e) for e in stored_events]  # not seen; kept exact regardless
+        c.execute(self.take_write_lock)
+        c.execute(self.last_row)
+        last = c.fetchone()
+        first = int(last[0]) + 1 if last else 1
+        ids = list(range(first, first + len(stored_events)))
+        links = link_events(bytes(last[1]) if last and last[1] is not None else GENESIS, ids,
+                            stored_events)
+        c.executemany(self.insert_linked, [
+            (i, e.originator_id.hex if isinstance(e.originator_id, UUID) else e.originator_id,
+             e.originator_version, e.topic, e.state, link)
+            for i, e, link in zip(ids, stored_events, links)])
         if snapshots:
             _insert_snapshots(c, *snapshots)
         return ids
 
-    def _rowid(self, c: Any, event: StoredEvent) -> int:
-        originator = event.originator_id
-        c.execute(f"SELECT rowid FROM {self.events_table_name} WHERE originator_id = ? "
-                  "AND originator_version = ?",
-                  (originator.hex if isinstance(originator, UUID) else originator,
-                   event.originator_version))
-        return int(c.fetchone()[0])
+
+def _ensure_links(recorder: Any) -> None:
+    """Add the `link` column; chain the events of a store written before it (one-time)."""
+    events = recorder.events_table_name
+    column = f"SELECT count(*) FROM pragma_table_info('{events}') WHERE name = 'link'"
+    settled = (f"SELECT EXISTS(SELECT 1 FROM {events} WHERE link IS NOT NULL) "
+               f"OR NOT EXISTS(SELECT 1 FROM {events})")
+    with recorder.datastore.transaction(commit=False) as c:
+        c.execute(column)
+        if c.fetchone()[0]:
+            c.execute(settled)
+            if c.fetchone()[0]:
+                return
+    with recorder.datastore.transaction(commit=True) as c:
+        c.execute(f"DELETE FROM {events} WHERE rowid = -1")  # the write lock, before looking again
+        c.execute(column)
+        if not c.fetchone()[0]:
+            c.execute(f"ALTER TABLE {events} ADD COLUMN link BLOB")
+        c.execute(settled)
+        if c.fetchone()[0]:
+            return
+
+        def read(after: int) -> list[ChainRow]:
+            c.execute(f"SELECT rowid, originator_id, originator_version, topic, state FROM "
+                      f"{events} WHERE rowid > ? ORDER BY rowid LIMIT 5000", (after,))
+            return [tuple(row) for row in c.fetchall()]
+
+        backfill(read, lambda links: c.executemany(
+            f"UPDATE {events} SET link = ? WHERE rowid = ?", [(link, i) for i, link in links]))
 
 
 def _insert_snapshots(c: Any, recorder: Any, snapshots: Sequence[StoredEvent]) -> None:
@@ -113,6 +149,16 @@ class SQLiteBackend(Backend):
             cursor.execute(statement, (UUID(str(stream_id)).hex,))
             return [tuple(row) for row in cursor.fetchall()]
 
+    def chain_rows(self, recorder: Any, after: int, limit: int) -> list[LinkedRow]:
+        return _query(recorder, "SELECT rowid, originator_id, originator_version, topic, state, "
+                      f"link FROM {recorder.events_table_name} WHERE rowid > ? ORDER BY rowid "
+                      "LIMIT ?", [after, limit])
+
+    def originator_ids(self, recorder: Any) -> list[UUID]:
+        rows = _query(recorder, f"SELECT DISTINCT originator_id FROM {recorder.events_table_name}",
+                      [])
+        return [self._originator(recorder, row[0]) for row in rows]
+
     def import_rows(self, recorder: Any, batches: Iterable[Sequence[ImportRow]]) -> int:
         table = recorder.events_table_name
         inserted = 0
@@ -120,11 +166,14 @@ class SQLiteBackend(Backend):
             cursor.execute(f"SELECT count(*) FROM {table}")
             if (found := cursor.fetchone()[0]):
                 raise not_empty(found, self.describe())
+            previous = GENESIS
             for batch in batches:
+                rows = [(p, i.hex, v, t, s) for p, i, v, t, s in batch]
+                links = link_rows(previous, rows)
                 cursor.executemany(f"INSERT INTO {table} (rowid, originator_id, originator_version,"
-                                   " topic, state) VALUES (?, ?, ?, ?, ?)",
-                                   [(p, i.hex, v, t, s) for p, i, v, t, s in batch])
-                inserted += len(batch)
+                                   " topic, state, link) VALUES (?, ?, ?, ?, ?, ?)",
+                                   [(*row, link) for row, (_, link) in zip(rows, links)])
+                inserted, previous = inserted + len(batch), links[-1][1] if links else previous
             # the write lock is ours since the first insert: nobody wrote in between
             cursor.execute(f"SELECT count(*) FROM {table}")
             if (found := cursor.fetchone()[0]) != inserted:

@@ -1,32 +1,39 @@
-"""Tamper evidence for the event log: a hash chain with recorded checkpoints.
+"""Tamper evidence for the event log: the stored hash chain, verified, and checkpoints.
 
-    h(0) = sha256("crawl-ledger audit v1")
-    h(n) = sha256(h(n-1) || canonical JSON of the n-th envelope in log order)
+Every stored event carries its chain link, written with it (`eventstore.chain`: the
+hash of the previous link and the event's full stored record). `verify` recomputes
+the chain from the first event and compares each event's link as stored, every
+recorded checkpoint and, optionally, a head hash kept elsewhere (`--expect`): an
+edited column, an inserted, deleted or reordered event is caught at its position,
+checkpoint or not. `checkpoint` extends the chain from the last checkpoint to the
+head and records (position, events, hash).
 
-`checkpoint` extends the chain from the last checkpoint to the head and
-records (position, events, hash). `verify` recomputes the chain from position
-0 and compares it with every recorded checkpoint (and, optionally, a head
-hash an auditor kept elsewhere): an edited, deleted or inserted event changes
-every hash after it. Checkpoints live beside the read models; someone who can
-rewrite the database can rewrite them too, so publish or keep the printed head
-hash outside the system and pass it back with `--expect`.
+Links and checkpoints live in the databases they protect: someone who can rewrite
+the database and recompute every hash after an edit is caught only by a head hash
+kept outside the system, so publish the printed head and pass it back with `--expect`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
-from domain.envelope import Envelope
+from eventstore.base import Backend, LinkedRow
+from eventstore.chain import GENESIS, next_link
 from projections.db import Database
-from projections.source import EventSource
 
-TABLE = "audit_checkpoints"
-EVERY = 1000  # a checkpoint every so many events, so a verify can say where the log changed
-GENESIS = hashlib.sha256(b"crawl-ledger audit v1").hexdigest()
+__all__ = ["Checkpoint", "ChainBroken", "StoredChain", "Verdict", "checkpoint", "verify"]
+
+#: the checkpoints of the record chain (`audit_checkpoints` held the envelope chain's)
+TABLE = "audit_chain_checkpoints"
+EVERY = 1000  # a checkpoint every so many events
+BATCH = 5000
 Progress = Callable[[int, int], None]
+
+
+class ChainBroken(Exception):
+    """The stored chain does not verify where a checkpoint would extend it."""
 
 
 @dataclass(frozen=True)
@@ -43,24 +50,25 @@ class Verdict:
     checked: int
     first_bad: Checkpoint | None = None
     message: str = ""
-    #: every stream (aggregate) id met in the log, for the checks of derived data
-    streams: frozenset[str] = frozenset()
 
 
-def link(previous: str, env: Envelope) -> str:
-    fields = env.to_dict()
-    fields.pop("ledger_id", None)  # the transport's stamp, not part of the log
-    canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(bytes.fromhex(previous) + canonical.encode()).hexdigest()
+class StoredChain:
+    """The event store's records with their stored links, read by its backend's adapter."""
 
+    def __init__(self, backend: Backend, recorder: Any) -> None:
+        self.backend = backend
+        self.recorder = recorder
 
-def _envelopes(source: EventSource, after: int, batch: int = 5000) -> Iterator[Envelope]:
-    while True:
-        envelopes = source.read(after, batch)
-        yield from envelopes
-        if len(envelopes) < batch:
-            return
-        after = envelopes[-1].position
+    def rows(self, after: int) -> Iterator[LinkedRow]:
+        while True:
+            rows = self.backend.chain_rows(self.recorder, after, BATCH)
+            yield from rows
+            if len(rows) < BATCH:
+                return
+            after = rows[-1][0]
+
+    def head(self) -> int:
+        return int(self.recorder.max_notification_id() or 0)
 
 
 def create_table(db: Database) -> None:
@@ -76,13 +84,29 @@ def checkpoints(db: Database) -> list[Checkpoint]:
     return [Checkpoint(int(r["position"]), int(r["events"]), r["chain_hash"]) for r in rows]
 
 
-def checkpoint(source: EventSource, db: Database) -> Checkpoint:
-    """Extend the chain from the last checkpoint to the head and record it."""
+def _broken(row: LinkedRow, link: bytes) -> str | None:
+    """Why the stored link of `row` is not `link` (recomputed), or None if it is."""
+    position, stored = row[0], row[5]
+    if stored is None:
+        return (f"the event at position {position} has no chain link (written around the "
+                "recorder, or its link deleted)")
+    if bytes(stored) != link:
+        return (f"the event at position {position} does not match its chain link: it was "
+                "edited, or events just before it were deleted")
+    return None
+
+
+def checkpoint(chain: StoredChain, db: Database) -> Checkpoint:
+    """Extend the chain from the last checkpoint to the head and record it; `ChainBroken`
+    if a stored link on the way does not verify (nothing is recorded then)."""
     recorded = checkpoints(db)
-    last = recorded[-1] if recorded else Checkpoint(0, 0, GENESIS)
-    head, new = last, []
-    for env in _envelopes(source, last.position):
-        head = Checkpoint(env.position, head.events + 1, link(head.chain_hash, env))
+    last = recorded[-1] if recorded else Checkpoint(0, 0, GENESIS.hex())
+    head, new, previous = last, [], bytes.fromhex(last.chain_hash)
+    for row in chain.rows(last.position):
+        previous = next_link(previous, *row[:5])
+        if (why := _broken(row, previous)) is not None:
+            raise ChainBroken(f"{why}; nothing recorded (`audit verify` reports the log)")
+        head = Checkpoint(row[0], head.events + 1, previous.hex())
         if head.events % EVERY == 0:
             new.append(head)
     if head != last and (not new or new[-1] != head):
@@ -94,34 +118,31 @@ def checkpoint(source: EventSource, db: Database) -> Checkpoint:
     return head
 
 
-def verify(source: EventSource, db: Database, expect: str | None = None,
+def verify(chain: StoredChain, db: Database, expect: str | None = None,
            progress: Progress | None = None) -> Verdict:
-    """Recompute the chain from position 0; compare with every checkpoint (and `expect`)."""
-    recorded = checkpoints(db)
-    wanted = {c.position: c for c in recorded}
-    good = 0  # the last position whose checkpoint matched
-    head, total = Checkpoint(0, 0, GENESIS), source.head()
-    streams: set[str] = set()
-    try:
-        for env in _envelopes(source, 0):
-            streams.add(str(env.stream_id))
-            head = Checkpoint(env.position, head.events + 1, link(head.chain_hash, env))
-            known = wanted.pop(head.position, None)
-            if known is not None and known != head:
-                return Verdict(False, head, head.events, known, f"the log changed between "
-                               f"positions {good} and {known.position} (checkpoint mismatch)")
-            good = head.position if known is not None else good
-            if progress is not None and head.events % 5000 == 0:
-                progress(head.position, total)
-    except ValueError as error:  # a stored event that no longer parses
-        return Verdict(False, head, head.events, None,
-                       f"the event after position {head.position} cannot be read: {error}")
+    """Recompute the chain from the first event; compare it with each stored link, every
+    checkpoint (and `expect`). Reads only."""
+    wanted = {c.position: c for c in checkpoints(db)}
+    head, previous, total = Checkpoint(0, 0, GENESIS.hex()), GENESIS, chain.head()
+    passed = expect is None or expect == head.chain_hash
+    for row in chain.rows(0):
+        previous = next_link(previous, *row[:5])
+        head = Checkpoint(row[0], head.events + 1, previous.hex())
+        if (why := _broken(row, previous)) is not None:
+            return Verdict(False, head, head.events, head, why)
+        known = wanted.pop(head.position, None)
+        if known is not None and known != head:
+            return Verdict(False, head, head.events, known,
+                           f"the log up to position {known.position} is not the one checkpointed "
+                           "(checkpoint mismatch: the log and its links were rewritten)")
+        passed = passed or head.chain_hash == expect
+        if progress is not None and head.events % BATCH == 0:
+            progress(head.position, total)
     if wanted:
         missing = min(wanted.values(), key=lambda c: c.position)
         return Verdict(False, head, head.events, missing,
                        f"checkpointed position {missing.position} is no longer in the log")
-    # every recorded checkpoint now equals the recomputed chain at its position
-    if expect is not None and expect not in {head.chain_hash, *(c.chain_hash for c in recorded)}:
-        return Verdict(False, head, head.events, None,
-                       f"the recomputed chain does not pass through the expected hash {expect[:16]}…")
-    return Verdict(True, head, head.events, streams=frozenset(streams))
+    if not passed:
+        return Verdict(False, head, head.events, None, "the recomputed chain does not pass "
+                       f"through the expected hash {str(expect)[:16]}…")
+    return Verdict(True, head, head.events)

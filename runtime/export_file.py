@@ -7,15 +7,17 @@ Each line is the public envelope (`domain.envelope.Envelope`, what `events tail
     "state":    the stored event's state as recorded (the library's typed JSON, as text:
                 the envelope's payload has lost which strings were Decimals, UUIDs, times)
     "previous": the log position of the event before it (0 for the first)
-    "chain":    the audit hash chain (`projections.audit`) through this event
+    "chain":    the audit hash chain through this event (`eventstore.chain`: over each
+                event's full stored record, so it is the stored link of this event)
 
 `read_rows` checks a file line by line and yields the stored rows to insert:
 valid JSON, positions rising (`reordered`), each line following the one its
 `previous` names (`gap`), the envelope equal to the one its state decodes to and
-the chain linking (`edited`), a known event type that the application decodes,
-each stream's versions 1, 2, 3…. The first problem raises `InvalidInput` naming
-the line. Readers that know only envelopes (`Envelope.from_dict`, `audit
-verify-file`) ignore the four fields.
+the chain linking over the exact stored record (`edited`), a known event type that
+the application decodes, each stream's versions 1, 2, 3…. The first problem raises
+`InvalidInput` naming the line. Readers that know only envelopes
+(`Envelope.from_dict`) ignore the four fields; `audit verify-file` recomputes the
+chain from them.
 """
 
 from __future__ import annotations
@@ -35,9 +37,9 @@ from eventsourcing.utils import resolve_topic
 from domain.envelope import Envelope, StoredRow, from_stored
 from domain.errors import InvalidInput
 from eventstore.base import ImportRow
-from projections.audit import GENESIS, link
+from eventstore.chain import GENESIS, ChainRow, next_link
 
-__all__ = ["FileSummary", "ImportRow", "export_line", "read_rows"]
+__all__ = ["FileSummary", "ImportRow", "chain_record", "check_envelope", "export_line", "parse_line", "read_rows"]
 
 EXTRA_FIELDS = ("topic", "state", "previous", "chain")
 #: decodes a stored event with the application's mapper (raises if it cannot)
@@ -51,7 +53,7 @@ class FileSummary:
 
     events: int = 0
     position: int = 0
-    chain_hash: str = GENESIS
+    chain_hash: str = GENESIS.hex()
     sha256: str = ""
 
 
@@ -81,7 +83,7 @@ def read_rows(path: Path, decode: Decoder, summary: FileSummary,
     if checker.events == 0:
         raise InvalidInput(f"{name}: holds no events")
     summary.events, summary.position = checker.events, checker.position
-    summary.chain_hash, summary.sha256 = checker.chain, digest.hexdigest()
+    summary.chain_hash, summary.sha256 = checker.chain.hex(), digest.hexdigest()
 
 
 class _Checker:
@@ -95,7 +97,7 @@ class _Checker:
         self.versions: dict[UUID, int] = {}
 
     def check(self, raw: bytes) -> ImportRow:
-        line = _parse(raw)
+        line = parse_line(raw)
         position, previous = line["position"], line["previous"]
         if position <= self.position:
             raise InvalidInput(f"position {position} comes after position {self.position}: "
@@ -106,12 +108,9 @@ class _Checker:
                                "(events are missing or out of order here; a --stream export "
                                "cannot be imported)")
         row = self._stored_row(line)
-        envelope = _envelope(row)
-        if envelope.to_dict() != Envelope.from_dict(line).to_dict():
-            raise InvalidInput(f"position {position} was edited: its envelope is not what "
-                               "its stored state says")
-        chain = link(self.chain, envelope)
-        if chain != line["chain"]:
+        check_envelope(line, row)
+        chain = next_link(self.chain, *chain_record(line))
+        if chain.hex() != line["chain"]:
             raise InvalidInput(f"position {position} was edited: the audit chain breaks here")
         self._check_version(row)
         self.events, self.position, self.chain = self.events + 1, position, chain
@@ -139,7 +138,21 @@ class _Checker:
         self.versions[stream] = version
 
 
-def _parse(raw: bytes) -> dict[str, Any]:
+def check_envelope(line: dict[str, Any], row: ImportRow) -> None:
+    """`InvalidInput` unless the line's envelope is the one its stored record decodes to."""
+    if _envelope(row).to_dict() != Envelope.from_dict(line).to_dict():
+        raise InvalidInput(f"position {row[0]} was edited: its envelope is not what "
+                           "its stored state says")
+
+
+def chain_record(line: dict[str, Any]) -> ChainRow:
+    """The stored record an export line stands for, as the audit chain hashes it."""
+    return (line["position"], UUID(line["stream_id"]).hex, line["version"], line["topic"],
+            line["state"].encode("utf-8"))
+
+
+def parse_line(raw: bytes) -> dict[str, Any]:
+    """One export line's fields, checked for presence and type (`InvalidInput` if not)."""
     try:
         line = json.loads(raw)
     except ValueError as error:

@@ -109,7 +109,7 @@ def _stream_id(text: str) -> str:
 
 def export_events(args: argparse.Namespace) -> int:
     from domain.envelope import from_stored_rows
-    from projections.audit import GENESIS, link
+    from eventstore.chain import GENESIS, next_link
     from runtime.export_file import export_line
 
     stream = _stream_id(args.stream) if args.stream else None
@@ -130,15 +130,16 @@ def export_events(args: argparse.Namespace) -> int:
                 task = bar.add_task("exporting", total=head)
                 position = 0
                 while position < head:
-                    rows = [r for r in ledger.backend.notification_rows(
+                    # the records as stored (ids as 32 hex digits), as the chain hashes them
+                    rows = [r[:5] for r in ledger.backend.chain_rows(
                         ledger.app.recorder, position, 5000) if r[0] <= head]
                     if not rows:
                         break
-                    for row, env in zip(rows, from_stored_rows(rows, ledger.backend.canonical_ids)):
-                        previous, chain = position, link(chain, env)
+                    for row, env in zip(rows, from_stored_rows(rows)):
+                        previous, chain = position, next_link(chain, *row)
                         position = env.position
                         if stream is None or env.stream_id == stream:
-                            line = export_line(row, env, previous, chain)
+                            line = export_line(row, env, previous, chain.hex())
                             out.write(line)
                             digest.update(line.encode())
                             count, last = count + 1, env.position
@@ -160,7 +161,7 @@ def export_events(args: argparse.Namespace) -> int:
     console.print(f"exported {count} events (last position {last}) to {where}; "
                   f"file sha256 {digest.hexdigest()}", highlight=False)
     if stream is None:
-        console.print(f"audit chain hash at position {position}: {chain}", highlight=False)
+        console.print(f"audit chain hash at position {position}: {chain.hex()}", highlight=False)
     return 0
 
 

@@ -50,6 +50,10 @@ EDIT_SQLITE = ("UPDATE {table} SET state = CAST(replace(CAST(state AS TEXT), '\"
 DELETE = "DELETE FROM {table} WHERE {key} = %s"
 
 
+def chain(ledger: Ledger) -> audit.StoredChain:
+    return audit.StoredChain(ledger.backend, ledger.app.recorder)
+
+
 def observed_position(ledger: Ledger, after: int) -> int:
     return next(e.position for e in ledger.source.read(after, 10_000)
                 if e.event_type == "Product.Observed")
@@ -57,43 +61,48 @@ def observed_position(ledger: Ledger, after: int) -> int:
 
 def test_an_untouched_log_verifies_and_later_checkpoints_extend_the_chain(ledger: Ledger) -> None:
     record_history(ledger, 3)
-    first = audit.checkpoint(ledger.source, ledger.db)
+    first = audit.checkpoint(chain(ledger), ledger.db)
     assert first.position == ledger.source.head() and first.events == first.position
-    assert audit.verify(ledger.source, ledger.db).ok
+    assert audit.verify(chain(ledger), ledger.db).ok
     ledger.app.register_store(name="Other", base_url="https://other.example",
                               platform="shopify", now=T0)
-    second = audit.checkpoint(ledger.source, ledger.db)
+    second = audit.checkpoint(chain(ledger), ledger.db)
     assert second.events == first.events + 1 == ledger.source.head()
     assert second.chain_hash != first.chain_hash
-    assert audit.verify(ledger.source, ledger.db, expect=first.chain_hash).ok
-    assert audit.checkpoint(ledger.source, ledger.db) == second  # nothing new: same head
+    assert audit.verify(chain(ledger), ledger.db, expect=first.chain_hash).ok
+    assert audit.checkpoint(chain(ledger), ledger.db) == second  # nothing new: same head
 
 
 @pytest.mark.parametrize("change", ["edit", "delete"])
 def test_an_edited_or_deleted_event_is_caught_and_located(ledger: Ledger, change: str) -> None:
     record_history(ledger, 250)  # > audit.EVERY events: several checkpoints
-    head = audit.checkpoint(ledger.source, ledger.db)
+    head = audit.checkpoint(chain(ledger), ledger.db)
     victim = observed_position(ledger, 1200)
     edit = EDIT if (ledger.backend.name == "postgresql") else EDIT_SQLITE
     tamper(ledger, victim, edit if change == "edit" else DELETE)
-    verdict = audit.verify(ledger.source, ledger.db, expect=head.chain_hash)
+    verdict = audit.verify(chain(ledger), ledger.db, expect=head.chain_hash)
     assert not verdict.ok
-    assert verdict.first_bad is not None and verdict.first_bad.position >= victim
-    assert "changed between positions 1000 and" in verdict.message
+    assert verdict.first_bad is not None
+    if change == "edit":  # caught at the edited event itself
+        assert verdict.first_bad.position == victim
+        assert f"the event at position {victim} does not match its chain link" in verdict.message
+    else:  # the next event's link no longer follows
+        assert verdict.first_bad.position == victim + 1
+        assert "events just before it were deleted" in verdict.message
 
 
 def test_an_unreadable_event_is_reported_not_raised(ledger: Ledger) -> None:
     record_history(ledger, 2)
-    audit.checkpoint(ledger.source, ledger.db)
+    audit.checkpoint(chain(ledger), ledger.db)
     broken = ("UPDATE {table} SET state = CAST('{{broken' AS bytea) WHERE {key} = %s"
               if (ledger.backend.name == "postgresql") else
               "UPDATE {table} SET state = CAST('{{broken' AS BLOB) WHERE {key} = %s")
     tamper(ledger, 3, broken)
-    verdict = audit.verify(ledger.source, ledger.db)
+    verdict = audit.verify(chain(ledger), ledger.db)
     assert not verdict.ok and "position 3" in verdict.message
 
 
 def test_a_foreign_expected_hash_fails(ledger: Ledger) -> None:
     record_history(ledger, 2)
-    audit.checkpoint(ledger.source, ledger.db)
-    assert not audit.verify(ledger.source, ledger.db, expect="00" * 32).ok
+    audit.checkpoint(chain(ledger), ledger.db)
+    assert not audit.verify(chain(ledger), ledger.db, expect="00" * 32).ok
