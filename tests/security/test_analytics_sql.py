@@ -169,8 +169,12 @@ def test_row6_a_manifest_beyond_the_ledger_is_reported_and_repaired(data: Path, 
     record_crawls(data, ("12.00",), start=len(PRICES))  # new events the forgery would hide
     audit = run(data, tmp_path, "audit", "verify")
     assert audit.code == 1, audit.out + audit.err
-    assert "TAMPERED (derived data, rebuilt from the log): dataset file manifest.json: position" \
-        in audit.out and "beyond the ledger's last event" in audit.out, audit.out
+    assert "TAMPERED (derived data; `crawl-ledger audit repair` rebuilds it): dataset file " \
+        "manifest.json: position" in audit.out and "beyond the ledger's last event" in audit.out, \
+        audit.out
+    assert manifest_of(data) == forged  # verify reports; it changes nothing
+    repaired = run(data, tmp_path, "audit", "repair")
+    assert repaired.code == 0 and "manifest.json" in repaired.out, repaired.out + repaired.err
     assert manifest_of(data)["position"] == ledger_head(data)
     assert observations(data, tmp_path) == len(PRICES) + 1
     again = run(data, tmp_path, "audit", "verify")
