@@ -12,8 +12,10 @@ For the demo's simulated clock, start the workers with
 
 Each process is `crawl-ledger relay` / `crawl-ledger worker --role …` with
 the same LEDGER_* environment; output goes to `<data dir>/logs/<name>.log`.
-Stopping sends SIGTERM (Faust commits and leaves its group; the relay
-finishes its batch), then SIGKILL after `stop_timeout`.
+Stopping sends SIGTERM to the workers first (Faust commits and leaves its
+group; each records its `Worker.Departed`), waits until the relay has
+published everything up to the store's head (at most `drain_timeout`), then
+stops the relay the same way; SIGKILL follows after `stop_timeout`.
 """
 
 from __future__ import annotations
@@ -82,6 +84,8 @@ class Cluster:
     worker_args: Sequence[str] = ()
     relay_args: Sequence[str] = ()
     stop_timeout: float = 15.0
+    #: how long `stop` waits for the relay to publish the stopped workers' last events
+    drain_timeout: float = 30.0
     extra_env: dict[str, str] = field(default_factory=dict)
     #: restart a process that exits on its own (a crashed relay or worker)
     supervise: bool = False
@@ -168,11 +172,41 @@ class Cluster:
                 for n, m in self.processes.items()}
 
     def stop(self) -> None:
+        """Workers first, the relay last: the workers' final events (`Worker.Departed`)
+        are recorded as they stop, and the relay publishes them before it is stopped."""
         self._stopping.set()
         if self._watcher is not None:
             self._watcher.join(5)
-        alive = [m.process for m in self.processes.values()
-                 if m.process is not None and m.process.poll() is None]
+        self._terminate([n for n in self.processes if n != "relay"])
+        if self.running().get("relay"):
+            try:
+                self.drain_relay(self.drain_timeout)
+            except TimeoutError as late:  # stop anyway; the relay resumes from its position
+                log.warning("%s", late)
+        self._terminate(["relay"])
+
+    def drain_relay(self, timeout: float, poll: float = 0.1) -> None:
+        """Wait until the relay's acknowledged position is the store's head (or TimeoutError)."""
+        from ledger.bootstrap import bootstrap
+        from streams.relay import relay_status
+        from streams.relay_position import RelayPositionStore
+
+        ledger = bootstrap(self.settings)
+        try:
+            positions = RelayPositionStore(ledger.db)
+            deadline = time.monotonic() + timeout
+            while (status := relay_status(ledger.source, positions))["lag"]:
+                if time.monotonic() > deadline or not self.running().get("relay"):
+                    raise TimeoutError(f"relay still {status['lag']} events behind the store's"
+                                       f" head {status['head']} after {timeout}s")
+                time.sleep(poll)
+        finally:
+            ledger.close()
+
+    def _terminate(self, names: Sequence[str]) -> None:
+        """SIGTERM these processes, wait for them together, SIGKILL what outlives `stop_timeout`."""
+        alive = [m.process for n in names if (m := self.processes.get(n)) is not None
+                 and m.process is not None and m.process.poll() is None]
         for process in alive:
             process.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + self.stop_timeout
