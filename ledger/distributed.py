@@ -91,6 +91,7 @@ class Cluster:
     supervise: bool = False
     processes: dict[str, Managed] = field(default_factory=dict, init=False)
     restarts: dict[str, int] = field(default_factory=dict, init=False)
+    _added: int = field(default=0, init=False)
     _stopping: threading.Event = field(default_factory=threading.Event, init=False)
     _watcher: threading.Thread | None = field(default=None, init=False)
 
@@ -103,6 +104,16 @@ class Cluster:
 
     def _add(self, name: str, args: list[str]) -> None:
         self.processes[name] = Managed(name, args)
+
+    def add_worker(self, roles: Sequence[str]) -> str:
+        """Start one more worker process with `roles` in the running cluster (scale out);
+        returns its name; `remove(name)` takes it out again."""
+        name = f"worker-{len(self.workers) + self._added}"
+        self._added += 1
+        role_args = [a for r in roles for a in ("--role", r)]
+        self._add(name, ["worker", *role_args, *self.worker_args])
+        self.start_process(name)
+        return name
 
     @property
     def projector_group(self) -> str:
@@ -140,11 +151,13 @@ class Cluster:
     def _watch(self, every: float = 0.5) -> None:
         """Restart whatever exited on its own until the cluster stops."""
         while not self._stopping.wait(every):
-            for name, managed in self.processes.items():
+            for name, managed in list(self.processes.items()):  # workers come and go
                 if managed.process is None or managed.process.poll() is None:
                     continue
                 if self._stopping.is_set():
                     return
+                if name not in self.processes:  # removed meanwhile: not to be restarted
+                    continue
                 self.restarts[name] = self.restarts.get(name, 0) + 1
                 log.warning("%s exited with %s: restarting it", name, managed.process.returncode)
                 self.start_process(name)
@@ -154,7 +167,9 @@ class Cluster:
         if managed.process is not None and managed.process.poll() is None:
             raise RuntimeError(f"{name} is already running")
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        env = os.environ | settings_env(self.settings) | self.extra_env
+        # libpq's application name: pg_stat_activity shows whose connection is whose
+        env = os.environ | settings_env(self.settings) | self.extra_env | {
+            "PGAPPNAME": f"crawl-ledger {name}"}
         with open(self.log_dir / f"{name}.log", "ab") as log:
             managed.process = subprocess.Popen([*cli_command(), *managed.args], env=env,
                                                stdout=log, stderr=subprocess.STDOUT,
@@ -166,6 +181,20 @@ class Cluster:
         if process is not None and process.poll() is None:
             process.send_signal(sig)
             process.wait(self.stop_timeout)
+
+    def remove(self, name: str, sig: int = signal.SIGTERM) -> None:
+        """Take one process out of the cluster (scale in): no longer supervised, sent
+        `sig` (SIGTERM: it leaves its group; SIGKILL: it just dies) and reaped."""
+        managed = self.processes.pop(name)
+        process = managed.process
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(sig)
+        try:
+            process.wait(self.stop_timeout)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGKILL)
+            process.wait(5)
 
     def running(self) -> dict[str, bool]:
         return {n: m.process is not None and m.process.poll() is None
