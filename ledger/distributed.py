@@ -12,8 +12,10 @@ For the demo's simulated clock, start the workers with
 
 Each process is `crawl-ledger relay` / `crawl-ledger worker --role …` with
 the same LEDGER_* environment; output goes to `<data dir>/logs/<name>.log`.
-Stopping sends SIGTERM (Faust commits and leaves its group; the relay
-finishes its batch), then SIGKILL after `stop_timeout`.
+Stopping sends SIGTERM to the workers first (Faust commits and leaves its
+group; each records its `Worker.Departed`), waits until the relay has
+published everything up to the store's head (at most `drain_timeout`), then
+stops the relay the same way; SIGKILL follows after `stop_timeout`.
 """
 
 from __future__ import annotations
@@ -82,11 +84,14 @@ class Cluster:
     worker_args: Sequence[str] = ()
     relay_args: Sequence[str] = ()
     stop_timeout: float = 15.0
+    #: how long `stop` waits for the relay to publish the stopped workers' last events
+    drain_timeout: float = 30.0
     extra_env: dict[str, str] = field(default_factory=dict)
     #: restart a process that exits on its own (a crashed relay or worker)
     supervise: bool = False
     processes: dict[str, Managed] = field(default_factory=dict, init=False)
     restarts: dict[str, int] = field(default_factory=dict, init=False)
+    _added: int = field(default=0, init=False)
     _stopping: threading.Event = field(default_factory=threading.Event, init=False)
     _watcher: threading.Thread | None = field(default=None, init=False)
 
@@ -99,6 +104,16 @@ class Cluster:
 
     def _add(self, name: str, args: list[str]) -> None:
         self.processes[name] = Managed(name, args)
+
+    def add_worker(self, roles: Sequence[str]) -> str:
+        """Start one more worker process with `roles` in the running cluster (scale out);
+        returns its name; `remove(name)` takes it out again."""
+        name = f"worker-{len(self.workers) + self._added}"
+        self._added += 1
+        role_args = [a for r in roles for a in ("--role", r)]
+        self._add(name, ["worker", *role_args, *self.worker_args])
+        self.start_process(name)
+        return name
 
     @property
     def projector_group(self) -> str:
@@ -136,11 +151,13 @@ class Cluster:
     def _watch(self, every: float = 0.5) -> None:
         """Restart whatever exited on its own until the cluster stops."""
         while not self._stopping.wait(every):
-            for name, managed in self.processes.items():
+            for name, managed in list(self.processes.items()):  # workers come and go
                 if managed.process is None or managed.process.poll() is None:
                     continue
                 if self._stopping.is_set():
                     return
+                if name not in self.processes:  # removed meanwhile: not to be restarted
+                    continue
                 self.restarts[name] = self.restarts.get(name, 0) + 1
                 log.warning("%s exited with %s: restarting it", name, managed.process.returncode)
                 self.start_process(name)
@@ -150,7 +167,9 @@ class Cluster:
         if managed.process is not None and managed.process.poll() is None:
             raise RuntimeError(f"{name} is already running")
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        env = os.environ | settings_env(self.settings) | self.extra_env
+        # libpq's application name: pg_stat_activity shows whose connection is whose
+        env = os.environ | settings_env(self.settings) | self.extra_env | {
+            "PGAPPNAME": f"crawl-ledger {name}"}
         with open(self.log_dir / f"{name}.log", "ab") as log:
             managed.process = subprocess.Popen([*cli_command(), *managed.args], env=env,
                                                stdout=log, stderr=subprocess.STDOUT,
@@ -163,16 +182,60 @@ class Cluster:
             process.send_signal(sig)
             process.wait(self.stop_timeout)
 
+    def remove(self, name: str, sig: int = signal.SIGTERM) -> None:
+        """Take one process out of the cluster (scale in): no longer supervised, sent
+        `sig` (SIGTERM: it leaves its group; SIGKILL: it just dies) and reaped."""
+        managed = self.processes.pop(name)
+        process = managed.process
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(sig)
+        try:
+            process.wait(self.stop_timeout)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGKILL)
+            process.wait(5)
+
     def running(self) -> dict[str, bool]:
         return {n: m.process is not None and m.process.poll() is None
                 for n, m in self.processes.items()}
 
     def stop(self) -> None:
+        """Workers first, the relay last: the workers' final events (`Worker.Departed`)
+        are recorded as they stop, and the relay publishes them before it is stopped."""
         self._stopping.set()
         if self._watcher is not None:
             self._watcher.join(5)
-        alive = [m.process for m in self.processes.values()
-                 if m.process is not None and m.process.poll() is None]
+        self._terminate([n for n in self.processes if n != "relay"])
+        if self.running().get("relay"):
+            try:
+                self.drain_relay(self.drain_timeout)
+            except TimeoutError as late:  # stop anyway; the relay resumes from its position
+                log.warning("%s", late)
+        self._terminate(["relay"])
+
+    def drain_relay(self, timeout: float, poll: float = 0.1) -> None:
+        """Wait until the relay's acknowledged position is the store's head (or TimeoutError)."""
+        from ledger.bootstrap import bootstrap
+        from streams.relay import relay_status
+        from streams.relay_position import RelayPositionStore
+
+        ledger = bootstrap(self.settings)
+        try:
+            positions = RelayPositionStore(ledger.db)
+            deadline = time.monotonic() + timeout
+            while (status := relay_status(ledger.source, positions))["lag"]:
+                if time.monotonic() > deadline or not self.running().get("relay"):
+                    raise TimeoutError(f"relay still {status['lag']} events behind the store's"
+                                       f" head {status['head']} after {timeout}s")
+                time.sleep(poll)
+        finally:
+            ledger.close()
+
+    def _terminate(self, names: Sequence[str]) -> None:
+        """SIGTERM these processes, wait for them together, SIGKILL what outlives `stop_timeout`."""
+        alive = [m.process for n in names if (m := self.processes.get(n)) is not None
+                 and m.process is not None and m.process.poll() is None]
         for process in alive:
             process.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + self.stop_timeout

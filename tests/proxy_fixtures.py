@@ -90,3 +90,32 @@ def closed_port() -> int:
     """A loopback port nothing listens on (bound, then closed)."""
     with socket.create_server(("127.0.0.1", 0)) as sock:
         return int(sock.getsockname()[1])
+
+
+class ClosingPort:
+    """A loopback port that accepts connections and closes them at once, unanswered
+    (a dead proxy that still listens), counting the connections it accepted."""
+
+    def __init__(self) -> None:
+        self.accepted = 0
+        self._socket = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._socket.getsockname()[1]
+        self._server: asyncio.Server | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def __aenter__(self) -> ClosingPort:
+        self._server = await asyncio.start_server(self._handle, sock=self._socket)
+        return self
+
+    async def __aexit__(self, *exc: type[BaseException] | BaseException | TracebackType | None
+                        ) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+    async def _handle(self, _: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
+        writer.close()

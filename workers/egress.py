@@ -22,13 +22,15 @@ from domain.values import Policy
 from workers.errors import FetchError
 from workers.proxies import ProxyPool, is_proxy_failure
 
-__all__ = ["Egress", "current_client", "note_latency"]
+__all__ = ["Egress", "current_client", "note_failure", "note_latency"]
 
 @dataclass
 class _Route:
     client: httpx.AsyncClient
     #: seconds spent waiting for the proxy's answers (not for politeness slots)
     latency: float = 0.0
+    #: a failure its caller turned into a value instead of raising (an image download)
+    failure: FetchError | None = None
 
 
 _ROUTE: ContextVar[_Route | None] = ContextVar("egress_route", default=None)
@@ -47,6 +49,14 @@ def note_latency(seconds: float) -> None:
     route = _ROUTE.get()
     if route is not None:
         route.latency += seconds
+
+
+def note_failure(error: FetchError) -> None:
+    """A routed fetch failed and its caller returns the failure as a value (an image
+    download): the proxy is judged by it all the same, never credited a success."""
+    route = _ROUTE.get()
+    if route is not None:
+        route.failure = error
 
 
 class Egress:
@@ -73,20 +83,24 @@ class Egress:
         try:
             yield
         except FetchError as error:
-            if is_proxy_failure(error):
-                self.pool.failed(proxy.proxy_id, f"{error.kind}: {error.message}"[:300])
-            elif error.kind in _NOT_SENT:
-                self.pool.released(proxy.proxy_id)
-            else:  # the site answered through the proxy (403 and 429 included)
-                self.pool.succeeded(proxy.proxy_id, route.latency)
+            self._judge(proxy.proxy_id, route, error)
             raise
         except BaseException:
             self.pool.released(proxy.proxy_id)
             raise
         else:
-            self.pool.succeeded(proxy.proxy_id, route.latency)
+            self._judge(proxy.proxy_id, route, route.failure)
         finally:
             _ROUTE.reset(token)
+
+    def _judge(self, proxy_id: str, route: _Route, error: FetchError | None) -> None:
+        """The pool's verdict on the proxy after one routed fetch."""
+        if error is not None and is_proxy_failure(error):
+            self.pool.failed(proxy_id, f"{error.kind}: {error.message}"[:300])
+        elif error is not None and error.kind in _NOT_SENT:
+            self.pool.released(proxy_id)
+        else:  # the site answered through the proxy (403 and 429 included)
+            self.pool.succeeded(proxy_id, route.latency)
 
     def _client(self, url: str) -> httpx.AsyncClient:
         client = self._clients.get(url)

@@ -29,6 +29,7 @@ import httpx
 from domain.values import ImageFailure, Policy, StoredImage
 from workers.adapters.base import Request
 from workers.addresses import AddressGuard
+from workers.egress import note_failure
 from workers.errors import FetchError
 from workers.fetch import Fetcher, FetchLimits, Slot
 from workers.politeness import Politeness
@@ -155,6 +156,7 @@ class ImageDownloader:
             page = await self._fetcher.fetch(Request(url, headers={"Accept": ACCEPT}),
                                              user_agent, slot)
         except FetchError as error:
+            note_failure(error)  # through a proxy: the proxy's failure, not its success
             return ImageFailure(url, error.kind, error.message)
         except Exception as error:  # noqa: BLE001 - a bug must not take the step down
             return ImageFailure(url, "worker_error", f"{type(error).__name__}: {error}")
