@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import replace
+from functools import cache, partial
 from typing import Any
 
 from domain.urls import join_url
@@ -25,6 +26,7 @@ from workers.adapters.structured_data import (
 )
 from workers.adapters.visible import read_visible
 from workers.currency import where_from
+from workers.page_language import declared_language, words_language
 from workers.prices import written_forms
 
 __all__ = ["SchemaOrgAdapter"]
@@ -66,8 +68,11 @@ class SchemaOrgAdapter:
         origins = {id(node): syntax for syntax, nodes in (
             ("json-ld", data.jsonld), ("microdata", data.microdata), ("rdfa", data.rdfa))
             for node in nodes}
-        where = where_from(page.url, tree.get("lang"), data.opengraph.get("og:locale"),
+        where = where_from(page.url, declared_language(tree.get("lang"), data.content_language),
+                           data.opengraph.get("og:locale"),
                            task.currency or _declared_currency(data))
+        if where.territory is None:  # no country said: the page's words may say it
+            where = replace(where, words=cache(partial(words_language, tree)))
         # A lone product is the page's own product, so the page is its URL.
         own_url = page_urls[-1] if len(products) == 1 else None
         found = [product_observation(p, page.url, where.hint, own_url) for p in products]

@@ -1,0 +1,138 @@
+"""Price, currency and availability on HTML pages seen for the first time, extracted as
+`crawl-ledger extract FILE` does (a file:// address: no country TLD, no store currency)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from domain.values import Observation
+from workers.adapters.base import Page
+from workers.currency import Where
+from workers.extraction import extract_page
+from workers.prices import Money, parse_price
+
+FILE_URL = "file:///tmp/saved-page.html"
+
+
+def observe(html: str, url: str = FILE_URL) -> Observation:
+    _, extraction = extract_page(Page(url=url, text=html, body=html.encode()))
+    return extraction.observations[0]
+
+
+def paid(obs: Observation) -> tuple[Decimal | None, str | None]:
+    offer = obs.offers[0]
+    price = offer.special_price if offer.special_price is not None else offer.price
+    return price, offer.currency
+
+
+# --- number formats, the same in every source -------------------------------------
+
+META_DECIMAL_COMMA = """<html><head><meta property="og:type" content="product">
+<meta property="og:title" content="Kaffeevollautomat">
+<meta property="product:price:amount" content="{amount}">
+<meta property="product:price:currency" content="EUR"></head>
+<body><h1>Kaffeevollautomat</h1></body></html>"""
+JSONLD = """<html><head><script type="application/ld+json">{{"@type": "Product",
+"name": "Kaffeevollautomat", "offers": {{"@type": "Offer", "price": {amount},
+"priceCurrency": "{currency}"}}}}</script></head><body><h1>Kaffeevollautomat</h1></body></html>"""
+
+
+@pytest.mark.parametrize(("amount", "expected"), [
+    ("1.234,56", Decimal("1234.56")), ("12.345.678,90", Decimal("12345678.90")),
+    ("1,299.00", Decimal("1299.00")), ("1.234,567", Decimal("1234.57")),
+])
+def test_grouping_dots_and_a_decimal_comma_read_the_same_in_every_source(
+        amount: str, expected: Decimal) -> None:
+    assert paid(observe(META_DECIMAL_COMMA.format(amount=amount))) == (expected, "EUR")
+    assert paid(observe(JSONLD.format(amount=f'"{amount}"', currency="EUR"))) == (
+        expected, "EUR")
+    microdata = (f'<html><body><div itemscope itemtype="https://schema.org/Product">'
+                 f'<h1 itemprop="name">Kaffeevollautomat</h1><div itemprop="offers" itemscope '
+                 f'itemtype="https://schema.org/Offer"><meta itemprop="price" content="{amount}">'
+                 f'<meta itemprop="priceCurrency" content="EUR"></div></div></body></html>')
+    assert paid(observe(microdata)) == (expected, "EUR")
+
+
+@pytest.mark.parametrize(("amount", "currency", "expected"), [
+    ('"19.995"', "EUR", Decimal("20.00")), ("19.994", "EUR", Decimal("19.99")),
+    ('"9.125"', "USD", Decimal("9.13")), ('"1234.5"', "JPY", Decimal("1235")),
+    ('"12.3456"', "KWD", Decimal("12.346")),
+])
+def test_more_decimals_than_the_currency_has_round_half_up_to_its_minor_unit(
+        amount: str, currency: str, expected: Decimal) -> None:
+    assert paid(observe(JSONLD.format(amount=amount, currency=currency))) == (
+        expected, currency)
+    assert parse_price(amount.strip('"'), currency, structured=True) == Money(
+        expected, currency)
+
+
+@pytest.mark.parametrize("text", ["1e999", "1E3", "2.5e2 €", "0x10", "0X1F EUR"])
+def test_exponent_and_hex_forms_are_no_price(text: str) -> None:
+    assert parse_price(text) is None
+    assert parse_price(text, "EUR", structured=True) is None
+    obs = observe(JSONLD.format(amount=f'"{text}"', currency="EUR"))
+    assert [o.price for o in obs.offers if o.price is not None] == []
+
+
+def test_one_group_of_thousands_in_structured_data_is_grouping_where_the_locale_says_so(
+        ) -> None:
+    german = Where(None, "de", None)
+    assert parse_price("1.234", "EUR", structured=True, where=german) is not None
+    assert parse_price("1.234", "EUR", structured=True, where=german).amount == 1234  # type: ignore[union-attr]
+    english = Where(None, "en", None)
+    assert parse_price("1.234", "USD", structured=True, where=english).amount == Decimal(  # type: ignore[union-attr]
+        "1.23")
+
+
+# --- the currency of an ambiguous symbol, without a URL -----------------------------
+
+VISIBLE_ONLY = """<html{lang}><head><title>{name}</title>{meta}</head><body><h1>{name}</h1>
+<p>{words}</p><div class="product-price"><span class="price">{price}</span></div>
+<button class="add-to-cart">{buy}</button></body></html>"""
+DANISH = ("Denne flotte kaffemaskine brygger kaffe til hele familien hver eneste morgen, og "
+          "den er nem at gøre ren. Vi sender varen samme dag, og du kan altid returnere den.")
+SWEDISH = ("Den här fina kaffebryggaren brygger kaffe till hela familjen varje morgon och är "
+           "lätt att rengöra. Vi skickar varan samma dag och du kan alltid returnera den.")
+NORWEGIAN = ("Denne fine kaffetrakteren brygger kaffe til hele familien hver morgen, og den er "
+             "lett å rengjøre. Vi sender varen samme dag, og du kan alltid returnere den.")
+
+
+@pytest.mark.parametrize(("lang", "meta", "words", "currency"), [
+    (' lang="da"', "", "Flot.", "DKK"),
+    (' lang="nb"', "", "Fin.", "NOK"),
+    ("", '<meta http-equiv="content-language" content="da-DK">', "Flot.", "DKK"),
+    ("", '<meta property="og:locale" content="nb_NO">', "Fin.", "NOK"),
+    ("", "", DANISH, "DKK"),
+    ("", "", SWEDISH, "SEK"),
+    ("", "", NORWEGIAN, "NOK"),
+    (' lang="en"', "", DANISH, "DKK"),  # a theme's default lang, the shop's own words
+])
+def test_kr_takes_the_currency_of_the_pages_language(lang: str, meta: str, words: str,
+                                                     currency: str) -> None:
+    html = VISIBLE_ONLY.format(lang=lang, meta=meta, name="Kaffemaskine", words=words,
+                               price="1.299,00 kr.", buy="Læg i kurv")
+    assert paid(observe(html)) == (Decimal("1299.00"), currency)
+
+
+@pytest.mark.parametrize(("lang", "price", "expected"), [
+    (' lang="en-CA"', "$129.00", (Decimal("129.00"), "CAD")),
+    (' lang="en-AU"', "$129.00", (Decimal("129.00"), "AUD")),
+    (' lang="es-MX"', "$1,299.00", (Decimal("1299.00"), "MXN")),
+    (' lang="zh"', "¥129", (Decimal("129"), "CNY")),
+    (' lang="ja"', "¥1,290", (Decimal("1290"), "JPY")),
+    (' lang="en-ZA"', "R 1 299,00", (Decimal("1299.00"), "ZAR")),
+    (' lang="de"', "69,99", (Decimal("69.99"), "EUR")),  # no symbol at all
+])
+def test_dollar_yen_and_rand_take_the_currency_of_the_pages_language(
+        lang: str, price: str, expected: tuple[Decimal, str]) -> None:
+    html = VISIBLE_ONLY.format(lang=lang, meta="", name="Coffee maker", words="Nice.",
+                               price=price, buy="Add to cart")
+    assert paid(observe(html)) == expected
+
+
+def test_the_country_tld_still_outranks_the_language() -> None:
+    html = VISIBLE_ONLY.format(lang=' lang="da"', meta="", name="Kaffemaskine", words=DANISH,
+                               price="1.299,00 kr.", buy="Læg i kurv")
+    assert paid(observe(html, "https://shop.example.se/kaffe")) == (Decimal("1299.00"), "SEK")
