@@ -136,3 +136,61 @@ def test_the_country_tld_still_outranks_the_language() -> None:
     html = VISIBLE_ONLY.format(lang=' lang="da"', meta="", name="Kaffemaskine", words=DANISH,
                                price="1.299,00 kr.", buy="Læg i kurv")
     assert paid(observe(html, "https://shop.example.se/kaffe")) == (Decimal("1299.00"), "SEK")
+
+
+# --- out of stock while a price is still shown; backorder and preorder --------------
+
+SHOWN_PRICE = """<html lang="{lang}"><head>{jsonld}</head><body><h1>{name}</h1>
+<div class="product-price"><span class="price">{price}</span></div>{extra}
+<button class="btn add-to-cart"{disabled}>{buy}</button></body></html>"""
+IN_STOCK_JSONLD = """<script type="application/ld+json">{"@type": "Product", "name": "Wanderschuh",
+"offers": {"@type": "Offer", "price": "89.90", "priceCurrency": "EUR",
+"availability": "https://schema.org/InStock"}}</script>"""
+
+
+def shown(lang: str = "de", jsonld: str = "", price: str = "89,90 €", extra: str = "",
+          disabled: str = "", buy: str = "In den Warenkorb") -> str:
+    return SHOWN_PRICE.format(lang=lang, jsonld=jsonld, name="Wanderschuh", price=price,
+                              extra=extra, disabled=disabled, buy=buy)
+
+
+def test_a_disabled_add_to_cart_beside_a_price_is_out_of_stock() -> None:
+    assert observe(shown()).availability == "in_stock"
+    assert observe(shown(disabled=" disabled")).availability == "out_of_stock"
+    assert observe(shown(disabled=' aria-disabled="true"')).availability == "out_of_stock"
+    english = shown(lang="en", price="$89.90", buy="Add to cart", disabled=" disabled")
+    assert observe(english).availability == "out_of_stock"
+
+
+def test_a_buy_control_disabled_until_a_size_is_chosen_says_nothing() -> None:
+    sizes = '<select name="size"><option>41</option><option>42</option></select>'
+    assert observe(shown(extra=sizes, disabled=" disabled")).availability == "in_stock"
+
+
+def test_stock_words_and_a_disabled_control_outrank_a_structured_in_stock() -> None:
+    sold_out = '<p class="availability">Leider ausverkauft</p>'
+    html = shown(jsonld=IN_STOCK_JSONLD, extra=sold_out, disabled=" disabled")
+    assert observe(html).availability == "out_of_stock"
+    # the control alone (perhaps waiting for a script) does not overrule the data
+    assert observe(shown(jsonld=IN_STOCK_JSONLD, disabled=" disabled")).availability == \
+        "in_stock"
+
+
+@pytest.mark.parametrize(("lang", "words", "state"), [
+    ("en", "Available on backorder", "backorder"),
+    ("en", "Out of stock – available for backorder", "backorder"),
+    ("de", "Artikel im Zulauf", "backorder"),
+    ("ru", "Под заказ", "backorder"),
+    ("en", "Pre-order now: ships in March", "preorder"),
+    ("fr", "Disponible en précommande", "preorder"),
+    ("ja", "予約受付中", "preorder"),
+])
+def test_backorder_and_preorder_are_their_own_states(lang: str, words: str,
+                                                     state: str) -> None:
+    html = shown(lang=lang, extra=f'<p class="stock-status">{words}</p>')
+    assert observe(html).availability == state
+
+
+def test_a_buy_control_that_says_pre_order_is_a_preorder() -> None:
+    assert observe(shown(lang="en", price="$89.90", buy="Pre-order")).availability == \
+        "preorder"

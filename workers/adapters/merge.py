@@ -108,9 +108,13 @@ def _completed(obs: Observation, seen: Visible, where: Where,
         shown = [o for o in offers if _paid(o) == seen.price.amount]
         offers = (*shown[:1], *(o for o in offers if o not in shown[:1]))
     availability = obs.availability
-    if availability == "unknown":
+    if availability == "unknown" or (availability == "in_stock" and seen.buy_disabled
+                                     and seen.stock_words == "out_of_stock"):
+        # a structured "in stock" is often a template's default; a disabled buy control
+        # with the page's own out-of-stock words beside it is what a buyer meets
         availability = seen.availability
-        sources["availability"] = "visible"
+        sources["availability"] = "visible" if obs.availability == "unknown" else \
+            "visible stock words and a disabled buy control, over the structured in stock"
     if availability == "unknown" and any(_paid(o) is not None for o in offers):
         availability = "in_stock"
         sources["availability"] = OFFERED

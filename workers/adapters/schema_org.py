@@ -96,7 +96,7 @@ class SchemaOrgAdapter:
             return observations, ()  # a category page: every product as listed
         main = observations[0] if observations else None
         seen = read_visible(tree, where) if explain or main is None or not complete(main) \
-            or _may_show_a_sale(main, page) else None
+            or _may_show_a_sale(main, page) or _may_be_unbuyable(main, page) else None
         main, choices = merge(main, origin, seen, where, page.url, data.opengraph)
         return ((main,) if main else ()), choices
 
@@ -144,6 +144,34 @@ def _may_show_a_sale(main: Observation, page: Page) -> bool:
             start = source.find(written, start + len(written))
     return bool(main.attributes.get("availability_ends")) \
         and _BID_MARKUP.search(source) is not None
+
+
+#: what a buy control's markup says (lower-cased), in the languages of `visible._BUY`
+_CART_MARKUP = re.compile(rb"cart|basket|bag|trolley|korb|panier|carrito|carrello|koszyk|"
+                          rb"winkelwagen|kurv|varukorg|sepet|\xd0\xba\xd0\xbe\xd1\x80\xd0\xb7|buy|kaufen|"
+                          rb"comprar|acheter|purchase")
+#: how far around the word "disabled" a buy control's tag and label may reach, in bytes
+_CONTROL_REACH = 300
+
+
+def _may_be_unbuyable(main: Observation, page: Page) -> bool:
+    """Whether a product structured data says is in stock may have a disabled buy
+    control: the word "disabled" inside a `<button>`/`<input>` tag with a cart word
+    around it, searched in the page's bytes. Then the visible page is read too
+    (`merge` lets a disabled control with the page's out-of-stock words win)."""
+    if main.availability != "in_stock":
+        return False
+    source = page.body or page.text.encode("utf-8", "replace")
+    start = source.find(b"disabled")
+    while start != -1:
+        tag = source.rfind(b"<", max(0, start - _CONTROL_REACH), start)
+        name = source[tag + 1:tag + 7].lower() if tag != -1 else b""
+        if (name == b"button" or name.startswith(b"input")) and b">" not in source[tag:start]:
+            around = source[tag:start + _CONTROL_REACH].lower()
+            if _CART_MARKUP.search(around):
+                return True
+        start = source.find(b"disabled", start + 8)
+    return False
 
 
 def _declared_currency(data: PageData) -> str | None:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 import lxml.html
 
 from workers.adapters.visible_amounts import not_a_price, with_currency_beside
+from workers.adapters.visible_buy import availability, disabled, is_buy, is_picker, label, usable
 from workers.adapters.visible_marks import (
     CONVERTED,
     MAIN_PRICE,
@@ -45,7 +46,7 @@ from workers.adapters.visible_marks import (
     struck,
 )
 from workers.adapters.visible_stock import marks as _marks  # also what marks a price
-from workers.adapters.visible_stock import stock_line
+from workers.adapters.visible_stock import stock_words
 from workers.caseless import Caseless
 from workers.currency import Where
 from workers.prices import PRICE_WORDS, Money, parse_price
@@ -67,20 +68,10 @@ _JUNK_WORDS = re.compile(r"%|/\s*(?:mo|month|monat|mois|mes)\b|per month|x\s*\d|
                          r"save|spare|économisez|ahorra|risparmi|rabatt|discount|скидка|"
                          r"rating|review|bewertung|stars?\b|sterne|votes?\b|approx|circa|"
                          r"ungefähr|environ|≈|~|postage|p&p|as low as", re.IGNORECASE)
-_BUY = Caseless(r"add[ -]?to[ -]?(?:cart|basket|bag|trolley)|addtocart|add-to-cart|buy[ -]?now|"
-                r"in den (?:warenkorb|einkaufswagen)|warenkorb|ajouter au panier|"
-                r"a[ñn]adir al carrito|agregar al carrito|aggiungi al carrello|"
-                r"in winkelwagen|dodaj do koszyka|do koszyka|в корзину|купить|"
-                r"до кошика|sepete ekle|kosárba|do košíku|lägg i varukorgen|"
-                r"læg i kurv|legg i handlekurven|lisää ostoskoriin|"
-                r"カートに入れる|加入購物車|加入购物车|장바구니|comprar|kaufen|"
-                r"adicionar ao carrinho|bid now|place bid")
 _DIGIT = re.compile(r"\d")
 #: "Price: £60", "Preis: 12,00 €", "Цена: 500 ₽": a label saying the amount is the price
 _PRICE_LABEL = re.compile(rf"\s*(?:our |sale |your )?(?:{PRICE_WORDS})\s*:", re.IGNORECASE)
 _BID = re.compile(r"\bbid\b|gebot|ench[eè]re|puja|offerta|licytuj|ставк", re.IGNORECASE)
-_CART = Caseless(r"cart|basket|trolley|korb|panier|carrito|carrello|winkelwagen|koszyk|"
-                 r"košík|kosár|varukorg|kurv|ostoskori|sepet|корзин|кошик|carrinho")
 #: price candidates read per page
 _MAX_CANDIDATES = 400
 #: a text this long is a sentence, not a price
@@ -112,6 +103,10 @@ class Visible:
     prices: tuple[Candidate, ...] = field(default_factory=tuple)
     #: the price is a current bid: the buy button places a bid and the price is beside it
     bidding: bool = False
+    #: the page's buy control is disabled (not merely waiting for an option to be chosen)
+    buy_disabled: bool = False
+    #: what the page's own stock words say (`availability` adds the buy control's state)
+    stock_words: str = "unknown"
     #: the document's `<title>`, when the page has no heading but offers one price right
     #: beside an enabled buy button (a product whose name is set in an image or a logo)
     title: str | None = None
@@ -128,10 +123,15 @@ class _Walk:
     buy_enabled: bool = False
     titled: bool = False
     headings: list[int] = field(default_factory=list)
+    #: where the page lets a buyer choose an option (a size, a colour): a `<select>`,
+    #: radio buttons or swatches
+    pickers: list[int] = field(default_factory=list)
 
 
 def read_visible(tree: lxml.html.HtmlElement, where: Where) -> Visible:
     walk = _walk(tree)
+    can_buy = usable(walk.buy, walk.buy_enabled, walk.pickers)
+    words = stock_words(walk.elements, walk.heading, walk.buy)
     candidates = sorted(_old_beside_a_lower(_candidates(walk, where)),
                         key=lambda c: (-c.score, c.position))
     price = next((c for c in candidates if not c.struck and c.score > 0), None)
@@ -142,11 +142,13 @@ def read_visible(tree: lxml.html.HtmlElement, where: Where) -> Visible:
         name=walk.name,
         price=price.money if price else None,
         regular=regular.money if regular else None,
-        availability=stock_line(walk.elements, walk.heading, walk.buy, walk.buy_enabled),
+        availability=availability(words, walk.buy, can_buy),
+        stock_words=words,
         prices=tuple(candidates[:12]),
+        buy_disabled=can_buy is False,
         title=_title(tree) if walk.name is None and offered else None,
         bidding=offered and walk.buy is not None and bool(
-            _BID.search(_label(walk.elements[walk.buy]))),
+            _BID.search(label(walk.elements[walk.buy]))),
     )
 
 
@@ -164,7 +166,11 @@ def _walk(tree: lxml.html.HtmlElement) -> _Walk:
     stack = [root]
     while stack:
         element = stack.pop()
-        if not isinstance(element.tag, str) or element.tag in _SKIP_TAGS or _is_noise(element):
+        if not isinstance(element.tag, str) or _is_noise(element):
+            continue
+        if is_picker(element) and len(walk.pickers) < 50:
+            walk.pickers.append(len(walk.elements))
+        if element.tag in _SKIP_TAGS:
             continue
         walk.elements.append(element)
         index = len(walk.elements) - 1
@@ -177,10 +183,9 @@ def _walk(tree: lxml.html.HtmlElement) -> _Walk:
                 walk.titled = bool(_TITLE.search(_marks(element)))
         if element.tag in ("h1", "h2") and len(walk.headings) < 50:
             walk.headings.append(index)
-        if walk.buy is None and _is_buy(element):
+        if walk.buy is None and is_buy(element):
             walk.buy = index
-            walk.buy_enabled = element.get("disabled") is None and "disabled" not in (
-                element.get("class") or "").lower()
+            walk.buy_enabled = not disabled(element)
         stack.extend(reversed(element))
     _titled_heading(walk, tree)
     return walk
@@ -206,28 +211,6 @@ def _is_noise(element: lxml.html.HtmlElement) -> bool:
         return True
     marks = _marks(element)
     return bool(marks) and _NOISE.found_in(marks) and element.tag not in ("body", "html")
-
-
-def _is_buy(element: lxml.html.HtmlElement) -> bool:
-    if element.tag not in ("button", "input", "a", "img"):
-        return False
-    if element.tag == "input" and element.get("type", "").lower() not in ("submit", "button",
-                                                                         "image"):
-        return False
-    label = _label(element)
-    if _BUY.found_in(label):
-        return True
-    # "Do košíka", "In den Korb": a cart word on a real button (not a header cart link)
-    return element.tag in ("button", "input") and _CART.found_in(label) \
-        and not _DIGIT.search(element.text_content() if element.tag != "input" else "")
-
-
-def _label(element: lxml.html.HtmlElement) -> str:
-    text = element.text_content() if element.tag not in ("input", "img") else ""
-    return " ".join(filter(None, (text, element.get("value"), element.get("title"),
-                                  element.get("alt"), element.get("aria-label"),
-                                  _marks(element), element.get("name"),
-                                  element.get("data-test"))))[:300]
 
 
 def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
