@@ -194,3 +194,69 @@ def test_backorder_and_preorder_are_their_own_states(lang: str, words: str,
 def test_a_buy_control_that_says_pre_order_is_a_preorder() -> None:
     assert observe(shown(lang="en", price="$89.90", buy="Pre-order")).availability == \
         "preorder"
+
+
+# --- pages that show several prices --------------------------------------------------
+
+MARKETPLACE = """<html lang="en"><body><div id="dp"><h1 id="title">Steel Water Bottle, 32 oz</h1>
+<div class="price"><span class="a-color-price">$25.00</span> <span>Used - Good</span></div>
+<div id="olp"><span>Other Sellers on Shop</span> <span class="price">$22.50</span></div>
+<div id="price-block"><span class="label">List Price:</span> <span class="price">$49.99</span></div>
+<p>Insulated, leak-proof lid.</p>
+<div id="buybox"><div><span>Used - Like New</span> <span class="price">$31.50</span></div>
+<div><span class="price">($1.25 / Fl Oz)</span></div><div class="price">$0.33 each</div>
+<div><span class="price">$39.99</span></div>
+<button id="add-to-cart-button">Add to Cart</button><button>Buy Now</button></div>
+</div></body></html>"""
+
+
+def test_a_marketplace_listing_pays_the_buy_box_price_not_list_used_or_unit_prices() -> None:
+    offer = observe(MARKETPLACE).offers[0]
+    assert (offer.special_price, offer.price, offer.currency) == (
+        Decimal("39.99"), Decimal("49.99"), "USD")
+
+
+def test_an_offer_listing_is_the_price_when_the_page_has_no_buy_box_price() -> None:
+    only_others = """<html lang="de"><body><h1>Akku-Bohrschrauber</h1>
+    <div id="olp"><span>Neu und gebraucht (7) ab</span> <span class="price">99,12 €</span></div>
+    </body></html>"""
+    assert paid(observe(only_others)) == (Decimal("99.12"), "EUR")
+
+
+@pytest.mark.parametrize(("lang", "shown", "expected"), [
+    ("en-IN", '<span>MRP ₹1,999</span> <span class="sell">₹1,499</span> <span>(25% OFF)</span>',
+     (Decimal("1499"), "INR")),
+    ("en-IN", '<span>M.R.P.:</span> <span>₹1,999</span> <b class="price">₹1,499</b>',
+     (Decimal("1499"), "INR")),
+    ("de", '<span class="uvp">UVP 99,00 €</span><span class="price">79,00 €</span>',
+     (Decimal("79.00"), "EUR")),
+    ("en-GB", "<p>RRP £30.00</p><p>£20.00</p>", (Decimal("20.00"), "GBP")),
+    ("en", "<span>Was $50.00</span> <span>Now $40.00</span>", (Decimal("40.00"), "USD")),
+    ("fr", "<p>Prix conseillé : 59,90 €</p><p>49,90 €</p>", (Decimal("49.90"), "EUR")),
+    ("ja", "<p>定価 ¥3,300</p><p class='price'>¥2,970</p>", (Decimal("2970"), "JPY")),
+])
+def test_mrp_uvp_rrp_and_was_beside_the_selling_price_are_the_regular_price(
+        lang: str, shown: str, expected: tuple[Decimal, str]) -> None:
+    html = (f'<html lang="{lang}"><body><h1>Cotton shirt</h1><div class="pdp-price">{shown}'
+            f"</div><button>Add to cart</button></body></html>")
+    obs = observe(html)
+    assert paid(obs) == expected
+    assert obs.offers[0].price is not None and obs.offers[0].price > expected[0]
+
+
+def test_unit_prices_are_no_candidates() -> None:
+    html = """<html lang="en"><body><h1>Pack of 12 pens</h1><div class="price">$0.75 each</div>
+    <div class="unit-price">$0.09 / count</div><div class="price">$8.99</div>
+    <button>Add to cart</button></body></html>"""
+    assert paid(observe(html)) == (Decimal("8.99"), "USD")
+
+
+def test_a_sale_shown_only_in_text_beats_the_regular_price_in_structured_data() -> None:
+    html = """<html lang="de"><head><script type="application/ld+json">{"@type": "Product",
+    "name": "Akkuschrauber 18V", "offers": {"@type": "Offer", "price": "99.00",
+    "priceCurrency": "EUR", "availability": "https://schema.org/InStock"}}</script></head>
+    <body><h1>Akkuschrauber 18V</h1><div class="price-box"><span>UVP 99,00 €</span>
+    <span class="price">79,00 €</span></div><button>In den Warenkorb</button></body></html>"""
+    offer = observe(html).offers[0]
+    assert (offer.price, offer.special_price, offer.currency) == (
+        Decimal("99.00"), Decimal("79.00"), "EUR")

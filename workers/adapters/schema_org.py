@@ -25,6 +25,7 @@ from workers.adapters.structured_data import (
     with_embedded_markup,
 )
 from workers.adapters.visible import read_visible
+from workers.adapters.visible_marks import OLD_LABELS
 from workers.currency import where_from
 from workers.page_language import declared_language, words_language
 from workers.prices import written_forms
@@ -118,6 +119,9 @@ def _own_jsonld_product(
 _STRUCK_MARKUP = re.compile(
     rb"<(?:del|s|strike)[\s>]|line-through|(?:old|was|original|compare|regular|strike|"
     rb"crossed|before)[-_]?price|price[-_]{0,2}(?:old|was|original|compare|regular|before)")
+#: the labels of a list, recommended or former price ("UVP", "MRP", "was") in a page's
+#: source (lower-cased; "before" is left out: CSS writes "::before")
+_OLD_LABEL_MARKUP = re.compile(OLD_LABELS.replace("before|", "").lower().encode())
 #: what marks an auction's bid button in a page's source
 _BID_MARKUP = re.compile(rb"place[-_ ]?bid|bid[-_ ]?now|current[-_ ]?bid", re.IGNORECASE)
 #: how far before a price its struck-through markup may open, in bytes
@@ -139,7 +143,8 @@ def _may_show_a_sale(main: Observation, page: Page) -> bool:
         written = form.encode()
         start = source.find(written)
         while start != -1:
-            if _STRUCK_MARKUP.search(source[max(0, start - _STRUCK_REACH):start].lower()):
+            before = source[max(0, start - _STRUCK_REACH):start].lower()
+            if _STRUCK_MARKUP.search(before) or _OLD_LABEL_MARKUP.search(before):
                 return True
             start = source.find(written, start + len(written))
     return bool(main.attributes.get("availability_ends")) \

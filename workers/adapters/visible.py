@@ -41,9 +41,11 @@ from workers.adapters.visible_buy import availability, disabled, is_buy, is_pick
 from workers.adapters.visible_marks import (
     CONVERTED,
     MAIN_PRICE,
+    another_offer,
     before_tax,
     marked_old_by_class,
     struck,
+    unit_price,
 )
 from workers.adapters.visible_stock import marks as _marks  # also what marks a price
 from workers.adapters.visible_stock import stock_words
@@ -72,6 +74,8 @@ _DIGIT = re.compile(r"\d")
 #: "Price: £60", "Preis: 12,00 €", "Цена: 500 ₽": a label saying the amount is the price
 _PRICE_LABEL = re.compile(rf"\s*(?:our |sale |your )?(?:{PRICE_WORDS})\s*:", re.IGNORECASE)
 _BID = re.compile(r"\bbid\b|gebot|ench[eè]re|puja|offerta|licytuj|ставк", re.IGNORECASE)
+#: how near (in elements) the buy control a price is in its buy box
+_BUY_BOX = 40
 #: price candidates read per page
 _MAX_CANDIDATES = 400
 #: a text this long is a sentence, not a price
@@ -92,6 +96,8 @@ class Candidate:
     net: bool = False
     #: marked old only by a class name ("price-old"), not struck through or worded so
     marked_old: bool = False
+    #: labelled by the words beside it as a used or another seller's offer
+    another_offer: bool = False
 
 
 @dataclass(frozen=True)
@@ -132,8 +138,8 @@ def read_visible(tree: lxml.html.HtmlElement, where: Where) -> Visible:
     walk = _walk(tree)
     can_buy = usable(walk.buy, walk.buy_enabled, walk.pickers)
     words = stock_words(walk.elements, walk.heading, walk.buy)
-    candidates = sorted(_old_beside_a_lower(_candidates(walk, where)),
-                        key=lambda c: (-c.score, c.position))
+    candidates = sorted(_below_the_buy_box(_old_beside_a_lower(_candidates(walk, where)),
+                                           walk.buy), key=lambda c: (-c.score, c.position))
     price = next((c for c in candidates if not c.struck and c.score > 0), None)
     regular = _regular(candidates, price)
     offered = price is not None and walk.buy is not None and walk.buy_enabled \
@@ -232,16 +238,18 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
             shown = parse_price(_joined(element)[:_MAX_PRICE_TEXT], where.hint, where=where)
             if shown is not None and shown.amount == money.amount and shown.currency:
                 money, text = shown, _joined(element)
-        marked = _context(element)
-        struck_through, marked_old = struck(element, text), marked_old_by_class(marked)
-        net = before_tax(text, _own_words(element), marked)
+        marked, around = _context(element), _own_words(element)
+        if unit_price(text, marked):
+            continue  # "$0.75 each", "1,50 € / 100 g"
+        struck_through, marked_old = struck(element, text, around), marked_old_by_class(marked)
+        net = before_tax(text, around, marked)
         reasons = ["labelled as before tax"] if net else []
         score = 0.0
         said = _PRICE_MARK.found_in(marked) or element.get("itemprop") == "price"
         if said:
             score += 4
             reasons.append("marked as a price")
-        elif _PRICE_LABEL.match(text) or _PRICE_LABEL.match(_own_words(element)):
+        elif _PRICE_LABEL.match(text) or _PRICE_LABEL.match(around):
             said = True
             score += 4
             reasons.append("labelled as the price")
@@ -255,7 +263,7 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
             continue  # a bare number with nothing saying it is a price
         if _JUNK_WORDS.search(text) or CONVERTED.search(marked):
             continue  # a discount, instalment, shipping cost, rating or converted amount
-        if _JUNK_WORDS.search(_own_words(element)):
+        if _JUNK_WORDS.search(around):
             score -= 4
             reasons.append("discount, instalment, shipping or rating text beside it")
         score += _near(index, walk.heading, "the heading", reasons)
@@ -263,7 +271,8 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
         if money.currency is None and where.default_currency:
             money = Money(money.amount, where.default_currency)
         found.append(Candidate(money, text, score, index, struck_through or marked_old,
-                               tuple(reasons), net, marked_old and not struck_through))
+                               tuple(reasons), net, marked_old and not struck_through,
+                               another_offer(text, around, marked)))
     return found
 
 
@@ -276,6 +285,17 @@ def _old_beside_a_lower(candidates: list[Candidate]) -> list[Candidate]:
                 abs(d.position - c.position) <= 40 and d.money.amount < c.money.amount
                 and d.money.currency == c.money.currency for d in current) else c
             for c in candidates]
+
+
+def _below_the_buy_box(candidates: list[Candidate], buy: int | None) -> list[Candidate]:
+    """A used or another seller's offer loses to the price beside the buy control (the
+    buy box); on a page with no such price it is what a buyer can pay, and stays."""
+    boxed = buy is not None and any(
+        not c.another_offer and not c.struck and abs(c.position - buy) <= _BUY_BOX
+        for c in candidates)
+    return [replace(c, score=c.score - 4, reasons=(
+        *c.reasons, "labelled as a used or another seller's offer, beside a buy box price"))
+        if boxed and c.another_offer else c for c in candidates]
 
 
 def _near(index: int, anchor: int | None, what: str, reasons: list[str],
