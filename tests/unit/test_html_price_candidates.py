@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
 from domain.values import Observation
+from ledger.cli import main
 from workers.adapters.base import Page
 from workers.currency import Where
 from workers.extraction import extract_page
@@ -251,12 +254,49 @@ def test_unit_prices_are_no_candidates() -> None:
     assert paid(observe(html)) == (Decimal("8.99"), "USD")
 
 
-def test_a_sale_shown_only_in_text_beats_the_regular_price_in_structured_data() -> None:
-    html = """<html lang="de"><head><script type="application/ld+json">{"@type": "Product",
+SALE_IN_TEXT = """<html lang="de"><head><script type="application/ld+json">{"@type": "Product",
     "name": "Akkuschrauber 18V", "offers": {"@type": "Offer", "price": "99.00",
     "priceCurrency": "EUR", "availability": "https://schema.org/InStock"}}</script></head>
     <body><h1>Akkuschrauber 18V</h1><div class="price-box"><span>UVP 99,00 €</span>
     <span class="price">79,00 €</span></div><button>In den Warenkorb</button></body></html>"""
-    offer = observe(html).offers[0]
+
+
+def test_a_sale_shown_only_in_text_beats_the_regular_price_in_structured_data() -> None:
+    offer = observe(SALE_IN_TEXT).offers[0]
     assert (offer.price, offer.special_price, offer.currency) == (
         Decimal("99.00"), Decimal("79.00"), "EUR")
+
+
+# --- the candidates and why the winner won -------------------------------------------
+
+def test_explain_lists_every_candidate_with_its_evidence_and_the_rule_that_won(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    page = tmp_path / "bottle.html"
+    page.write_text(MARKETPLACE, encoding="utf-8")
+    assert main(["extract", str(page), "--explain", "--json"]) == 0
+    price = next(c for c in json.loads(capsys.readouterr().out) if c["field"] == "price")
+    assert price["value"] == "39.99" and price["source"] == "visible"
+    assert price["why"].startswith("rule 4")
+    described = [value for value, _ in price["alternatives"]]
+    chosen = [d for d in described if d.startswith("CHOSEN ")]
+    assert len(chosen) == 1 and chosen[0].startswith("CHOSEN 39.99 USD (price:")
+    assert "within 40 elements of the buy button" in chosen[0]
+    assert any(d.startswith("49.99 USD (regular price:") for d in described)
+    assert any(d.startswith("31.50 USD") and "another seller's offer" in d for d in described)
+    assert not any(d.startswith(("1.25 USD", "0.33 USD")) for d in described)
+
+
+def test_explain_names_the_structured_offer_and_the_visible_sale_rule(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    page = tmp_path / "drill.html"
+    page.write_text(SALE_IN_TEXT, encoding="utf-8")
+    assert main(["extract", str(page), "--explain", "--json"]) == 0
+    price = next(c for c in json.loads(capsys.readouterr().out) if c["field"] == "price")
+    assert (price["value"], price["why"][:6]) == ("79.00", "rule 2")
+    sources = [source for _, source in price["alternatives"]]
+    assert sources[0] == "json-ld offer 'default'" and "visible" in sources
+    page.write_text(SALE_IN_TEXT.replace("<span>UVP 99,00 €</span>", ""), encoding="utf-8")
+    assert main(["extract", str(page), "--explain", "--json"]) == 0
+    price = next(c for c in json.loads(capsys.readouterr().out) if c["field"] == "price")
+    assert (price["value"], price["why"][:6]) == ("99.00", "rule 3")
+    assert price["alternatives"][0][0].startswith("CHOSEN 99.00 EUR")
