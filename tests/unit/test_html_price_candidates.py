@@ -300,3 +300,13 @@ def test_explain_names_the_structured_offer_and_the_visible_sale_rule(
     price = next(c for c in json.loads(capsys.readouterr().out) if c["field"] == "price")
     assert (price["value"], price["why"][:6]) == ("99.00", "rule 3")
     assert price["alternatives"][0][0].startswith("CHOSEN 99.00 EUR")
+
+
+def test_prices_in_a_carousel_of_other_products_are_no_candidates() -> None:
+    cards = "".join(f'<div class="swiper-slide"><a href="/p{n}">Mug {n}</a>'
+                    f'<span class="price">{n},00 €</span></div>' for n in range(5, 9))
+    html = f"""<html lang="de"><body><h1>Teekanne Steingut</h1>
+    <div class="swiper-wrapper">{cards}</div>
+    <p>Handgemacht.</p><p>Spülmaschinenfest.</p><div>34,90 €</div>
+    <button>In den Warenkorb</button></body></html>"""
+    assert paid(observe(html)) == (Decimal("34.90"), "EUR")

@@ -61,7 +61,8 @@ _NOISE_TAGS = frozenset({"nav", "footer", "aside"})
 _NOISE = Caseless(r"cookie|consent|gdpr|footer|breadcrumb|newsletter|minicart|mini-cart|"
                   r"megamenu|mega-menu|navigation|navbar|sidebar|recommend|similar|related|"
                   r"carousel|upsell|cross-?sell|recently|also-?(?:bought|viewed)|"
-                  r"compare-?list|wishlist|login|signin|modal")
+                  r"compare-?list|wishlist|login|signin|modal|swiper|slick-(?:slider|track|list)|"
+                  r"owl-(?:carousel|stage)|splide|glide__")
 _PRICE_MARK = Caseless(r"price|preis|prix|precio|prezzo|prijs|pris|pre[cç]o|cena|cijena|"
                        r"hinta|fiyat|[цЦ]ена|[сС]тоимость|amount|buybox|buy-box|"
                        r"價|价|가격|値段|価格")
