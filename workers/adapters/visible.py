@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 import lxml.html
 
 from workers.adapters.visible_amounts import not_a_price, with_currency_beside
-from workers.adapters.visible_buy import availability, disabled, is_buy, is_picker, label, usable
+from workers.adapters.visible_buy import availability, disabled, is_buy, label, usable
 from workers.adapters.visible_marks import (
     CONVERTED,
     MAIN_PRICE,
@@ -130,14 +130,11 @@ class _Walk:
     buy_enabled: bool = False
     titled: bool = False
     headings: list[int] = field(default_factory=list)
-    #: where the page lets a buyer choose an option (a size, a colour): a `<select>`,
-    #: radio buttons or swatches
-    pickers: list[int] = field(default_factory=list)
 
 
 def read_visible(tree: lxml.html.HtmlElement, where: Where) -> Visible:
     walk = _walk(tree)
-    can_buy = usable(walk.buy, walk.buy_enabled, walk.pickers)
+    can_buy = usable(walk.elements[walk.buy] if walk.buy is not None else None)
     words = stock_words(walk.elements, walk.heading, walk.buy)
     candidates = sorted(_below_the_buy_box(_old_beside_a_lower(_candidates(walk, where)),
                                            walk.buy), key=lambda c: (-c.score, c.position))
@@ -173,11 +170,7 @@ def _walk(tree: lxml.html.HtmlElement) -> _Walk:
     stack = [root]
     while stack:
         element = stack.pop()
-        if not isinstance(element.tag, str) or _is_noise(element):
-            continue
-        if is_picker(element) and len(walk.pickers) < 50:
-            walk.pickers.append(len(walk.elements))
-        if element.tag in _SKIP_TAGS:
+        if not isinstance(element.tag, str) or element.tag in _SKIP_TAGS or _is_noise(element):
             continue
         walk.elements.append(element)
         index = len(walk.elements) - 1

@@ -35,8 +35,8 @@ _DIGIT = re.compile(r"\d")
 _CHOOSE_FIRST = Caseless(r"selection|select|choose|variation|option")
 #: the marks of swatches and option lists a product page asks to choose from
 _PICKER = Caseless(r"swatch|size|variant|variation|option|attribute")
-#: how far (in elements) an option picker may be from the buy control it gates
-_PICKER_REACH = 300
+#: how many levels above the buy control the product area it gates may begin
+_PICKER_LEVELS = 5
 
 
 def availability(words: str, buy: int | None, usable: bool | None) -> str:
@@ -47,12 +47,19 @@ def availability(words: str, buy: int | None, usable: bool | None) -> str:
     return "in_stock" if usable else "out_of_stock"
 
 
-def usable(buy: int | None, enabled: bool, pickers: list[int]) -> bool | None:
-    """Whether the buy control can be used: None when it is disabled while the page
-    asks for an option first (it is enabled once a size or colour is chosen)."""
-    if buy is None or enabled:
+def usable(control: lxml.html.HtmlElement | None) -> bool | None:
+    """Whether the buy control can be used: True when there is none to say otherwise,
+    None when it is disabled while the product area around it asks for an option first
+    (a script enables it once a size or colour is chosen)."""
+    if control is None or not disabled(control):
         return True
-    return None if any(-_PICKER_REACH <= buy - p <= _PICKER_REACH for p in pickers) else False
+    scope = control
+    for _ in range(_PICKER_LEVELS):
+        parent = scope.getparent()
+        if parent is None or parent.tag == "html":
+            break
+        scope = parent
+    return None if any(is_picker(e) for e in scope.iter() if isinstance(e.tag, str)) else False
 
 
 def is_picker(element: lxml.html.HtmlElement) -> bool:
