@@ -81,12 +81,11 @@ def test_exponent_and_hex_forms_are_no_price(text: str) -> None:
 
 def test_one_group_of_thousands_in_structured_data_is_grouping_where_the_locale_says_so(
         ) -> None:
-    german = Where(None, "de", None)
-    assert parse_price("1.234", "EUR", structured=True, where=german) is not None
-    assert parse_price("1.234", "EUR", structured=True, where=german).amount == 1234  # type: ignore[union-attr]
-    english = Where(None, "en", None)
-    assert parse_price("1.234", "USD", structured=True, where=english).amount == Decimal(  # type: ignore[union-attr]
-        "1.23")
+    german, english = Where(None, "de", None), Where(None, "en", None)
+    assert parse_price("1.234", "EUR", structured=True, where=german) == Money(
+        Decimal(1234), "EUR")
+    assert parse_price("1.234", "USD", structured=True, where=english) == Money(
+        Decimal("1.23"), "USD")
 
 
 # --- the currency of an ambiguous symbol, without a URL -----------------------------
