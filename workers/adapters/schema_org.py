@@ -39,7 +39,7 @@ _HTML_MARK = re.compile(r"<(!doctype\s+html|html|head|body|meta|script|div|main)
 
 class SchemaOrgAdapter:
     name = "schema_org"
-    version = "schema_org/2"
+    version = "schema_org/3"
 
     def detects(self, page: Page) -> bool:
         return bool(_HTML_MARK.search(page.text[:8192]))
