@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import pickle
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
@@ -88,14 +88,14 @@ class Where:
         """The territory's current legal tenders (CLDR), most used first."""
         return _territory_currencies(self.territory) if self.territory else ()
 
-    def language_currencies(self) -> tuple[str, ...]:
+    def language_currencies(self) -> Iterator[str]:
         """The currencies of the countries the page's declared language, then the
-        language of its words, is mostly spoken in (CLDR likely subtags: da -> DK)."""
-        found: list[str] = []
-        for language in (self.language, self.words() if self.words else None):
-            territory = _likely_territory(language) if language else None
-            found += _territory_currencies(territory) if territory else ()
-        return tuple(found)
+        language of its words, is mostly spoken in (CLDR likely subtags: da -> DK). The
+        words are identified only when the declared language's did not do: the first
+        identification loads py3langid's model (~75 MiB) into the process."""
+        yield from _spoken_currencies(self.language)
+        if self.words is not None:
+            yield from _spoken_currencies(self.words())
 
     @property
     def default_currency(self) -> str | None:
@@ -189,6 +189,11 @@ def _territory_currencies(territory: str) -> tuple[str, ...]:
         return tuple(get_territory_currencies(territory))
     except Exception:  # noqa: BLE001 - not a territory CLDR knows
         return ()
+
+
+def _spoken_currencies(language: str | None) -> tuple[str, ...]:
+    territory = _likely_territory(language) if language else None
+    return _territory_currencies(territory) if territory else ()
 
 
 @lru_cache(maxsize=512)

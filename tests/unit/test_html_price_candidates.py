@@ -12,7 +12,7 @@ import pytest
 from domain.values import Observation
 from ledger.cli import main
 from workers.adapters.base import Page
-from workers.currency import Where
+from workers.currency import Where, resolve
 from workers.extraction import extract_page
 from workers.prices import Money, parse_price
 
@@ -309,3 +309,14 @@ def test_prices_in_a_carousel_of_other_products_are_no_candidates() -> None:
     <p>Handgemacht.</p><p>Spülmaschinenfest.</p><div>34,90 €</div>
     <button>In den Warenkorb</button></body></html>"""
     assert paid(observe(html)) == (Decimal("34.90"), "EUR")
+
+
+def test_the_words_are_identified_only_when_the_declared_language_does_not_decide() -> None:
+    asked: list[str] = []
+
+    def words() -> str:
+        asked.append("words")
+        return "da"
+
+    assert resolve("kr", Where(None, "sv", None, words)) == "SEK" and asked == []
+    assert resolve("kr", Where(None, "en", None, words)) == "DKK" and asked == ["words"]
