@@ -87,16 +87,32 @@ _IN_STOCK = re.compile(
     r"σε απόθεμα|διαθέσιμο|[iî]n stoc|na zalogi|na stanju|dobavljivo|yra sandėlyje|"
     r"noliktavā|(?<!\w)laos(?!\w)|в наличност|במלאי|متوفر",
     re.IGNORECASE)
-_PREORDER = re.compile(r"pre-?order|vorbestell|précommande|preordina|предзаказ|en preventa",
-                       re.IGNORECASE)
+_PREORDER = re.compile(
+    r"pre-?order|pre order|vorbestell|précommande|précommander|preordina|pre-?venta|"
+    r"en preventa|pré-?venda|przedsprzedaż|предзаказ|предварительный заказ|передзамовлення|"
+    r"förhandsbok|forhåndsbestill|forudbestil|ennakkotilaus|予約受付|予約商品|預購|预购|预售|"
+    r"예약 ?판매|ön sipariş",
+    re.IGNORECASE)
+#: orderable now, shipped when the shop has it again (not the same as sold out)
+_BACKORDER = re.compile(
+    r"back-?order|back order|available (?:to|for|on) order|special order|"
+    r"nachbestellt|im zulauf|wird nachgeliefert|sur commande|en réapprovisionnement|"
+    r"bajo pedido|por encargo|su ordinazione|op bestelling|na zamówienie|"
+    r"под заказ|на заказ|beställningsvara|bestillingsvare|restordre|tilaustuote|"
+    r"お取り寄せ|取り寄せ|可訂購|可订购",
+    re.IGNORECASE)
 
 
 def from_text(text: str) -> str:
-    """A visible stock line ("Nur noch 3 auf Lager", "Нет в наличии") -> the vocabulary."""
-    if _OUT_OF_STOCK.search(text):
-        return "out_of_stock"
+    """A visible stock line ("Nur noch 3 auf Lager", "Нет в наличии") -> the vocabulary.
+
+    Pre-order and backorder come first: "Sold out – pre-order now" can be bought."""
     if _PREORDER.search(text):
         return "preorder"
+    if _BACKORDER.search(text):
+        return "backorder"
+    if _OUT_OF_STOCK.search(text):
+        return "out_of_stock"
     if _IN_STOCK.search(text):
         return "in_stock"
     return "unknown"

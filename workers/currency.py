@@ -6,8 +6,10 @@ Codes, symbols, territories and number formats come from babel (CLDR data):
   A code is checked against CLDR's list and redenominated codes are mapped to the
   current one (RUR -> RUB, BYR -> BYN, …). An ambiguous symbol ($, kr, ¥, Rs, £)
   is resolved by the store's configured currency, then by the page's territory
-  (`<html lang>`, og:locale, the country TLD), then by its most common use. A word
-  that is not a currency is never taken for one.
+  (`<html lang>`, og:locale, the country TLD), then by the country its language is
+  mostly spoken in (the declared language, else the language of the page's own words:
+  "kr" on a Danish page is DKK), then by its most common use. A word that is not a
+  currency is never taken for one.
 - `Where`: the page's territory, language and the store's currency, read once per
   page (`where_from`), also giving the locale's decimal separator and whether the
   currency has minor units (CLP, KRW, JPY have none: "24.990" is 24990).
@@ -17,7 +19,8 @@ from __future__ import annotations
 
 import pickle
 import re
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
 
@@ -76,16 +79,33 @@ class Where:
     territory: str | None = None
     language: str | None = None
     hint: str | None = None
+    #: the language of the page's own words (ISO 639-1), asked only when a symbol is
+    #: ambiguous and nothing else decides (`workers.page_language.words_language`)
+    words: Callable[[], str | None] | None = field(default=None, compare=False)
 
     @property
     def currencies(self) -> tuple[str, ...]:
         """The territory's current legal tenders (CLDR), most used first."""
         return _territory_currencies(self.territory) if self.territory else ()
 
+    def language_currencies(self) -> Iterator[str]:
+        """The currencies of the countries the page's declared language, then the
+        language of its words, is mostly spoken in (CLDR likely subtags: da -> DK). The
+        words are identified only when the declared language's did not do: the first
+        identification loads py3langid's model (~75 MiB) into the process."""
+        yield from _spoken_currencies(self.language)
+        if self.words is not None:
+            yield from _spoken_currencies(self.words())
+
     @property
     def default_currency(self) -> str | None:
-        """The store's currency, else the territory's (for prices shown without one)."""
-        return self.hint or (self.currencies[0] if self.currencies else None)
+        """The store's currency, else the territory's, else that of the country the
+        declared language is mostly spoken in (for prices shown without one)."""
+        if self.hint or self.currencies:
+            return self.hint or self.currencies[0]
+        territory = _likely_territory(self.language) if self.language else None
+        spoken = _territory_currencies(territory) if territory else ()
+        return spoken[0] if spoken else None
 
     @property
     def decimal_separator(self) -> str | None:
@@ -137,6 +157,9 @@ def resolve(found: str | None, where: Where = Where()) -> str | None:
     for code in where.currencies:
         if code in candidates:
             return code
+    for code in where.language_currencies():
+        if code in candidates:
+            return code
     usual = USUAL.get(_word(text)) or USUAL.get(text)
     return usual if usual in candidates else sorted(candidates)[0]
 
@@ -166,6 +189,22 @@ def _territory_currencies(territory: str) -> tuple[str, ...]:
         return tuple(get_territory_currencies(territory))
     except Exception:  # noqa: BLE001 - not a territory CLDR knows
         return ()
+
+
+def _spoken_currencies(language: str | None) -> tuple[str, ...]:
+    territory = _likely_territory(language) if language else None
+    return _territory_currencies(territory) if territory else ()
+
+
+@lru_cache(maxsize=512)
+def _likely_territory(language: str) -> str | None:
+    """The territory a language is mostly spoken in ("da" -> "DK", "en" -> "US")."""
+    likely_subtags = get_global("likely_subtags")
+    parts = language.replace("-", "_").split("_")
+    likely = likely_subtags.get("_".join([parts[0].lower(), *parts[1:]])) \
+        or likely_subtags.get(parts[0].lower())
+    territory = parse_locale(likely)[1] if likely else None
+    return str(territory) if territory else None
 
 
 @lru_cache(maxsize=1024)

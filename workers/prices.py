@@ -8,14 +8,14 @@ is converted through `str` so its shortest repr, not its binary value, is kept.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from dataclasses import dataclass, replace
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from price_parser import Price
 
 from workers.currency import Where, minor_units, resolve
 
-__all__ = ["Money", "currency_code", "parse_amount", "parse_price"]
+__all__ = ["Money", "currency_code", "parse_amount", "parse_price", "to_minor_unit"]
 
 _ISO = re.compile(r"^[A-Z]{3}$")
 _PLAIN_NUMBER = re.compile(r"^\s*-?\d+(\.\d+)?\s*$")
@@ -33,6 +33,11 @@ _COUNT_AFTER = re.compile(r"(?<=\d)\s+\d{1,2}\s+[^\W\d_]{2,}.*$", re.DOTALL)
 #: one kind of separator, each followed by exactly three digits: "24.990", "1,234"
 _TOKEN = re.compile(r"[^\d\s,\-–—()/:;+*%]*[^\d\s.,\-–—()/:;+*%][^\d\s,\-–—()/:;+*%]*")
 _GROUPED = re.compile(r"\d{1,3}(?:([.,])\d{3})+(?!\d)")
+#: a number written with both separators ("1.234,56", "1,299.00"): the last one is decimal
+_BOTH_SEPARATORS = re.compile(r"\d[\d.,]*[.,]\d+")
+#: a structured number that is one group of thousands ("1.234"): grouping, not three
+#: decimals, where the page's locale writes decimals with a comma
+_ONE_GROUP = re.compile(r"^\s*[1-9]\d{0,2}\.\d{3}\s*$")
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,7 @@ def currency_code(symbol: str | None, hint: str | None = None,
     `hint` is the store's currency, `where` the page's locale."""
     place = where or Where()
     if hint and place.hint is None:
-        place = Where(place.territory, place.language, resolve(hint.strip().upper()))
+        place = replace(place, hint=resolve(hint.strip().upper()))
     if not symbol:
         return place.hint
     return resolve(symbol, place) or place.hint
@@ -77,6 +82,8 @@ def parse_price(
     if _NOT_DECIMAL.search(text):
         return None
     if structured and _PLAIN_NUMBER.match(text):
+        if _ONE_GROUP.match(text) and where is not None and where.decimal_separator == ",":
+            text = text.replace(".", "")
         return _from_number(Decimal(text), currency_hint, where)
     text = _COUNT_AFTER.sub("", text)
     parsed = Price.fromstring(text, currency_hint=currency_hint)
@@ -92,7 +99,20 @@ def parse_price(
                                   decimal_separator=separator)
     if parsed.amount is None or not _finite(parsed.amount):
         return None
-    return Money(parsed.amount, currency)
+    return Money(to_minor_unit(parsed.amount, currency), currency)
+
+
+def to_minor_unit(amount: Decimal, currency: str | None) -> Decimal:
+    """`amount` rounded half-up to the currency's minor unit when it has more decimals
+    ("19.995" EUR -> 20.00, "1234.5" JPY -> 1235); unchanged when the currency is unknown
+    or the amount has no more decimals than the currency uses."""
+    if currency is None:
+        return amount
+    places = minor_units(currency)
+    exponent = amount.as_tuple().exponent
+    if not isinstance(exponent, int) or exponent >= -places:
+        return amount
+    return amount.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
 
 
 def _currency_token(text: str, where: Where | None) -> str | None:
@@ -107,8 +127,12 @@ def _currency_token(text: str, where: Where | None) -> str | None:
 def _decimal_separator(text: str, currency: str | None, where: Where | None) -> str | None:
     """The decimal separator of an ambiguous number ("24.990"), or None to let
     price-parser decide."""
+    both = _BOTH_SEPARATORS.search(text)
+    if both is not None and "." in both.group(0) and "," in both.group(0):
+        number = both.group(0)
+        return "." if number.rfind(".") > number.rfind(",") else ","
     grouped = _GROUPED.search(text)
-    if grouped is None or ("." in grouped.group(0) and "," in grouped.group(0)):
+    if grouped is None:
         return None
     separator = grouped.group(1)
     other = "," if separator == "." else "."
@@ -128,7 +152,8 @@ def _from_number(value: float | Decimal, hint: str | None,
         return None
     if not _finite(amount) or amount < 0:
         return None
-    return Money(amount, currency_code(None, hint, where))
+    currency = currency_code(None, hint, where)
+    return Money(to_minor_unit(amount, currency), currency)
 
 
 def _finite(amount: Decimal) -> bool:

@@ -82,11 +82,12 @@ def _explain(adapter: Any, page: Page, extraction: Extraction, as_json: bool) ->
     from rich.table import Table
 
     table = Table(title=f"main product, field by field — {note}")
-    for column in ("field", "chosen", "source", "alternatives (value — source)"):
+    for column in ("field", "chosen", "source → why it won", "alternatives (value — source)"):
         table.add_column(column)
     for choice in choices:
         lost = "\n".join(f"{value} — {source}" for value, source in choice["alternatives"])
-        table.add_row(choice["field"], choice["value"] or "", choice["source"], lost)
+        source = choice["source"] + (f"\n→ {choice['why']}" if choice.get("why") else "")
+        table.add_row(choice["field"], choice["value"] or "", source, lost)
     Console(width=None if sys.stdout.isatty() else 160).print(table)
 
 

@@ -90,7 +90,7 @@ def test_backfill_records_what_the_current_extractor_reads_once(
     new = [e for e in events(capsys) if e["position"] > before[-1]["position"]]
     reextracted = [e for e in new if e["event_type"] == "Product.Reextracted"]
     assert len(reextracted) == 2
-    assert {e["payload"]["extractor_version"] for e in reextracted} == {"schema_org/2"}
+    assert {e["payload"]["extractor_version"] for e in reextracted} == {"schema_org/3"}
     assert all(e["payload"]["raw_ref"].startswith("sha256:") for e in reextracted)
     assert [e["event_type"] for e in new].count("Product.Discovered") == 1  # the chair
 

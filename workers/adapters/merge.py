@@ -31,6 +31,7 @@ from decimal import Decimal
 
 from domain.values import Observation, Offer
 from workers.adapters.offers import make_offer
+from workers.adapters.price_candidates import collect, why
 from workers.adapters.visible import Visible
 from workers.currency import Where
 from workers.prices import written_forms
@@ -52,6 +53,8 @@ class Choice:
     value: str | None
     source: str
     alternatives: tuple[tuple[str, str], ...] = ()
+    #: the ranking rule the value won by (the price: `workers.adapters.price_candidates`)
+    why: str = ""
 
 
 def complete(obs: Observation) -> bool:
@@ -89,8 +92,11 @@ def merge(obs: Observation | None, origin: str | None, seen: Visible | None, whe
     attributes = {**merged.attributes, **{f"source.{f}": sources[f] for f in FIELDS
                                           if sources.get(f, "none") != "none"}}
     choices = tuple(Choice(f, values[f], sources.get(f, "none"), _alternatives(f, seen, og))
-                    for f in FIELDS)
-    return replace(merged, attributes=attributes), choices
+                    for f in FIELDS if f != "price")
+    price = Choice("price", values["price"], sources.get("price", "none"),
+                   _price_alternatives(obs, origin, seen, og, _paid(offer)),
+                   why(sources["price"]) if values["price"] is not None else "")
+    return replace(merged, attributes=attributes), (choices[0], price, *choices[1:])
 
 
 def _completed(obs: Observation, seen: Visible, where: Where,
@@ -108,9 +114,13 @@ def _completed(obs: Observation, seen: Visible, where: Where,
         shown = [o for o in offers if _paid(o) == seen.price.amount]
         offers = (*shown[:1], *(o for o in offers if o not in shown[:1]))
     availability = obs.availability
-    if availability == "unknown":
+    if availability == "unknown" or (availability == "in_stock" and seen.buy_disabled
+                                     and seen.stock_words == "out_of_stock"):
+        # a structured "in stock" is often a template's default; a disabled buy control
+        # with the page's own out-of-stock words beside it is what a buyer meets
         availability = seen.availability
-        sources["availability"] = "visible"
+        sources["availability"] = "visible" if obs.availability == "unknown" else \
+            "visible stock words and a disabled buy control, over the structured in stock"
     if availability == "unknown" and any(_paid(o) is not None for o in offers):
         availability = "in_stock"
         sources["availability"] = OFFERED
@@ -206,14 +216,27 @@ def _text(value: Decimal | None) -> str | None:
     return None if value is None else format(value, "f")
 
 
+def _price_alternatives(obs: Observation | None, origin: str | None, seen: Visible | None,
+                        og: Mapping[str, str], paid: Decimal | None
+                        ) -> tuple[tuple[str, str], ...]:
+    """Every price candidate, structured first, then the best visible ones; the first
+    that gives the price taken is marked CHOSEN."""
+    found: list[tuple[str, str]] = []
+    marked = False
+    for candidate in collect(obs, origin, seen)[:12]:
+        chosen = not marked and not candidate.regular and candidate.amount == paid
+        marked = marked or chosen
+        found.append((candidate.describe(chosen), candidate.source))
+    if og.get("product:price:amount"):
+        found.append((og["product:price:amount"], "product:price:amount"))
+    return tuple(found)
+
+
 def _alternatives(field: str, seen: Visible | None, og: Mapping[str, str]
                   ) -> tuple[tuple[str, str], ...]:
     found: list[tuple[str, str]] = []
     if seen is not None:
-        if field == "price":
-            found += [(f"{c.money.amount} ({c.text!r}, score {c.score:g}"
-                       f"{', struck' if c.struck else ''})", "visible") for c in seen.prices[:6]]
-        elif field == "name" and seen.name:
+        if field == "name" and seen.name:
             found.append((seen.name, "visible heading"))
         elif field == "availability":
             found.append((seen.availability, "visible"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import replace
+from functools import cache, partial
 from typing import Any
 
 from domain.urls import join_url
@@ -24,7 +25,9 @@ from workers.adapters.structured_data import (
     with_embedded_markup,
 )
 from workers.adapters.visible import read_visible
+from workers.adapters.visible_marks import OLD_LABELS
 from workers.currency import where_from
+from workers.page_language import declared_language, words_language
 from workers.prices import written_forms
 
 __all__ = ["SchemaOrgAdapter"]
@@ -36,7 +39,7 @@ _HTML_MARK = re.compile(r"<(!doctype\s+html|html|head|body|meta|script|div|main)
 
 class SchemaOrgAdapter:
     name = "schema_org"
-    version = "schema_org/2"
+    version = "schema_org/3"
 
     def detects(self, page: Page) -> bool:
         return bool(_HTML_MARK.search(page.text[:8192]))
@@ -66,8 +69,11 @@ class SchemaOrgAdapter:
         origins = {id(node): syntax for syntax, nodes in (
             ("json-ld", data.jsonld), ("microdata", data.microdata), ("rdfa", data.rdfa))
             for node in nodes}
-        where = where_from(page.url, tree.get("lang"), data.opengraph.get("og:locale"),
+        where = where_from(page.url, declared_language(tree.get("lang"), data.content_language),
+                           data.opengraph.get("og:locale"),
                            task.currency or _declared_currency(data))
+        if where.territory is None:  # no country said: the page's words may say it
+            where = replace(where, words=cache(partial(words_language, tree)))
         # A lone product is the page's own product, so the page is its URL.
         own_url = page_urls[-1] if len(products) == 1 else None
         found = [product_observation(p, page.url, where.hint, own_url) for p in products]
@@ -91,7 +97,7 @@ class SchemaOrgAdapter:
             return observations, ()  # a category page: every product as listed
         main = observations[0] if observations else None
         seen = read_visible(tree, where) if explain or main is None or not complete(main) \
-            or _may_show_a_sale(main, page) else None
+            or _may_show_a_sale(main, page) or _may_be_unbuyable(main, page) else None
         main, choices = merge(main, origin, seen, where, page.url, data.opengraph)
         return ((main,) if main else ()), choices
 
@@ -113,6 +119,9 @@ def _own_jsonld_product(
 _STRUCK_MARKUP = re.compile(
     rb"<(?:del|s|strike)[\s>]|line-through|(?:old|was|original|compare|regular|strike|"
     rb"crossed|before)[-_]?price|price[-_]{0,2}(?:old|was|original|compare|regular|before)")
+#: the labels of a list, recommended or former price ("UVP", "MRP", "was") in a page's
+#: source (lower-cased; "before" is left out: CSS writes "::before")
+_OLD_LABEL_MARKUP = re.compile(OLD_LABELS.replace("before|", "").lower().encode())
 #: what marks an auction's bid button in a page's source
 _BID_MARKUP = re.compile(rb"place[-_ ]?bid|bid[-_ ]?now|current[-_ ]?bid", re.IGNORECASE)
 #: how far before a price its struck-through markup may open, in bytes
@@ -134,11 +143,40 @@ def _may_show_a_sale(main: Observation, page: Page) -> bool:
         written = form.encode()
         start = source.find(written)
         while start != -1:
-            if _STRUCK_MARKUP.search(source[max(0, start - _STRUCK_REACH):start].lower()):
+            before = source[max(0, start - _STRUCK_REACH):start].lower()
+            if _STRUCK_MARKUP.search(before) or _OLD_LABEL_MARKUP.search(before):
                 return True
             start = source.find(written, start + len(written))
     return bool(main.attributes.get("availability_ends")) \
         and _BID_MARKUP.search(source) is not None
+
+
+#: what a buy control's markup says (lower-cased), in the languages of `visible._BUY`
+_CART_MARKUP = re.compile(rb"cart|basket|bag|trolley|korb|panier|carrito|carrello|koszyk|"
+                          rb"winkelwagen|kurv|varukorg|sepet|\xd0\xba\xd0\xbe\xd1\x80\xd0\xb7|buy|kaufen|"
+                          rb"comprar|acheter|purchase")
+#: how far around the word "disabled" a buy control's tag and label may reach, in bytes
+_CONTROL_REACH = 300
+
+
+def _may_be_unbuyable(main: Observation, page: Page) -> bool:
+    """Whether a product structured data says is in stock may have a disabled buy
+    control: the word "disabled" inside a `<button>`/`<input>` tag with a cart word
+    around it, searched in the page's bytes. Then the visible page is read too
+    (`merge` lets a disabled control with the page's out-of-stock words win)."""
+    if main.availability != "in_stock":
+        return False
+    source = page.body or page.text.encode("utf-8", "replace")
+    start = source.find(b"disabled")
+    while start != -1:
+        tag = source.rfind(b"<", max(0, start - _CONTROL_REACH), start)
+        name = source[tag + 1:tag + 7].lower() if tag != -1 else b""
+        if (name == b"button" or name.startswith(b"input")) and b">" not in source[tag:start]:
+            around = source[tag:start + _CONTROL_REACH].lower()
+            if _CART_MARKUP.search(around):
+                return True
+        start = source.find(b"disabled", start + 8)
+    return False
 
 
 def _declared_currency(data: PageData) -> str | None:

@@ -54,6 +54,8 @@ class PageData:
     canonical: str | None = None
     #: every `priceCurrency` code the JSON-LD blocks declare, anywhere in them
     declared_currencies: frozenset[str] = frozenset()
+    #: the language `<meta http-equiv="content-language">` declares ("da-DK")
+    content_language: str | None = None
 
 
 #: `"priceCurrency": "EUR"` as JSON writes it (a key never needs escapes)
@@ -89,7 +91,8 @@ def read_head_data(tree: lxml.html.HtmlElement) -> PageData:
         by_tag[element.tag].append(element)
     jsonld, declared = _jsonld(scripts)
     return PageData(jsonld=tuple(jsonld), opengraph=_opengraph(metas),
-                    canonical=_canonical(links), declared_currencies=declared)
+                    canonical=_canonical(links), declared_currencies=declared,
+                    content_language=_content_language(metas))
 
 
 def with_embedded_markup(data: PageData, tree: lxml.html.HtmlElement, url: str,
@@ -182,6 +185,13 @@ def _opengraph(metas: list[lxml.html.HtmlElement]) -> dict[str, str]:
         if key.startswith(("og:", "product:", "twitter:")) and content and key not in found:
             found[key] = content.strip()
     return found
+
+
+def _content_language(metas: list[lxml.html.HtmlElement]) -> str | None:
+    for meta in metas:
+        if (meta.get("http-equiv") or "").strip().lower() == "content-language":
+            return (meta.get("content") or "").strip() or None
+    return None
 
 
 def _canonical(links: list[lxml.html.HtmlElement]) -> str | None:

@@ -37,15 +37,18 @@ from dataclasses import dataclass, field, replace
 import lxml.html
 
 from workers.adapters.visible_amounts import not_a_price, with_currency_beside
+from workers.adapters.visible_buy import availability, disabled, is_buy, label, usable
 from workers.adapters.visible_marks import (
     CONVERTED,
     MAIN_PRICE,
+    another_offer,
     before_tax,
     marked_old_by_class,
     struck,
+    unit_price,
 )
 from workers.adapters.visible_stock import marks as _marks  # also what marks a price
-from workers.adapters.visible_stock import stock_line
+from workers.adapters.visible_stock import stock_words
 from workers.caseless import Caseless
 from workers.currency import Where
 from workers.prices import PRICE_WORDS, Money, parse_price
@@ -58,7 +61,8 @@ _NOISE_TAGS = frozenset({"nav", "footer", "aside"})
 _NOISE = Caseless(r"cookie|consent|gdpr|footer|breadcrumb|newsletter|minicart|mini-cart|"
                   r"megamenu|mega-menu|navigation|navbar|sidebar|recommend|similar|related|"
                   r"carousel|upsell|cross-?sell|recently|also-?(?:bought|viewed)|"
-                  r"compare-?list|wishlist|login|signin|modal")
+                  r"compare-?list|wishlist|login|signin|modal|swiper|slick-(?:slider|track|list)|"
+                  r"owl-(?:carousel|stage)|splide|glide__")
 _PRICE_MARK = Caseless(r"price|preis|prix|precio|prezzo|prijs|pris|pre[cç]o|cena|cijena|"
                        r"hinta|fiyat|[цЦ]ена|[сС]тоимость|amount|buybox|buy-box|"
                        r"價|价|가격|値段|価格")
@@ -67,20 +71,12 @@ _JUNK_WORDS = re.compile(r"%|/\s*(?:mo|month|monat|mois|mes)\b|per month|x\s*\d|
                          r"save|spare|économisez|ahorra|risparmi|rabatt|discount|скидка|"
                          r"rating|review|bewertung|stars?\b|sterne|votes?\b|approx|circa|"
                          r"ungefähr|environ|≈|~|postage|p&p|as low as", re.IGNORECASE)
-_BUY = Caseless(r"add[ -]?to[ -]?(?:cart|basket|bag|trolley)|addtocart|add-to-cart|buy[ -]?now|"
-                r"in den (?:warenkorb|einkaufswagen)|warenkorb|ajouter au panier|"
-                r"a[ñn]adir al carrito|agregar al carrito|aggiungi al carrello|"
-                r"in winkelwagen|dodaj do koszyka|do koszyka|в корзину|купить|"
-                r"до кошика|sepete ekle|kosárba|do košíku|lägg i varukorgen|"
-                r"læg i kurv|legg i handlekurven|lisää ostoskoriin|"
-                r"カートに入れる|加入購物車|加入购物车|장바구니|comprar|kaufen|"
-                r"adicionar ao carrinho|bid now|place bid")
 _DIGIT = re.compile(r"\d")
 #: "Price: £60", "Preis: 12,00 €", "Цена: 500 ₽": a label saying the amount is the price
 _PRICE_LABEL = re.compile(rf"\s*(?:our |sale |your )?(?:{PRICE_WORDS})\s*:", re.IGNORECASE)
 _BID = re.compile(r"\bbid\b|gebot|ench[eè]re|puja|offerta|licytuj|ставк", re.IGNORECASE)
-_CART = Caseless(r"cart|basket|trolley|korb|panier|carrito|carrello|winkelwagen|koszyk|"
-                 r"košík|kosár|varukorg|kurv|ostoskori|sepet|корзин|кошик|carrinho")
+#: how near (in elements) the buy control a price is in its buy box
+_BUY_BOX = 40
 #: price candidates read per page
 _MAX_CANDIDATES = 400
 #: a text this long is a sentence, not a price
@@ -101,6 +97,8 @@ class Candidate:
     net: bool = False
     #: marked old only by a class name ("price-old"), not struck through or worded so
     marked_old: bool = False
+    #: labelled by the words beside it as a used or another seller's offer
+    another_offer: bool = False
 
 
 @dataclass(frozen=True)
@@ -112,6 +110,10 @@ class Visible:
     prices: tuple[Candidate, ...] = field(default_factory=tuple)
     #: the price is a current bid: the buy button places a bid and the price is beside it
     bidding: bool = False
+    #: the page's buy control is disabled (not merely waiting for an option to be chosen)
+    buy_disabled: bool = False
+    #: what the page's own stock words say (`availability` adds the buy control's state)
+    stock_words: str = "unknown"
     #: the document's `<title>`, when the page has no heading but offers one price right
     #: beside an enabled buy button (a product whose name is set in an image or a logo)
     title: str | None = None
@@ -132,8 +134,10 @@ class _Walk:
 
 def read_visible(tree: lxml.html.HtmlElement, where: Where) -> Visible:
     walk = _walk(tree)
-    candidates = sorted(_old_beside_a_lower(_candidates(walk, where)),
-                        key=lambda c: (-c.score, c.position))
+    can_buy = usable(walk.elements[walk.buy] if walk.buy is not None else None)
+    words = stock_words(walk.elements, walk.heading, walk.buy)
+    candidates = sorted(_below_the_buy_box(_old_beside_a_lower(_candidates(walk, where)),
+                                           walk.buy), key=lambda c: (-c.score, c.position))
     price = next((c for c in candidates if not c.struck and c.score > 0), None)
     regular = _regular(candidates, price)
     offered = price is not None and walk.buy is not None and walk.buy_enabled \
@@ -142,11 +146,13 @@ def read_visible(tree: lxml.html.HtmlElement, where: Where) -> Visible:
         name=walk.name,
         price=price.money if price else None,
         regular=regular.money if regular else None,
-        availability=stock_line(walk.elements, walk.heading, walk.buy, walk.buy_enabled),
+        availability=availability(words, walk.buy, can_buy),
+        stock_words=words,
         prices=tuple(candidates[:12]),
+        buy_disabled=can_buy is False,
         title=_title(tree) if walk.name is None and offered else None,
         bidding=offered and walk.buy is not None and bool(
-            _BID.search(_label(walk.elements[walk.buy]))),
+            _BID.search(label(walk.elements[walk.buy]))),
     )
 
 
@@ -177,10 +183,9 @@ def _walk(tree: lxml.html.HtmlElement) -> _Walk:
                 walk.titled = bool(_TITLE.search(_marks(element)))
         if element.tag in ("h1", "h2") and len(walk.headings) < 50:
             walk.headings.append(index)
-        if walk.buy is None and _is_buy(element):
+        if walk.buy is None and is_buy(element):
             walk.buy = index
-            walk.buy_enabled = element.get("disabled") is None and "disabled" not in (
-                element.get("class") or "").lower()
+            walk.buy_enabled = not disabled(element)
         stack.extend(reversed(element))
     _titled_heading(walk, tree)
     return walk
@@ -208,28 +213,6 @@ def _is_noise(element: lxml.html.HtmlElement) -> bool:
     return bool(marks) and _NOISE.found_in(marks) and element.tag not in ("body", "html")
 
 
-def _is_buy(element: lxml.html.HtmlElement) -> bool:
-    if element.tag not in ("button", "input", "a", "img"):
-        return False
-    if element.tag == "input" and element.get("type", "").lower() not in ("submit", "button",
-                                                                         "image"):
-        return False
-    label = _label(element)
-    if _BUY.found_in(label):
-        return True
-    # "Do košíka", "In den Korb": a cart word on a real button (not a header cart link)
-    return element.tag in ("button", "input") and _CART.found_in(label) \
-        and not _DIGIT.search(element.text_content() if element.tag != "input" else "")
-
-
-def _label(element: lxml.html.HtmlElement) -> str:
-    text = element.text_content() if element.tag not in ("input", "img") else ""
-    return " ".join(filter(None, (text, element.get("value"), element.get("title"),
-                                  element.get("alt"), element.get("aria-label"),
-                                  _marks(element), element.get("name"),
-                                  element.get("data-test"))))[:300]
-
-
 def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
     found: list[Candidate] = []
     for index, element in enumerate(walk.elements):
@@ -249,16 +232,18 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
             shown = parse_price(_joined(element)[:_MAX_PRICE_TEXT], where.hint, where=where)
             if shown is not None and shown.amount == money.amount and shown.currency:
                 money, text = shown, _joined(element)
-        marked = _context(element)
-        struck_through, marked_old = struck(element, text), marked_old_by_class(marked)
-        net = before_tax(text, _own_words(element), marked)
+        marked, around = _context(element), _own_words(element)
+        if unit_price(text, marked):
+            continue  # "$0.75 each", "1,50 € / 100 g"
+        struck_through, marked_old = struck(element, text, around), marked_old_by_class(marked)
+        net = before_tax(text, around, marked)
         reasons = ["labelled as before tax"] if net else []
         score = 0.0
         said = _PRICE_MARK.found_in(marked) or element.get("itemprop") == "price"
         if said:
             score += 4
             reasons.append("marked as a price")
-        elif _PRICE_LABEL.match(text) or _PRICE_LABEL.match(_own_words(element)):
+        elif _PRICE_LABEL.match(text) or _PRICE_LABEL.match(around):
             said = True
             score += 4
             reasons.append("labelled as the price")
@@ -272,7 +257,7 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
             continue  # a bare number with nothing saying it is a price
         if _JUNK_WORDS.search(text) or CONVERTED.search(marked):
             continue  # a discount, instalment, shipping cost, rating or converted amount
-        if _JUNK_WORDS.search(_own_words(element)):
+        if _JUNK_WORDS.search(around):
             score -= 4
             reasons.append("discount, instalment, shipping or rating text beside it")
         score += _near(index, walk.heading, "the heading", reasons)
@@ -280,7 +265,8 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
         if money.currency is None and where.default_currency:
             money = Money(money.amount, where.default_currency)
         found.append(Candidate(money, text, score, index, struck_through or marked_old,
-                               tuple(reasons), net, marked_old and not struck_through))
+                               tuple(reasons), net, marked_old and not struck_through,
+                               another_offer(text, around, marked)))
     return found
 
 
@@ -293,6 +279,17 @@ def _old_beside_a_lower(candidates: list[Candidate]) -> list[Candidate]:
                 abs(d.position - c.position) <= 40 and d.money.amount < c.money.amount
                 and d.money.currency == c.money.currency for d in current) else c
             for c in candidates]
+
+
+def _below_the_buy_box(candidates: list[Candidate], buy: int | None) -> list[Candidate]:
+    """A used or another seller's offer loses to the price beside the buy control (the
+    buy box); on a page with no such price it is what a buyer can pay, and stays."""
+    boxed = buy is not None and any(
+        not c.another_offer and not c.struck and abs(c.position - buy) <= _BUY_BOX
+        for c in candidates)
+    return [replace(c, score=c.score - 4, reasons=(
+        *c.reasons, "labelled as a used or another seller's offer, beside a buy box price"))
+        if boxed and c.another_offer else c for c in candidates]
 
 
 def _near(index: int, anchor: int | None, what: str, reasons: list[str],

@@ -24,7 +24,8 @@ import lxml.html
 
 from workers.caseless import Caseless
 
-__all__ = ["CONVERTED", "MAIN_PRICE", "before_tax", "marked_old_by_class", "struck"]
+__all__ = ["CONVERTED", "MAIN_PRICE", "OLD_LABELS", "another_offer", "before_tax",
+           "marked_old_by_class", "struck", "unit_price"]
 
 #: classes and ids platforms give the product's own price (a bonus over other prices)
 MAIN_PRICE = re.compile(r"our-?price|deal-?price|sale-?price|special-?price|final-?price|"
@@ -37,9 +38,19 @@ _OLD_MARK = Caseless(r"\b(?:old|was|before|list|strike|crossed|compare|orig|"
                      r"original|uvp|rrp|msrp|retail|reference|statt|avant|antes|prima|"
                      r"alt|previous|former|marketprice|market-price|line-through|"
                      r"vorher|oldprice|old-price|price-old|price--old|price-was|wasprice)")
-_OLD_WORDS = re.compile(r"\b(?:was|statt|uvp|rrp|list price|regular price|avant|antes|"
-                        r"prima|before|vorher|old price|alter preis|zuvor)\b|"
-                        r"старая цена|было", re.IGNORECASE)
+#: labels of a price that is not what a buyer pays now: the list, recommended or former
+#: price ("MRP", "UVP", "RRP", "was"), in Latin-script languages (as whole words) …
+_OLD_LATIN = (r"was|statt|uvp|rrp|mrp|m\.r\.p\.?|msrp|list price|listenpreis|regular price|"
+              r"reg\. price|compare at|original price|normalpreis|ovp|avant|antes|prima|before|"
+              r"vorher|old price|alter preis|zuvor|prix conseillé|prix de référence|"
+              r"precio de lista|precio recomendado|precio anterior|prezzo consigliato|"
+              r"prezzo di listino|pvpr?|adviesprijs|cena katalogowa|zamiast|"
+              r"suositushinta|ordinarie pris|ord\. pris|normalpris|vejl\. pris|veiledende pris|"
+              r"běžná cena|pôvodná cena")
+#: … and in others
+_OLD_OTHER = r"старая цена|было|цена без скидки|рекомендованная цена|定価|参考価格|原價|原价|市场价|建議售價|정가"
+OLD_LABELS = f"\\b(?:{_OLD_LATIN})(?!\\w)|{_OLD_OTHER}"
+_OLD_WORDS = re.compile(OLD_LABELS, re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
 _TAX = (r"(?:mwst|ust|vat|tva|iva|btw|moms|mva|dph|ddv|pvm|pvn|áfa|alv|gst|tax|taxes|"
         r"steuer|ндс|пдв)")
@@ -63,10 +74,60 @@ def before_tax(text: str, around: str, marked: str) -> bool:
     return not _DIGIT.search(rest) and bool(_NET_WORDS.search(rest) or _HT.search(rest))
 
 
-def struck(element: lxml.html.HtmlElement, text: str) -> bool:
-    """Whether the price `element` (showing `text`) is struck through or worded as old."""
-    return bool(_OLD_WORDS.search(text)) or _struck_style(element) or any(
-        _DIGIT.search(inner.text_content()) for inner in element.iter("del", "s", "strike"))
+#: a price per unit, never the product's price ("$0.75 each", "$1.25 / Fl Oz", "Grundpreis")
+_UNIT_PRICE = re.compile(
+    r"(?<!\w)(?:each|ea\.|per (?:unit|item|piece|count|ct)|unit price|base price|"
+    r"grundpreis|stückpreis|pro stück|je stück|prix unitaire|par unité|"
+    r"precio (?:unitario|por unidad)|por unidad|prezzo unitario|al pezzo|cena jednostkowa|"
+    r"za sztukę|за шт|jednotková cena|jämförpris|kilopris|literpris)(?!\w)|"
+    r"/\s*(?:fl\.?\s*)?(?:oz|lb|count|ct|ea|each|unit|item|piece|stk|st|stück|шт)(?!\w)",
+    re.IGNORECASE)
+_UNIT_PRICE_MARK = Caseless(r"unit-?price|price-?per|per-?unit|base-?price|baseprice|"
+                            r"grundpreis")
+#: a used, refurbished or another seller's offer ("Used from $25.00", "Other sellers")
+_ANOTHER_OFFER = re.compile(
+    r"(?<!\w)(?:used|pre-?owned|refurbished|renewed|open box|other sellers?|"
+    r"more buying choices|gebraucht|d'occasion|usado|usato|używany|б/у|begagnad|brugt|"
+    r"brukt|käytetty|weitere angebote|autres vendeurs|otros vendedores|altri venditori)"
+    r"(?!\w)", re.IGNORECASE)
+_ANOTHER_OFFER_MARK = Caseless(r"used|olp|other-?sellers?|offer-?listing|more-?buying|refurb")
+
+
+def unit_price(text: str, marked: str) -> bool:
+    """Whether the amount `text`, inside elements whose classes and ids are `marked`, is
+    a price per unit (by its own words or marks)."""
+    return bool(_UNIT_PRICE.search(text)) or _UNIT_PRICE_MARK.found_in(marked)
+
+
+def another_offer(text: str, around: str, marked: str) -> bool:
+    """Whether the amount `text` is a used, refurbished or another seller's offer: by its
+    own words, its marks, or the short text `around` it holding no other amount
+    ("Used – Good <b>$25</b>")."""
+    if _ANOTHER_OFFER.search(text) or _ANOTHER_OFFER_MARK.found_in(marked):
+        return True
+    rest = around.replace(text, " ", 1) if text in around else ""
+    return not _DIGIT.search(rest) and bool(_ANOTHER_OFFER.search(rest))
+
+
+def struck(element: lxml.html.HtmlElement, text: str, around: str = "") -> bool:
+    """Whether the price `element` (showing `text`) is struck through or worded as old,
+    in its own text, in the short text `around` it when that holds no other amount
+    ("List Price: <span>$49.99</span>"), or in a label element just before it."""
+    if _OLD_WORDS.search(text) or _struck_style(element) or any(
+            _DIGIT.search(inner.text_content()) for inner in element.iter("del", "s", "strike")):
+        return True
+    rest = around.replace(text, " ", 1) if text in around else ""
+    return (not _DIGIT.search(rest) and bool(_OLD_WORDS.search(rest))) or _labelled_old(element)
+
+
+def _labelled_old(element: lxml.html.HtmlElement) -> bool:
+    """Whether the element just before the price is a short label naming it old or a list
+    price ("<span>M.R.P.:</span> <span>₹1,999</span>")."""
+    before = element.getprevious()
+    if before is None or not isinstance(before.tag, str) or (before.tail or "").strip():
+        return False
+    label = before.text_content()
+    return len(label) <= 30 and not _DIGIT.search(label) and bool(_OLD_WORDS.search(label))
 
 
 def marked_old_by_class(marked: str) -> bool:

@@ -16,7 +16,7 @@ import lxml.html
 from workers.availability import from_text
 from workers.caseless import Caseless
 
-__all__ = ["hidden", "marks", "stock_line"]
+__all__ = ["hidden", "marks", "stock_words"]
 
 
 def marks(element: lxml.html.HtmlElement) -> str:
@@ -25,13 +25,13 @@ def marks(element: lxml.html.HtmlElement) -> str:
                                   element.get("itemprop"), element.get("data-testid"))))
 
 
-def stock_line(elements: list[lxml.html.HtmlElement], heading: int | None, buy: int | None,
-               buy_enabled: bool) -> str:
-    """The availability the stock line about this product says (`elements` are the
+def stock_words(elements: list[lxml.html.HtmlElement], heading: int | None,
+                buy: int | None) -> str:
+    """The availability the page's own words about this product say (`elements` are the
     page's visible elements in order; `heading` and `buy` index the product's heading
-    and buy button): one in an element marked as the availability beats one that is
-    merely nearest to the buy button or heading; without one, an enabled buy button
-    says in stock."""
+    and buy button): a line in an element marked as the availability beats one that is
+    merely nearest to the buy button or heading; without one, the buy control's label
+    ("Pre-order", "Sold out")."""
     anchors = [a for a in (heading, buy) if a is not None]
     if not anchors:
         return "unknown"
@@ -55,9 +55,14 @@ def stock_line(elements: list[lxml.html.HtmlElement], heading: int | None, buy: 
             said.append((not marked, min(abs(index - a) for a in anchors), found))
     if said:
         return min(said)[2]
-    if buy is not None and buy_enabled:
-        return "in_stock"
-    return "unknown"
+    return (_control_says(elements[buy]) if buy is not None else None) or "unknown"
+
+
+def _control_says(control: lxml.html.HtmlElement) -> str | None:
+    label = " ".join(filter(None, (control.text_content() if control.tag != "input" else "",
+                                   control.get("value"), control.get("aria-label"))))
+    found = from_text(label[:120])
+    return found if found in ("preorder", "backorder", "out_of_stock") else None
 
 
 def _stock_mark(element: lxml.html.HtmlElement, levels: int = 3) -> str | None:
