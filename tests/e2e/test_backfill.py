@@ -108,6 +108,7 @@ def test_backfill_refuses_bad_options_in_one_line(
         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("LEDGER_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.delenv("LEDGER_STORE", raising=False)
+    assert main(["stores", "add", "Shop", "https://shop.example", "--platform", "shopify"]) == 0
     for argv, reason in ((["--since", "yesterday"], "not an ISO 8601 time"),
                          (["--store", "nope"], "unknown store id")):
         capsys.readouterr()
