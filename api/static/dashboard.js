@@ -53,7 +53,9 @@ function eventItem(e) {
     who.textContent = `by ${p.actor}` + (p.surface ? ` via ${p.surface}` : "");
     li.append(" ", who);
   }
-  const reason = p.reason || p.error_kind || p.message;
+  const reason = e.event_type.endsWith(".PriceChanged")
+    ? `${p.option}: ${p.old_special || p.old} → ${p.new_special || p.new} ${p.currency || ""}`
+    : p.reason || p.error_kind || p.message;
   if (reason) {
     const r = document.createElement("span");
     r.className = "ereason";
@@ -77,7 +79,9 @@ function liveTimeline() {
   const live = document.getElementById("live");
   const filter = document.getElementById("type-filter");
   const newestFirst = list.dataset.newestFirst === "1";
-  const shown = (li) => !filter || !filter.value || li.dataset.type.toLowerCase().includes(filter.value.toLowerCase());
+  const streamFilter = list.dataset.streamFilter || "";
+  const typeShown = (li) => !filter || !filter.value || li.dataset.type.toLowerCase().includes(filter.value.toLowerCase());
+  const shown = (li) => typeShown(li) && li.dataset.key.startsWith(streamFilter);
   if (filter) {
     filter.addEventListener("input", () => {
       for (const li of list.children) li.hidden = !shown(li);

@@ -61,7 +61,10 @@ def test_queries_on_both_backends(ledger: Ledger) -> None:
     slots = queries.upcoming(T0)
     # two never run, one retried after its failure; the completed one is not scheduled
     assert sum(n for _, n in slots) == len(ledger.read.jobs(state="scheduled")) == 3
-    assert slots[0][0] == "2026-03-01T08"  # runs already due count in the first hour
+    assert slots[0][0] == "2026-03-01T08"  # nothing is due yet at T0
+    # 90 s on, the job due at 08:01 is overdue: counted apart, not in the current hour
+    assert queries.upcoming(T0 + timedelta(seconds=90)) == [("overdue", 1),
+                                                            ("2026-03-01T08", 2)]
 
 
 def test_pages_sign_in_and_refusals_on_both_backends(ledger: Ledger) -> None:
@@ -89,10 +92,21 @@ def test_pages_sign_in_and_refusals_on_both_backends(ledger: Ledger) -> None:
         assert csrf is not None
         forged = browser.post("/jobs/actions", data={"action": "pause", "ids": jobs[1]})
         assert forged.status_code == 403
+        asked = browser.post("/jobs/actions", data={"csrf": csrf[1], "action": "pause",
+                                                    "ids": [jobs[1], "not-a-job"]})
+        assert asked.status_code == 200 and 'id="confirm-yes"' in asked.text
+        assert ledger.app.get_job(jobs[1]).state == "scheduled"  # asked, not done
+        unchosen = browser.post("/jobs/actions", data={"csrf": csrf[1], "ids": jobs[1],
+                                                       "confirmed": "1"})
+        assert unchosen.status_code == 422 and "choose an action" in unchosen.text
         done = browser.post("/jobs/actions", data={"csrf": csrf[1], "action": "pause",
-                                                   "ids": [jobs[1], "not-a-job"]})
-        assert done.status_code == 200 and "pause: done" in done.text and "refused" in done.text
+                                                   "ids": [jobs[1], "not-a-job"],
+                                                   "confirmed": "1", "state": "scheduled"})
+        assert done.status_code == 303 and done.headers["location"] == "/jobs?state=scheduled"
         assert ledger.app.get_job(jobs[1]).state == "paused"
+        shown = browser.get(done.headers["location"]).text  # the outcome, shown once
+        assert "pause: done" in shown and "refused" in shown
+        assert "pause: done" not in browser.get("/jobs?state=scheduled").text
         # the API accepts the cookie for reads, and for a change only with the CSRF header
         assert browser.get("/api/v1/jobs").status_code == 200
         assert browser.post(f"/api/v1/jobs/{jobs[1]}/resume").status_code == 403
