@@ -97,6 +97,8 @@ class Visit:
         self.errors: list[str] = []
         self.page.on("console", lambda message: self.errors.append(message.text)
                      if message.type == "error" else None)
+        self.page.on("response", lambda answer: self.errors.append(
+            f"HTTP {answer.status} {answer.url}") if answer.status >= 400 else None)
         self.context.add_init_script(
             "document.addEventListener('securitypolicyviolation', (e) => "
             "console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`));")
@@ -374,5 +376,42 @@ def test_a_bulk_cancel_asks_before_it_cancels(site: tuple[str, dict[str, str]], 
         assert page.locator(".outcomes li").count() == 2
         assert all(demo.app.get_job(j).state == "cancelled" for j in chosen)
         assert visit.errors == []
+    finally:
+        visit.close()
+
+
+def test_events_filter_on_enter_names_streams_and_pages_back(
+        site: tuple[str, dict[str, str]], browser: Any, demo: Ledger) -> None:
+    url, secrets = site
+    visit = Visit(browser, url)
+    try:
+        visit.sign_in(secrets["read"])
+        page = visit.page
+        page.goto("/events")
+        assert page.locator("#timeline li").count() == 100
+        page.fill("#type-filter", "pricechanged")
+        page.press("#type-filter", "Enter")  # submits the filter to the server
+        page.wait_for_url(re.compile(r".*/events\?type=pricechanged.*"))
+        types = set(page.locator("#timeline li").evaluate_all(
+            "items => items.map(i => i.dataset.type)"))
+        assert types == {"Product.PriceChanged"}
+        first = page.locator("#timeline li").first
+        assert "→" in first.locator(".ereason").inner_text()  # old → new, not a job id
+        link = first.locator("a.ename")
+        product_id = link.get_attribute("href").rsplit("/", 1)[1]
+        assert link.inner_text() == demo.read.product(product_id)["name"]
+        page.fill("#stream-filter", product_id[:8])
+        page.press("#stream-filter", "Enter")
+        page.wait_for_url(re.compile(rf".*stream={product_id[:8]}.*"))
+        keys = page.locator("#timeline li").evaluate_all("items => items.map(i => i.dataset.key)")
+        assert keys and all(k.startswith(product_id) for k in keys)
+        page.goto("/events")
+        newest = page.locator("#timeline li").first.get_attribute("data-key")
+        page.click("#older")  # the page before: older events, none of the first page's
+        page.wait_for_url(re.compile(r".*before=\d+"))
+        assert page.locator("#timeline li").count() == 100
+        assert page.locator(f"#timeline li[data-key='{newest}']").count() == 0
+        visit.shot("events-older")
+        assert visit.errors == [] and visit.outside() == []
     finally:
         visit.close()
