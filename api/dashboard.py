@@ -27,6 +27,7 @@ from api.auth import Token, allows
 from api.chart import build_chart
 from api.event_rows import event_page, stream_links, timeline_row
 from api.formatting import money, stock
+from api.schedule_chart import slot_chart
 from api.sessions import COOKIE, Session, Sessions
 from domain.errors import LedgerError
 from domain.job_operations import ACTION_STATES, actions_for
@@ -45,6 +46,7 @@ from runtime.commands import (
 from runtime.history import stream_history
 from runtime.ledger import Ledger
 from runtime.registry import Heartbeats, registry
+from runtime.slots import distribution, planned_jobs
 
 __all__ = ["FORM_MAX_BYTES", "STATIC", "build_dashboard"]
 
@@ -55,6 +57,9 @@ FORM_MAX_BYTES = 64 * 1024
 #: the overview's results and failures per hour come from the latest events
 RECENT_EVENTS = 5000
 
+#: the schedule page's slot lengths (seconds) and horizons (hours)
+SCHEDULE_SLOTS = (300, 900, 1800, 3600)
+SCHEDULE_HOURS = (6, 24, 48, 168)
 #: single-job actions asked again on a confirmation page before they are sent
 CONFIRMED_ACTIONS = frozenset({"cancel"})
 
@@ -383,6 +388,20 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         with lock:
             rows = registry(ledger, heartbeats, clock.now())
         return render(request, "workers.html", who, rows=rows)
+
+    @router.get("/schedule")
+    def schedule(request: Request, slot: int = 900, hours: int = 24) -> Response:
+        who = viewer(request)
+        if who is None:
+            return to_login(request)
+        slot = slot if slot in SCHEDULE_SLOTS else 900
+        hours = hours if hours in SCHEDULE_HOURS else 24
+        with lock:
+            jobs = planned_jobs(ledger)
+        found = distribution(jobs, clock.now(), slot, hours * 3600)
+        return render(request, "schedule.html", who, chart=slot_chart(found), slot=slot,
+                      hours=hours, slots=SCHEDULE_SLOTS, horizons=SCHEDULE_HOURS,
+                      recurring=len(jobs))
 
     @router.get("/events")
     def events(request: Request, type: str = "", stream: str = "",  # noqa: A002

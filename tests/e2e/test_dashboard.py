@@ -264,7 +264,7 @@ def test_every_page_at_desktop_and_phone_width(site: tuple[str, dict[str, str]],
         for name, path in [("overview", "/"), ("jobs", "/jobs"), ("job", f"/jobs/{job}"),
                            ("stores", "/stores"), ("products", "/products"),
                            ("product", f"/products/{product}"), ("workers", "/workers"),
-                           ("events", "/events")]:
+                           ("schedule", "/schedule"), ("events", "/events")]:
             answer = visit.page.goto(path)
             assert answer is not None and answer.status == 200, path
             assert visit.page.locator("h1").count() == 1, path
@@ -282,7 +282,17 @@ def test_every_page_at_desktop_and_phone_width(site: tuple[str, dict[str, str]],
             if name == "jobs" and width == 390:  # the URL column is readable on a phone
                 cell = visit.page.locator("table.jobs tbody td.url").first.bounding_box()
                 assert cell is not None and cell["width"] >= 100, cell
-            if width == 1280 and name in ("overview", "stores", "workers", "events"):
+            if name == "schedule":  # every recurring job's next run is in a column
+                runs = visit.page.locator("#slots rect.slotbar").evaluate_all(
+                    "bars => bars.reduce((n, b) => n + Number(b.dataset.runs), 0)")
+                assert runs >= len([j for j in demo.read.jobs(state="scheduled")
+                                    if j["interval_s"]]) > 0
+            if name == "overview":  # the bars' widths follow their counts (SVG, not styles)
+                widths = visit.page.locator("#upcoming rect").evaluate_all(
+                    "bars => bars.map(b => b.getBoundingClientRect().width)")
+                assert widths and max(widths) > 50
+            if width == 1280 and name in ("overview", "stores", "workers", "schedule",
+                                          "events"):
                 visit.shot(name)
             if width == 390 and name in ("overview", "jobs"):
                 visit.shot(f"{name}-phone")

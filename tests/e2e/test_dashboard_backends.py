@@ -80,11 +80,17 @@ def test_pages_sign_in_and_refusals_on_both_backends(ledger: Ledger) -> None:
         assert "httponly" in cookie and "samesite=strict" in cookie
         for path in ("/", "/jobs?q=blue&sort=url&desc=1", "/stores", "/products?q=blue",
                      "/products?min_price=10&max_price=abc", f"/jobs/{jobs[0]}",
-                     "/workers", "/events"):
+                     "/workers", "/events", "/events?type=failed&before=3",
+                     "/events?stream=zz", "/schedule", "/schedule?slot=7&hours=5"):
             page = browser.get(path)
             assert page.status_code == 200, path
             assert "default-src 'self'" in page.headers["content-security-policy"]
         assert browser.get("/jobs/not-a-job").status_code == 404
+        failed = browser.get("/events?type=crawljob.failed").text
+        assert failed.count('data-type="CrawlJob.Failed"') == 1
+        assert failed.count('class="event"') == 1
+        assert f'href="/jobs/{jobs[3]}"' in failed  # the event names its job
+        assert "https://shop.example/p/green" in failed
         # the overview's hour: one result and one failure (read from the latest events)
         assert re.search(r'<td>1</td><td><span class="tag">http_5xx 1</span>',
                          browser.get("/").text)
