@@ -27,6 +27,7 @@ from api.auth import Token, allows
 from api.chart import build_chart
 from api.event_rows import event_page, stream_links, timeline_row
 from api.formatting import money, stock
+from api.hourly_chart import hourly_chart
 from api.schedule_chart import slot_chart
 from api.sessions import COOKIE, Session, Sessions
 from domain.errors import LedgerError
@@ -182,8 +183,10 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
             workers = registry(ledger, heartbeats, now)
             lag = head - ledger.projection_position()
         relay_lag = None if relay_position is None else max(0, head - relay_position())
+        hourly = _hourly(recent)
         return render(request, "overview.html", who, counts=counts, failing=failing,
-                      hourly=_hourly(recent), upcoming=upcoming, head=head, lag=lag,
+                      hourly=hourly, hourly_chart=hourly_chart(hourly), upcoming=upcoming,
+                      head=head, lag=lag,
                       relay_lag=relay_lag, stale=[w for w in workers if w["state"] == "stale"],
                       workers=len(workers))
 

@@ -21,7 +21,7 @@ from projections.source import NotificationLogSource
 __all__ = ["EventPage", "event_page", "stream_links", "timeline_row"]
 
 #: events read per window when filtering, and at most this many windows per page
-WINDOW, WINDOWS = 2000, 10
+WINDOW, WINDOWS = 1000, 5
 
 _LINEAGE = ("job_id", "lease_id", "worker", "parent_job", "child_job", "attempt",
             "content_hash")
@@ -86,21 +86,23 @@ class EventPage:
 def event_page(source: NotificationLogSource, before: int, type_text: str = "",
                stream: str = "", limit: int = 100) -> EventPage:
     """Up to `limit` events at positions below `before`, newest first, whose type
-    contains `type_text` (any case) and whose stream id starts with `stream`."""
-    wanted = type_text.strip().lower()
+    contains `type_text` (any case) and whose stream id starts with `stream`; the rows
+    are matched before they are decoded, so a scan costs little."""
+    wanted, prefix = type_text.strip().lower(), stream.strip().lower()
+
+    def keep(stream_id: str, event_type: str) -> bool:
+        return wanted in event_type.lower() and stream_id.lower().startswith(prefix)
+
     found: list[Envelope] = []
     top = before
-    window = limit if not (wanted or stream) else WINDOW
+    window = limit if not (wanted or prefix) else WINDOW
     for _ in range(WINDOWS):
         if top <= 1 or len(found) >= limit:
             break
         start = max(0, top - 1 - window)
-        batch = source.read(start, top - 1 - start)
-        for env in reversed(batch):
-            if (not wanted or wanted in env.event_type.lower()) and \
-                    env.stream_id.startswith(stream):
-                found.append(env)
-                if len(found) == limit:
-                    return EventPage(found, env.position if env.position > 1 else None)
+        for env in reversed(source.read_where(start, top - 1 - start, keep)):
+            found.append(env)
+            if len(found) == limit:
+                return EventPage(found, env.position if env.position > 1 else None)
         top = start + 1
     return EventPage(found, top if top > 1 else None)

@@ -92,6 +92,7 @@ def main() -> None:
              "/api/v1/products?min_price=10&max_price=20&limit=50"),
             ("product (chart)", f"/products/{product}", f"/api/v1/products/{product}/history"),
             ("workers", "/workers", "/api/v1/workers"),
+            ("schedule", "/schedule", "/api/v1/schedule/distribution"),
             ("events", "/events", "/api/v1/events?limit=100"),
             ("events ?type=", "/events?type=pricechanged", "/api/v1/events?limit=100"),
             ("events ?type=&before=", "/events?type=crawljob.paused&before=100000",

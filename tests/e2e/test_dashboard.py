@@ -425,3 +425,28 @@ def test_events_filter_on_enter_names_streams_and_pages_back(
         assert visit.errors == [] and visit.outside() == []
     finally:
         visit.close()
+
+
+def test_the_overview_counters_follow_the_event_stream(site: tuple[str, dict[str, str]],
+                                                        browser: Any, demo: Ledger) -> None:
+    url, secrets = site
+    visit = Visit(browser, url)
+    try:
+        visit.sign_in(secrets["read"])
+        page = visit.page
+        page.goto("/")
+        page.wait_for_function("document.getElementById('live').textContent === 'live'")
+        assert page.locator("#hourly-chart g[data-hour]").count() >= 1  # results as a chart
+        paused = int(page.inner_text(".card[data-state=paused] .n"))
+        job = str(demo.read.jobs(state="scheduled")[0]["job_id"])
+        demo.app.pause(job, datetime.now(UTC))  # an operator elsewhere
+        try:
+            sync_api.expect(page.locator(".card[data-state=paused] .n")).to_have_text(
+                str(paused + 1), timeout=15_000)  # no reload: the counter follows
+            assert page.evaluate("performance.getEntriesByType('navigation').length") == 1
+        finally:
+            demo.app.resume(job, datetime.now(UTC))
+        visit.shot("overview-live")
+        assert visit.errors == [] and visit.outside() == []
+    finally:
+        visit.close()
