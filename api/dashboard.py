@@ -392,6 +392,26 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
             rows = registry(ledger, heartbeats, clock.now())
         return render(request, "workers.html", who, rows=rows)
 
+    @router.get("/search")
+    def search(request: Request, q: str = "", store: str = "") -> Response:
+        who = viewer(request)
+        if who is None:
+            return to_login(request)
+        rows: list[dict[str, Any]] = []
+        error = None
+        with lock:
+            ledger.catch_up()
+            store_rows = ledger.read.stores()
+            if q.strip():
+                try:
+                    rows = ledger.read.search_products(q, store or None, limit=PAGE)
+                except LedgerError as refused_text:
+                    error = str(refused_text)
+        return render(request, "search.html", who, q=q, store=store, rows=rows, error=error,
+                      stores=store_rows,
+                      store_names={s["store_id"]: s["name"] for s in store_rows},
+                      code=422 if error else 200)
+
     @router.get("/schedule")
     def schedule(request: Request, slot: int = 900, hours: int = 24) -> Response:
         who = viewer(request)

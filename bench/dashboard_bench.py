@@ -93,6 +93,7 @@ def main() -> None:
             ("product (chart)", f"/products/{product}", f"/api/v1/products/{product}/history"),
             ("workers", "/workers", "/api/v1/workers"),
             ("schedule", "/schedule", "/api/v1/schedule/distribution"),
+            ("search", "/search?q=item+7", "/api/v1/products?q=item+7&limit=50"),
             ("events", "/events", "/api/v1/events?limit=100"),
             ("events ?type=", "/events?type=pricechanged", "/api/v1/events?limit=100"),
             ("events ?type=&before=", "/events?type=crawljob.paused&before=100000",

@@ -264,7 +264,8 @@ def test_every_page_at_desktop_and_phone_width(site: tuple[str, dict[str, str]],
         for name, path in [("overview", "/"), ("jobs", "/jobs"), ("job", f"/jobs/{job}"),
                            ("stores", "/stores"), ("products", "/products"),
                            ("product", f"/products/{product}"), ("workers", "/workers"),
-                           ("schedule", "/schedule"), ("events", "/events")]:
+                           ("schedule", "/schedule"), ("events", "/events"),
+                           ("search", "/search?q=" + demo.read.products()[0]["name"])]:
             answer = visit.page.goto(path)
             assert answer is not None and answer.status == 200, path
             assert visit.page.locator("h1").count() == 1, path
@@ -291,8 +292,10 @@ def test_every_page_at_desktop_and_phone_width(site: tuple[str, dict[str, str]],
                 widths = visit.page.locator("#upcoming rect").evaluate_all(
                     "bars => bars.map(b => b.getBoundingClientRect().width)")
                 assert widths and max(widths) > 50
+            if name == "search":  # the product searched for by its name is found
+                assert visit.page.locator(f"#results a[href='/products/{product}']").count()
             if width == 1280 and name in ("overview", "stores", "workers", "schedule",
-                                          "events"):
+                                          "events", "search"):
                 visit.shot(name)
             if width == 390 and name in ("overview", "jobs"):
                 visit.shot(f"{name}-phone")

@@ -86,6 +86,10 @@ def test_pages_sign_in_and_refusals_on_both_backends(ledger: Ledger) -> None:
             assert page.status_code == 200, path
             assert "default-src 'self'" in page.headers["content-security-policy"]
         assert browser.get("/jobs/not-a-job").status_code == 404
+        found = browser.get("/search", params={"q": "blue dre"}).text  # last word a prefix
+        assert "Blue Dream" in found and "€9.50" in found and "Red 100% Sale" not in found
+        wordless = browser.get("/search", params={"q": "%%%"})
+        assert wordless.status_code == 422 and "no word to look for" in wordless.text
         failed = browser.get("/events?type=crawljob.failed").text
         assert failed.count('data-type="CrawlJob.Failed"') == 1
         assert failed.count('class="event"') == 1
