@@ -46,6 +46,7 @@ from runtime.commands import (
 )
 from runtime.history import stream_history
 from runtime.ledger import Ledger
+from runtime.proxy_pool import ProxyStore, proxy_rows
 from runtime.registry import Heartbeats, registry
 from runtime.slots import distribution, planned_jobs
 
@@ -391,6 +392,44 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         with lock:
             rows = registry(ledger, heartbeats, clock.now())
         return render(request, "workers.html", who, rows=rows)
+
+    proxy_stores: list[ProxyStore] = []
+
+    def proxy_store() -> ProxyStore:
+        if not proxy_stores:
+            proxy_stores.append(ProxyStore(ledger.db))
+        return proxy_stores[0]
+
+    @router.get("/proxies")
+    def proxies(request: Request) -> Response:
+        who = viewer(request)
+        if who is None:
+            return to_login(request)
+        with lock:
+            ledger.catch_up()
+            rows = proxy_rows(ledger, proxy_store())
+        return render(request, "proxies.html", who, rows=rows, outcomes=who[0].take_flash())
+
+    @router.post("/proxies/{proxy_id}/{change}")
+    async def proxy_change(request: Request, proxy_id: str, change: str) -> Response:
+        try:
+            who, fields = await acting(request)
+            reason = _first(fields, "reason").strip()[:400]
+            try:
+                if change == "disable":
+                    if not reason:
+                        raise Refused(422, "say why the proxy is disabled")
+                    call(ledger.app.disable_proxy, proxy_id, reason, clock.now())
+                elif change == "enable":
+                    call(ledger.app.enable_proxy, proxy_id, clock.now())
+                else:
+                    raise Refused(404, f"no proxy change {change!r}")
+            except (LedgerError, ValueError) as error:
+                raise Refused(409 if isinstance(error, LedgerError) else 422, str(error)) from None
+        except Refused as error:
+            return refused(request, error)
+        who[0].flash = {proxy_id: f"{change}: done"}
+        return RedirectResponse("/proxies", status_code=303)
 
     @router.get("/search")
     def search(request: Request, q: str = "", store: str = "") -> Response:

@@ -264,7 +264,8 @@ def test_every_page_at_desktop_and_phone_width(site: tuple[str, dict[str, str]],
         for name, path in [("overview", "/"), ("jobs", "/jobs"), ("job", f"/jobs/{job}"),
                            ("stores", "/stores"), ("products", "/products"),
                            ("product", f"/products/{product}"), ("workers", "/workers"),
-                           ("schedule", "/schedule"), ("events", "/events"),
+                           ("schedule", "/schedule"), ("proxies", "/proxies"),
+                           ("events", "/events"),
                            ("search", "/search?q=" + demo.read.products()[0]["name"])]:
             answer = visit.page.goto(path)
             assert answer is not None and answer.status == 200, path

@@ -122,5 +122,16 @@ def test_pages_sign_in_and_refusals_on_both_backends(ledger: Ledger) -> None:
         assert browser.post(f"/api/v1/jobs/{jobs[1]}/resume").status_code == 403
         assert browser.post(f"/api/v1/jobs/{jobs[1]}/resume",
                             headers={"X-CSRF-Token": csrf[1]}).status_code == 200
+        proxy = str(ledger.app.add_proxy("http://user:hunter2@proxy.example:3128", "eu", T0))
+        listed = browser.get("/proxies").text
+        assert "proxy.example:3128" in listed and "hunter2" not in listed
+        unexplained = browser.post(f"/proxies/{proxy}/disable", data={"csrf": csrf[1]})
+        assert unexplained.status_code == 422 and ledger.app.get_proxy(proxy).enabled
+        off = browser.post(f"/proxies/{proxy}/disable", data={"csrf": csrf[1],
+                                                             "reason": "moved"})
+        assert off.status_code == 303 and off.headers["location"] == "/proxies"
+        shown = browser.get("/proxies").text
+        assert "disable: done" in shown and "disabled</span> moved" in shown
+        assert not ledger.app.get_proxy(proxy).enabled
         browser.post("/logout", data={"csrf": csrf[1]})
         assert browser.get("/jobs").status_code == 303  # signed out
