@@ -25,10 +25,11 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from api.auth import Token, allows
 from api.chart import build_chart
+from api.dashboard_kit import PageKit, Refused, first_field
+from api.dashboard_tools import add_tool_pages
 from api.event_rows import event_page, stream_links, timeline_row
 from api.formatting import money, stock
 from api.hourly_chart import hourly_chart
-from api.schedule_chart import slot_chart
 from api.sessions import COOKIE, Session, Sessions
 from domain.errors import LedgerError
 from domain.job_operations import ACTION_STATES, actions_for
@@ -46,9 +47,7 @@ from runtime.commands import (
 )
 from runtime.history import stream_history
 from runtime.ledger import Ledger
-from runtime.proxy_pool import ProxyStore, proxy_rows
 from runtime.registry import Heartbeats, registry
-from runtime.slots import distribution, planned_jobs
 
 __all__ = ["FORM_MAX_BYTES", "STATIC", "build_dashboard"]
 
@@ -59,9 +58,6 @@ FORM_MAX_BYTES = 64 * 1024
 #: the overview's results and failures per hour come from the latest events
 RECENT_EVENTS = 5000
 
-#: the schedule page's slot lengths (seconds) and horizons (hours)
-SCHEDULE_SLOTS = (300, 900, 1800, 3600)
-SCHEDULE_HOURS = (6, 24, 48, 168)
 #: single-job actions asked again on a confirmation page before they are sent
 CONFIRMED_ACTIONS = frozenset({"cancel"})
 
@@ -69,14 +65,6 @@ _env = Environment(loader=PackageLoader("api", "templates"),
                    autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
 _env.filters["money"] = money
 _env.filters["stock"] = stock
-
-
-class Refused(Exception):
-    """A dashboard request that is answered with a status page (403, 404, 422)."""
-
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(detail)
-        self.status, self.detail = status, detail
 
 
 def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: threading.RLock,
@@ -224,7 +212,7 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         which shows each job's outcome once."""
         try:
             who, fields = await acting(request)
-            action, ids = _first(fields, "action"), (fields.get("ids") or [])[:500]
+            action, ids = first_field(fields, "action"), (fields.get("ids") or [])[:500]
             if action != "requeue-dead" and action not in JOB_CONTROLS:
                 raise Refused(422, f"unknown action {action!r}" if action
                               else "choose an action for the selected jobs")
@@ -232,10 +220,10 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
                 raise Refused(422, "select at least one job first")
         except Refused as error:
             return refused(request, error)
-        back = {k: _first(fields, k) for k in ("state", "store", "kind", "q", "sort")}
-        if _first(fields, "confirmed") != "1":
+        back = {k: first_field(fields, k) for k in ("state", "store", "kind", "q", "sort")}
+        if first_field(fields, "confirmed") != "1":
             return confirm(request, who, action, ids, "/jobs/actions", "/jobs?" + _query(back),
-                           _first(fields, "reason"), back)
+                           first_field(fields, "reason"), back)
         who[0].flash = run_bulk(action, ids, by(who[1], fields))
         return RedirectResponse("/jobs?" + _query(back), status_code=303)
 
@@ -291,12 +279,12 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
     async def job_action(request: Request, job_id: str) -> Response:
         try:
             who, fields = await acting(request)
-            action = _first(fields, "action")
+            action = first_field(fields, "action")
             if action not in JOB_CONTROLS:
                 raise Refused(422, f"unknown action {action!r}")
-            if action in CONFIRMED_ACTIONS and _first(fields, "confirmed") != "1":
+            if action in CONFIRMED_ACTIONS and first_field(fields, "confirmed") != "1":
                 return confirm(request, who, action, [job_id], f"/jobs/{job_id}/action",
-                               f"/jobs/{job_id}", _first(fields, "reason"), {})
+                               f"/jobs/{job_id}", first_field(fields, "reason"), {})
             try:
                 send(JOB_CONTROLS[action](job_id, by(who[1], fields)))
             except (LedgerError, ValueError) as error:
@@ -393,77 +381,8 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
             rows = registry(ledger, heartbeats, clock.now())
         return render(request, "workers.html", who, rows=rows)
 
-    proxy_stores: list[ProxyStore] = []
-
-    def proxy_store() -> ProxyStore:
-        if not proxy_stores:
-            proxy_stores.append(ProxyStore(ledger.db))
-        return proxy_stores[0]
-
-    @router.get("/proxies")
-    def proxies(request: Request) -> Response:
-        who = viewer(request)
-        if who is None:
-            return to_login(request)
-        with lock:
-            ledger.catch_up()
-            rows = proxy_rows(ledger, proxy_store())
-        return render(request, "proxies.html", who, rows=rows, outcomes=who[0].take_flash())
-
-    @router.post("/proxies/{proxy_id}/{change}")
-    async def proxy_change(request: Request, proxy_id: str, change: str) -> Response:
-        try:
-            who, fields = await acting(request)
-            reason = _first(fields, "reason").strip()[:400]
-            try:
-                if change == "disable":
-                    if not reason:
-                        raise Refused(422, "say why the proxy is disabled")
-                    call(ledger.app.disable_proxy, proxy_id, reason, clock.now())
-                elif change == "enable":
-                    call(ledger.app.enable_proxy, proxy_id, clock.now())
-                else:
-                    raise Refused(404, f"no proxy change {change!r}")
-            except (LedgerError, ValueError) as error:
-                raise Refused(409 if isinstance(error, LedgerError) else 422, str(error)) from None
-        except Refused as error:
-            return refused(request, error)
-        who[0].flash = {proxy_id: f"{change}: done"}
-        return RedirectResponse("/proxies", status_code=303)
-
-    @router.get("/search")
-    def search(request: Request, q: str = "", store: str = "") -> Response:
-        who = viewer(request)
-        if who is None:
-            return to_login(request)
-        rows: list[dict[str, Any]] = []
-        error = None
-        with lock:
-            ledger.catch_up()
-            store_rows = ledger.read.stores()
-            if q.strip():
-                try:
-                    rows = ledger.read.search_products(q, store or None, limit=PAGE)
-                except LedgerError as refused_text:
-                    error = str(refused_text)
-        return render(request, "search.html", who, q=q, store=store, rows=rows, error=error,
-                      stores=store_rows,
-                      store_names={s["store_id"]: s["name"] for s in store_rows},
-                      code=422 if error else 200)
-
-    @router.get("/schedule")
-    def schedule(request: Request, slot: int = 900, hours: int = 24) -> Response:
-        who = viewer(request)
-        if who is None:
-            return to_login(request)
-        slot = slot if slot in SCHEDULE_SLOTS else 900
-        hours = hours if hours in SCHEDULE_HOURS else 24
-        with lock:
-            jobs = planned_jobs(ledger)
-        found = distribution(jobs, clock.now(), slot, hours * 3600)
-        return render(request, "schedule.html", who, chart=slot_chart(found), slot=slot,
-                      hours=hours, slots=SCHEDULE_SLOTS, horizons=SCHEDULE_HOURS,
-                      recurring=len(jobs))
+    add_tool_pages(router, PageKit(viewer, render, to_login, acting, refused, call),
+                   ledger, clock, lock)
 
     @router.get("/events")
     def events(request: Request, type: str = "", stream: str = "",  # noqa: A002
@@ -495,10 +414,6 @@ _HEADERS = {"Content-Security-Policy": "default-src 'self'; img-src 'self' data:
 def _local(target: str) -> str:
     """Only a path on this server (no open redirect)."""
     return target if target.startswith("/") and not target.startswith("//") else "/"
-
-
-def _first(fields: dict[str, list[str]], name: str) -> str:
-    return (fields.get(name) or [""])[0]
 
 
 def _decimal(text: str) -> Decimal | None:
