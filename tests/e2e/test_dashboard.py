@@ -265,6 +265,7 @@ def test_every_page_at_desktop_and_phone_width(site: tuple[str, dict[str, str]],
                            ("stores", "/stores"), ("products", "/products"),
                            ("product", f"/products/{product}"), ("workers", "/workers"),
                            ("schedule", "/schedule"), ("proxies", "/proxies"),
+                           ("alerts", "/alerts"),
                            ("events", "/events"),
                            ("search", "/search?q=" + demo.read.products()[0]["name"])]:
             answer = visit.page.goto(path)

@@ -133,5 +133,15 @@ def test_pages_sign_in_and_refusals_on_both_backends(ledger: Ledger) -> None:
         shown = browser.get("/proxies").text
         assert "disable: done" in shown and "disabled</span> moved" in shown
         assert not ledger.app.get_proxy(proxy).enabled
+        assert "No alert subscription yet" in browser.get("/alerts").text
+        ledger.app.create_subscription(
+            name="hoodie back", target_kind="search", target="hoodie",
+            triggers=[{"kind": "back_in_stock"}, {"kind": "price_below", "value": "20"}],
+            channel_kind="webhook", channel="https://hooks.example/…", now=T0)
+        ledger.catch_up()
+        alerts = browser.get("/alerts").text
+        assert "hoodie back" in alerts and "search: hoodie" in alerts
+        assert "back in stock" in alerts and "price below 20" in alerts
+        assert "webhook · https://hooks.example/" in alerts
         browser.post("/logout", data={"csrf": csrf[1]})
         assert browser.get("/jobs").status_code == 303  # signed out
