@@ -3,14 +3,18 @@
 From the product's events: each `Observed` is a point (the lowest price a buyer pays
 across its offers, the regular price when it is higher, its availability and the job
 that saw it); the price line steps between points; out-of-stock periods
-(`WentOutOfStock` until `BackInStock`, or until now) are shaded. The page's script only
+(`WentOutOfStock` until `BackInStock`, or until the product's latest event) are shaded.
+The time axis spans the product's own history, first observation to latest event, so
+a history recorded on a simulated clock (the demo) or long ago fills the chart rather
+than being squeezed against "now". The page's script only
 shows a point's details on hover or focus.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -41,7 +45,7 @@ class Chart:
     line: str  # SVG path of the paid price (steps)
     shaded: list[tuple[float, float]]  # x ranges out of stock
     y_ticks: list[tuple[float, str]]
-    x_ticks: list[tuple[float, str]]
+    x_ticks: list[tuple[float, str, str]]  # x, ISO time, label (no label repeated)
 
 
 def _paid(offers: list[dict[str, Any]]) -> tuple[Decimal, Decimal | None, str] | None:
@@ -62,7 +66,7 @@ def _paid(offers: list[dict[str, Any]]) -> tuple[Decimal, Decimal | None, str] |
     return best
 
 
-def build_chart(history: list[Envelope], now: datetime) -> Chart | None:
+def build_chart(history: list[Envelope]) -> Chart | None:
     """None when the product has no priced observation yet."""
     raw: list[tuple[datetime, Decimal, Decimal | None, str, str, str]] = []
     out: list[tuple[datetime, datetime | None]] = []
@@ -80,7 +84,8 @@ def build_chart(history: list[Envelope], now: datetime) -> Chart | None:
             out[-1] = (out[-1][0], at)
     if not raw:
         return None
-    start, end = raw[0][0], max(raw[-1][0], now if out and out[-1][1] is None else raw[-1][0])
+    start = raw[0][0]
+    end = max(raw[-1][0], datetime.fromisoformat(history[-1].occurred_at))
     span = max((end - start).total_seconds(), 1.0)
     prices = [p for r in raw for p in (r[1], r[2]) if p is not None]
     low, high = min(prices), max(prices)
@@ -104,5 +109,17 @@ def build_chart(history: list[Envelope], now: datetime) -> Chart | None:
     shaded = [(x(max(a, start)), x(b if b is not None else end)) for a, b in out]
     ticks = [low + (high - low) * Decimal(i) / 4 for i in range(5)]
     y_ticks = [(y(t), f"{t:.2f}") for t in ticks]
-    x_ticks = [(x(at), at.isoformat()) for at in (start, start + (end - start) / 2, end)]
-    return Chart(WIDTH, HEIGHT, points, path, shaded, y_ticks, x_ticks)
+    return Chart(WIDTH, HEIGHT, points, path, shaded, y_ticks, _time_ticks(start, end, x))
+
+
+def _time_ticks(start: datetime, end: datetime, x: Callable[[datetime], float]
+                ) -> list[tuple[float, str, str]]:
+    """Start, middle and end of the time axis: dates over long ranges, dates and hours
+    over two days or less; a label equal to the previous one is left out."""
+    short = end - start <= timedelta(days=2)
+    ticks: list[tuple[float, str, str]] = []
+    for at in (start, start + (end - start) / 2, end):
+        label = at.strftime("%b %d %H:%M" if short else "%Y-%m-%d")
+        if not ticks or ticks[-1][2] != label:
+            ticks.append((x(at), at.isoformat(), label))
+    return ticks

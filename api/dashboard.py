@@ -25,8 +25,14 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from api.auth import Token, allows
 from api.chart import build_chart
+from api.dashboard_kit import PageKit, Refused, first_field
+from api.dashboard_tools import add_tool_pages
+from api.event_rows import event_page, stream_links, timeline_row
+from api.formatting import money, stock
+from api.hourly_chart import hourly_chart
 from api.sessions import COOKIE, Session, Sessions
 from domain.errors import LedgerError
+from domain.job_operations import ACTION_STATES, actions_for
 from projections.dashboard import JOB_SORTS, PRODUCT_SORTS, DashboardQueries
 from projections.queries import JOB_STATES
 from runtime.clock import Clock
@@ -52,16 +58,13 @@ FORM_MAX_BYTES = 64 * 1024
 #: the overview's results and failures per hour come from the latest events
 RECENT_EVENTS = 5000
 
+#: single-job actions asked again on a confirmation page before they are sent
+CONFIRMED_ACTIONS = frozenset({"cancel"})
+
 _env = Environment(loader=PackageLoader("api", "templates"),
                    autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
-
-
-class Refused(Exception):
-    """A dashboard request that is answered with a status page (403, 404, 422)."""
-
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(detail)
-        self.status, self.detail = status, detail
+_env.filters["money"] = money
+_env.filters["stock"] = stock
 
 
 def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: threading.RLock,
@@ -169,8 +172,10 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
             workers = registry(ledger, heartbeats, now)
             lag = head - ledger.projection_position()
         relay_lag = None if relay_position is None else max(0, head - relay_position())
+        hourly = _hourly(recent)
         return render(request, "overview.html", who, counts=counts, failing=failing,
-                      hourly=_hourly(recent), upcoming=upcoming, head=head, lag=lag,
+                      hourly=hourly, hourly_chart=hourly_chart(hourly), upcoming=upcoming,
+                      head=head, lag=lag,
                       relay_lag=relay_lag, stale=[w for w in workers if w["state"] == "stale"],
                       workers=len(workers))
 
@@ -180,7 +185,8 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         who = viewer(request)
         if who is None:
             return to_login(request)
-        return jobs_page(request, who, state, store, kind, q, sort, desc, page, {})
+        return jobs_page(request, who, state, store, kind, q, sort, desc, page,
+                         who[0].take_flash())
 
     def jobs_page(request: Request, who: tuple[Session, Token], state: str, store: str,
                   kind: str, q: str, sort: str, desc: bool, page: int,
@@ -197,17 +203,31 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
                    "desc": "1" if desc else ""}
         return render(request, "jobs.html", who, rows=rows, total=total, page=page,
                       pages=max(1, -(-total // PAGE)), filters=filters, sorts=JOB_SORTS,
-                      stores=stores, outcomes=outcomes, query=_query(filters))
+                      stores=stores, store_names={s["store_id"]: s["name"] for s in stores},
+                      outcomes=outcomes, query=_query(filters), allowed_from=ACTION_STATES)
 
     @router.post("/jobs/actions")
     async def bulk(request: Request) -> Response:
+        """Asks first (a confirmation page), then acts and redirects to the jobs page,
+        which shows each job's outcome once."""
         try:
             who, fields = await acting(request)
+            action, ids = first_field(fields, "action"), (fields.get("ids") or [])[:500]
+            if action != "requeue-dead" and action not in JOB_CONTROLS:
+                raise Refused(422, f"unknown action {action!r}" if action
+                              else "choose an action for the selected jobs")
+            if action != "requeue-dead" and not ids:
+                raise Refused(422, "select at least one job first")
         except Refused as error:
             return refused(request, error)
-        action = (fields.get("action") or [""])[0]
-        ids = fields.get("ids") or []
-        origin = by(who[1], fields)
+        back = {k: first_field(fields, k) for k in ("state", "store", "kind", "q", "sort")}
+        if first_field(fields, "confirmed") != "1":
+            return confirm(request, who, action, ids, "/jobs/actions", "/jobs?" + _query(back),
+                           first_field(fields, "reason"), back)
+        who[0].flash = run_bulk(action, ids, by(who[1], fields))
+        return RedirectResponse("/jobs?" + _query(back), status_code=303)
+
+    def run_bulk(action: str, ids: list[str], origin: Origin) -> dict[str, str]:
         outcomes: dict[str, str] = {}
         if action == "requeue-dead":
             with lock:
@@ -215,17 +235,26 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
                 dead = [r["job_id"] for r in ledger.read.jobs(state="dead")]
                 for requeued in ledger.commands.send(RequeueDead(dead, origin), clock.now()):
                     outcomes[str(requeued)] = "requeued"
-        elif action not in JOB_CONTROLS:
-            return refused(request, Refused(422, f"unknown action {action!r}"))
-        for job_id in ids[:500] if action in JOB_CONTROLS else ():
+            return outcomes or {"": "no dead job to requeue"}
+        for job_id in ids:
             try:
                 send(JOB_CONTROLS[action](job_id, origin))
                 outcomes[job_id] = f"{action}: done"
             except (LedgerError, ValueError) as error:
                 outcomes[job_id] = f"{action} refused: {error}"
-        back = {k: (fields.get(k) or [""])[0] for k in ("state", "store", "kind", "q", "sort")}
-        return jobs_page(request, who, back["state"], back["store"], back["kind"], back["q"],
-                         back["sort"] or "next_run_at", False, 1, outcomes)
+        return outcomes
+
+    def confirm(request: Request, who: tuple[Session, Token], action: str, ids: list[str],
+                target: str, back_to: str, reason: str, hidden: dict[str, str]) -> HTMLResponse:
+        """The page that asks before an action is sent (no script needed)."""
+        with lock:
+            ledger.catch_up()
+            found = [ledger.read.job(i) for i in ids] if action != "requeue-dead" else \
+                ledger.read.jobs(state="dead")
+        jobs = [j for j in found if j is not None]
+        return render(request, "confirm.html", who, action=action, jobs=jobs, ids=ids,
+                      target=target, back_to=back_to, reason=reason, hidden=hidden,
+                      allowed=ACTION_STATES.get(action))
 
     @router.get("/jobs/{job_id}")
     def job(request: Request, job_id: str) -> Response:
@@ -242,21 +271,27 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         except (LedgerError, ValueError) as error:
             return refused(request, Refused(404, str(error)))
         return render(request, "job.html", who, job_id=str(found.id), status=status, head=head,
-                      history=[_timeline(e) for e in history], actions=list(JOB_CONTROLS))
+                      history=[timeline_row(e) for e in history], actions=list(JOB_CONTROLS),
+                      allowed=actions_for(found.state), allowed_from=ACTION_STATES,
+                      outcomes=who[0].take_flash())
 
     @router.post("/jobs/{job_id}/action")
     async def job_action(request: Request, job_id: str) -> Response:
         try:
-            (_, token), fields = await acting(request)
-            action = (fields.get("action") or [""])[0]
+            who, fields = await acting(request)
+            action = first_field(fields, "action")
             if action not in JOB_CONTROLS:
                 raise Refused(422, f"unknown action {action!r}")
+            if action in CONFIRMED_ACTIONS and first_field(fields, "confirmed") != "1":
+                return confirm(request, who, action, [job_id], f"/jobs/{job_id}/action",
+                               f"/jobs/{job_id}", first_field(fields, "reason"), {})
             try:
-                send(JOB_CONTROLS[action](job_id, by(token, fields)))
+                send(JOB_CONTROLS[action](job_id, by(who[1], fields)))
             except (LedgerError, ValueError) as error:
                 raise Refused(409, f"{action} refused: {error}") from None
         except Refused as error:
             return refused(request, error)
+        who[0].flash = {job_id: f"{action}: done"}
         return RedirectResponse(f"/jobs/{job_id}", status_code=303)
 
     @router.get("/stores")
@@ -315,6 +350,7 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
                    "min_price": min_price, "max_price": max_price, "sort": sort}
         return render(request, "products.html", who, rows=rows, total=total, page=page,
                       more=len(rows) == PAGE, filters=filters, stores=store_rows,
+                      store_names={s["store_id"]: s["name"] for s in store_rows},
                       sorts=PRODUCT_SORTS, query=_query(filters))
 
     @router.get("/products/{product_id}")
@@ -333,8 +369,8 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
             return refused(request, Refused(404, str(error)))
         return render(request, "product.html", who, product=status, product_id=str(found.id),
                       image=image,
-                      chart=build_chart(history, clock.now()),
-                      history=[_timeline(e) for e in history[-50:]])
+                      chart=build_chart(history),
+                      history=[timeline_row(e) for e in history[-50:]])
 
     @router.get("/workers")
     def workers(request: Request) -> Response:
@@ -345,16 +381,25 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
             rows = registry(ledger, heartbeats, clock.now())
         return render(request, "workers.html", who, rows=rows)
 
+    add_tool_pages(router, PageKit(viewer, render, to_login, acting, refused, call),
+                   ledger, clock, lock)
+
     @router.get("/events")
-    def events(request: Request, type: str = "") -> Response:  # noqa: A002
+    def events(request: Request, type: str = "", stream: str = "",  # noqa: A002
+               before: int = 0) -> Response:
         who = viewer(request)
         if who is None:
             return to_login(request)
+        type, stream = type.strip()[:100], stream.strip().lower()[:36]  # noqa: A001
         with lock:
             head = ledger.source.head()
-            latest = ledger.source.read(max(0, head - 100), 100)
-        return render(request, "events.html", who, rows=[_timeline(e) for e in latest],
-                      head=head, type=type[:100])
+            found = event_page(ledger.source, before if 0 < before <= head else head + 1,
+                               type, stream)
+            links = stream_links(ledger.read, found.events)
+        filters = {"type": type, "stream": stream}
+        return render(request, "events.html", who, head=head, type=type, stream=stream,
+                      rows=[timeline_row(e, links) for e in found.events], older=found.older,
+                      latest=not before, query=_query(filters))
 
     return router
 
@@ -381,21 +426,6 @@ def _decimal(text: str) -> Decimal | None:
 
 def _query(filters: dict[str, str]) -> str:
     return urlencode({k: v for k, v in filters.items() if v})
-
-
-def _timeline(env: Any) -> dict[str, Any]:
-    """An event as the timeline shows it: type, time, reason and lineage first."""
-    payload = dict(env.payload)
-    reason = payload.get("reason") or payload.get("error_kind") or payload.get("message")
-    outcome = payload.get("outcome")
-    if isinstance(outcome, dict) and not reason:
-        reason = outcome.get("error_kind") or outcome.get("message")
-    lineage = {k: payload[k] for k in ("job_id", "lease_id", "worker", "parent_job", "child_job",
-                                       "attempt", "content_hash") if payload.get(k)}
-    return {"type": env.event_type, "at": env.occurred_at, "version": env.version,
-            "position": env.position, "stream": env.stream_id, "reason": reason,
-            "actor": payload.get("actor"), "surface": payload.get("surface"),
-            "lineage": lineage, "payload": payload}
 
 
 #: the event types `_hourly` counts

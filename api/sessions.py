@@ -30,6 +30,12 @@ class Session:
     secret: str  # the token the session was opened with (memory only)
     csrf: str
     used: float = field(default_factory=time.monotonic)
+    #: what the last action did, shown once by the page it redirected to (post/redirect/get)
+    flash: dict[str, str] = field(default_factory=dict)
+
+    def take_flash(self) -> dict[str, str]:
+        taken, self.flash = self.flash, {}
+        return taken
 
 
 class Sessions:

@@ -8,7 +8,9 @@ time is the full HTTP round trip on loopback, which bounds its server time from
 above. The peer, measured in the same run, is the JSON API call that reads the same
 data (the page's cost over the bare query is its rendering).
 
-    .venv/bin/python bench/dashboard_bench.py [--keep DIR] [--requests 30]
+    .venv/bin/python bench/dashboard_bench.py [--keep DIR] [--requests 30] [--only events]
+
+`--only TEXT` (repeatable) measures only the pages whose name contains TEXT.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=10_000)
     parser.add_argument("--requests", type=int, default=30, help="per page")
     parser.add_argument("--keep", type=Path, help="seed into (or reuse) this data dir")
+    parser.add_argument("--only", action="append", default=[],
+                        help="measure only the pages whose name contains this (repeatable)")
     args = parser.parse_args()
     data = args.keep or Path(tempfile.mkdtemp(prefix="crawl-ledger-dashbench-"))
     server = None
@@ -88,9 +92,17 @@ def main() -> None:
              "/api/v1/products?min_price=10&max_price=20&limit=50"),
             ("product (chart)", f"/products/{product}", f"/api/v1/products/{product}/history"),
             ("workers", "/workers", "/api/v1/workers"),
+            ("schedule", "/schedule", "/api/v1/schedule/distribution"),
+            ("search", "/search?q=item+7", "/api/v1/products?q=item+7&limit=50"),
             ("events", "/events", "/api/v1/events?limit=100"),
+            ("events ?type=", "/events?type=pricechanged", "/api/v1/events?limit=100"),
+            ("events ?type=&before=", "/events?type=crawljob.paused&before=100000",
+             "/api/v1/events?limit=100"),
+            ("events ?stream=", f"/events?stream={product[:8]}", "/api/v1/events?limit=100"),
         ]
         for name, page, peer in cases:
+            if args.only and not any(text in name for text in args.only):
+                continue
             shown = timed(browser, page, args.requests)
             bare = timed(api, peer, args.requests)
             rows.append((name, pct(shown, 0.5), pct(shown, 0.99), pct(bare, 0.5)))

@@ -12,9 +12,21 @@ from typing import TYPE_CHECKING
 
 from domain.values import Origin
 
-__all__ = ["CANCELLABLE", "JobOperations"]
+__all__ = ["ACTION_STATES", "CANCELLABLE", "JobOperations", "actions_for"]
 
 CANCELLABLE = frozenset({"scheduled", "dispatched", "leased", "paused"})
+#: the states each operator action is accepted in (what `_require` checks, and what
+#: the dashboard offers)
+ACTION_STATES: dict[str, frozenset[str]] = {
+    "pause": frozenset({"scheduled"}), "resume": frozenset({"paused"}),
+    "cancel": CANCELLABLE, "retry": frozenset({"dead", "scheduled"}),
+    "force-run": frozenset({"scheduled"}),
+}
+
+
+def actions_for(state: str) -> tuple[str, ...]:
+    """The operator actions a job in `state` accepts."""
+    return tuple(action for action, states in ACTION_STATES.items() if state in states)
 
 
 class JobOperations:
@@ -38,7 +50,7 @@ class JobOperations:
         def _child_scheduled(self, child_job: str) -> None: ...
 
     def pause(self, now: datetime, origin: Origin | None = None) -> None:
-        self._require("pause", "scheduled")
+        self._require("pause", *sorted(ACTION_STATES["pause"]))
         self._paused(now, **_recorded(origin))
 
     def move(self, next_run_at: datetime, reason: str, now: datetime) -> None:
@@ -46,20 +58,20 @@ class JobOperations:
         self._rescheduled(next_run_at, reason, now)
 
     def resume(self, now: datetime, origin: Origin | None = None) -> None:
-        self._require("resume", "paused")
+        self._require("resume", *sorted(ACTION_STATES["resume"]))
         self._resumed(max(self.next_run_at, now), now, **_recorded(origin))
 
     def cancel(self, now: datetime, origin: Origin | None = None) -> None:
-        self._require("cancel", *sorted(CANCELLABLE))
+        self._require("cancel", *sorted(ACTION_STATES["cancel"]))
         self._cancelled(now, **_recorded(origin))
 
     def retry(self, now: datetime, origin: Origin | None = None) -> None:
         """Operator retry: resets attempts and runs as soon as possible."""
-        self._require("retry", "dead", "scheduled")
+        self._require("retry", *sorted(ACTION_STATES["retry"]))
         self._retry_requested(now, **_recorded(origin))
 
     def force_run(self, now: datetime, origin: Origin | None = None, boost: int = 100) -> None:
-        self._require("force-run", "scheduled")
+        self._require("force-run", *sorted(ACTION_STATES["force-run"]))
         self._force_run_requested(boost, now, **_recorded(origin))
 
     def add_child(self, child_job: str) -> None:

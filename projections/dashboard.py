@@ -14,10 +14,12 @@ from domain.timeutil import iso
 from projections.db import Database, Row
 from projections.queries import PRICE_SCAN, _job, _product, price_within
 
-__all__ = ["JOB_SORTS", "PRODUCT_SORTS", "DashboardQueries"]
+__all__ = ["JOB_SORTS", "OVERDUE", "PRODUCT_SORTS", "DashboardQueries"]
 
 #: sortable job columns (the table's headers)
 JOB_SORTS = ("next_run_at", "state", "kind", "url", "last_run_at", "runs", "failures")
+#: the slot of `DashboardQueries.upcoming` that holds the runs already due
+OVERDUE = "overdue"
 PRODUCT_SORTS = ("name", "min_price", "availability", "last_seen_at", "store_id")
 
 
@@ -84,15 +86,18 @@ class DashboardQueries:
         return {r["reason"]: int(r["n"]) for r in rows}
 
     def upcoming(self, now: datetime, hours: int = 24) -> list[tuple[str, int]]:
-        """Scheduled runs per hour slot over the next `hours` (overdue runs in the first)."""
+        """Scheduled runs per hour slot over the next `hours`; runs already due are
+        counted apart, in a first slot named `OVERDUE`."""
         rows = self.db.query("SELECT next_run_at FROM job_status WHERE state = 'scheduled' "
                              "AND next_run_at < ?", [iso(now + timedelta(hours=hours))])
         slots: dict[str, int] = {}
-        first = str(iso(now))[:13]
+        due = str(iso(now))
         for row in rows:
-            slot = max(str(row["next_run_at"])[:13], first)
+            at = str(row["next_run_at"])
+            slot = OVERDUE if at < due else at[:13]
             slots[slot] = slots.get(slot, 0) + 1
-        return sorted(slots.items())
+        overdue = slots.pop(OVERDUE, 0)
+        return [(OVERDUE, overdue)] * bool(overdue) + sorted(slots.items())
 
     def store_results(self) -> dict[str, Row]:
         """Per store: jobs, jobs whose last run failed, the latest run and its top reason."""

@@ -50,9 +50,16 @@ class NotificationLogSource:
         """`read`, keeping only the envelopes whose event type is in `event_types`: the
         other rows are dropped by their topic before anything is decoded (decoding is
         most of a read's time, and a few types in a window of thousands are cheap)."""
+        return self.read_where(after, limit, lambda _, event_type: event_type in event_types)
+
+    def read_where(self, after: int, limit: int, keep: Callable[[str, str], bool]
+                   ) -> list[Envelope]:
+        """`read`, keeping only the rows for which `keep(stream id, event type)` holds,
+        decided before anything is decoded."""
         rows = self._select(self.recorder, after, limit)
         return from_stored_rows([row for row in rows
-                                 if row[3].split(":", 1)[-1] in event_types], self._canonical)
+                                 if keep(str(row[1]), row[3].split(":", 1)[-1])],
+                                self._canonical)
 
     def head(self) -> int:
         return self.recorder.max_notification_id() or 0

@@ -1,4 +1,5 @@
-// crawl-ledger dashboard: local times, select-all, live timelines (SSE), chart hover.
+// crawl-ledger dashboard: local times, select-all, live timelines and overview (SSE),
+// chart hover.
 // Served from the package; it loads nothing from elsewhere.
 "use strict";
 
@@ -53,7 +54,9 @@ function eventItem(e) {
     who.textContent = `by ${p.actor}` + (p.surface ? ` via ${p.surface}` : "");
     li.append(" ", who);
   }
-  const reason = p.reason || p.error_kind || p.message;
+  const reason = e.event_type.endsWith(".PriceChanged")
+    ? `${p.option}: ${p.old_special || p.old} → ${p.new_special || p.new} ${p.currency || ""}`
+    : p.reason || p.error_kind || p.message;
   if (reason) {
     const r = document.createElement("span");
     r.className = "ereason";
@@ -77,7 +80,9 @@ function liveTimeline() {
   const live = document.getElementById("live");
   const filter = document.getElementById("type-filter");
   const newestFirst = list.dataset.newestFirst === "1";
-  const shown = (li) => !filter || !filter.value || li.dataset.type.toLowerCase().includes(filter.value.toLowerCase());
+  const streamFilter = list.dataset.streamFilter || "";
+  const typeShown = (li) => !filter || !filter.value || li.dataset.type.toLowerCase().includes(filter.value.toLowerCase());
+  const shown = (li) => typeShown(li) && li.dataset.key.startsWith(streamFilter);
   if (filter) {
     filter.addEventListener("input", () => {
       for (const li of list.children) li.hidden = !shown(li);
@@ -136,9 +141,41 @@ function chartTips() {
   }
 }
 
+// the overview follows the event stream: after new events (at most every 2 s) it
+// reads the page again and swaps in its live sections (counters, charts, pipeline)
+function liveOverview() {
+  const root = document.getElementById("overview");
+  if (!root || !root.dataset.stream || !window.EventSource) return;
+  const live = document.getElementById("live");
+  let pending = false;
+  const refresh = async () => {
+    pending = false;
+    const answer = await fetch(window.location.pathname, {credentials: "same-origin"});
+    if (!answer.ok) return;
+    const fresh = new DOMParser().parseFromString(await answer.text(), "text/html");
+    for (const section of root.querySelectorAll("[data-live][id]")) {
+      const next = fresh.getElementById(section.id);
+      if (next) {
+        localTimes(next);
+        section.replaceWith(document.importNode(next, true));
+      }
+    }
+    root.dataset.refreshed = String(Number(root.dataset.refreshed || 0) + 1);
+  };
+  const source = new EventSource(root.dataset.stream, {withCredentials: true});
+  source.onopen = () => { if (live) live.textContent = "live"; };
+  source.onerror = () => { if (live) live.textContent = "reconnecting…"; };
+  source.onmessage = () => {
+    if (pending) return;
+    pending = true;
+    setTimeout(refresh, 2000);
+  };
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   localTimes(document);
   selectAll();
   liveTimeline();
+  liveOverview();
   chartTips();
 });

@@ -1,11 +1,13 @@
 """The dashboard in a real browser: Playwright drives Debian's Chromium (launched by
 its executable path) against `serve`'s pages over the demo's data.
 
-Flows: sign in; filter jobs; bulk-pause three jobs and find `Paused` in each
-timeline; hover a point of a product's chart; a new event appears on a job page
+Flows: sign in; filter jobs; bulk-pause three jobs (after a confirmation) and find
+`Paused` in each timeline; pause one job from its page (only the actions its state
+accepts are enabled) and find who did it on the timeline; a bulk cancel asks first and
+"No" changes nothing; hover a point of a product's chart; a new event appears on a job page
 without a reload; a read-scope user sees no action and is refused if it posts one;
-every page is usable at 1280 px and 390 px and loads nothing from outside the
-server. Each page is screenshotted: into `LEDGER_SCREENSHOTS` when it is set (`make
+every page is usable at 1280 px and 390 px, logs no console error or CSP violation
+and loads nothing from outside the server. Each page is screenshotted: into `LEDGER_SCREENSHOTS` when it is set (`make
 screenshots` sets it to docs/screenshots/, the README's images), else into a temporary
 directory, so a test run leaves the checkout as it was.
 """
@@ -91,6 +93,15 @@ class Visit:
         self.page = self.context.new_page()
         self.requested: list[str] = []
         self.page.on("request", lambda request: self.requested.append(request.url))
+        #: console errors (Chromium reports a Content-Security-Policy refusal there too)
+        self.errors: list[str] = []
+        self.page.on("console", lambda message: self.errors.append(message.text)
+                     if message.type == "error" else None)
+        self.page.on("response", lambda answer: self.errors.append(
+            f"HTTP {answer.status} {answer.url}") if answer.status >= 400 else None)
+        self.context.add_init_script(
+            "document.addEventListener('securitypolicyviolation', (e) => "
+            "console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`));")
 
     def sign_in(self, secret: str) -> None:
         self.page.goto("/jobs")
@@ -135,7 +146,9 @@ def test_sign_in_filter_and_bulk_pause(site: tuple[str, dict[str, str]], browser
             page.check(f"input[name=ids][value='{job_id}']")
         page.select_option("#bulk-action", "pause")
         page.click(".bulkbar button[type=submit]")
+        page.click("#confirm-yes")  # a bulk action asks first
         page.wait_for_selector(".outcomes")
+        assert re.search(r"/jobs\?.*state=scheduled", page.url)  # redirected after the POST
         assert page.locator(".outcomes li").count() == 3
         assert "pause: done" in page.inner_text(".outcomes")
         for job_id in chosen:
@@ -251,7 +264,10 @@ def test_every_page_at_desktop_and_phone_width(site: tuple[str, dict[str, str]],
         for name, path in [("overview", "/"), ("jobs", "/jobs"), ("job", f"/jobs/{job}"),
                            ("stores", "/stores"), ("products", "/products"),
                            ("product", f"/products/{product}"), ("workers", "/workers"),
-                           ("events", "/events")]:
+                           ("schedule", "/schedule"), ("proxies", "/proxies"),
+                           ("alerts", "/alerts"),
+                           ("events", "/events"),
+                           ("search", "/search?q=" + demo.read.products()[0]["name"])]:
             answer = visit.page.goto(path)
             assert answer is not None and answer.status == 200, path
             assert visit.page.locator("h1").count() == 1, path
@@ -262,11 +278,30 @@ def test_every_page_at_desktop_and_phone_width(site: tuple[str, dict[str, str]],
             times = visit.page.locator("time[datetime]")
             if times.count():  # shown in the browser's time zone, not as raw ISO text
                 assert "T" not in times.first.inner_text(), path
-            if width == 1280 and name in ("overview", "stores", "workers", "events"):
+            assert visit.page.locator("h1").first.is_visible(), path
+            if name == "product":  # the chart's tip box stays hidden until a point is hovered
+                assert visit.page.locator("#tip").count() in (0, 1)
+                assert not visit.page.locator("#tip").is_visible()
+            if name == "jobs" and width == 390:  # the URL column is readable on a phone
+                cell = visit.page.locator("table.jobs tbody td.url").first.bounding_box()
+                assert cell is not None and cell["width"] >= 100, cell
+            if name == "schedule":  # every recurring job's next run is in a column
+                runs = visit.page.locator("#slots rect.slotbar").evaluate_all(
+                    "bars => bars.reduce((n, b) => n + Number(b.dataset.runs), 0)")
+                assert runs >= len([j for j in demo.read.jobs(state="scheduled")
+                                    if j["interval_s"]]) > 0
+            if name == "overview":  # the bars' widths follow their counts (SVG, not styles)
+                widths = visit.page.locator("#upcoming rect").evaluate_all(
+                    "bars => bars.map(b => b.getBoundingClientRect().width)")
+                assert widths and max(widths) > 50
+            if name == "search":  # the product searched for by its name is found
+                assert visit.page.locator(f"#results a[href='/products/{product}']").count()
+            if width == 1280 and name in ("overview", "stores", "workers", "schedule",
+                                          "events", "search"):
                 visit.shot(name)
             if width == 390 and name in ("overview", "jobs"):
                 visit.shot(f"{name}-phone")
-        assert visit.outside() == []
+        assert visit.outside() == [] and visit.errors == []
         html = visit.page.content()
         assert not re.search(r"""(src|href)=["']https?://""", html)
     finally:
@@ -292,5 +327,131 @@ def test_interactive_api_docs_come_from_this_server(site: tuple[str, dict[str, s
         documented = set(visit.page.request.get("/openapi.json").json()["paths"])
         assert {p.replace("\u200b", "") for p in paths} == documented
         assert visit.outside() == [] and errors == []
+    finally:
+        visit.close()
+
+
+def test_pause_from_the_job_page_names_who_did_it(site: tuple[str, dict[str, str]],
+                                                  browser: Any, demo: Ledger) -> None:
+    url, secrets = site
+    visit = Visit(browser, url)
+    try:
+        visit.sign_in(secrets["operate"])
+        job = str(demo.read.jobs(state="scheduled")[-1]["job_id"])
+        page = visit.page
+        page.goto(f"/jobs/{job}")
+        enabled = page.locator(".actions button:enabled").all_inner_texts()
+        assert sorted(enabled) == ["cancel", "force-run", "pause", "retry"]  # not resume
+        page.fill(".actions input[name=reason]", "supplier asked us to wait")
+        page.click(".actions button[value=pause]")
+        page.wait_for_url(f"{url}/jobs/{job}")  # redirected to the page, not left on a POST
+        assert "pause: done" in page.inner_text("#flash")
+        paused = page.locator("#timeline li[data-type='CrawlJob.Paused']")
+        assert paused.count() == 1
+        assert "by token:" in paused.inner_text() and "via dashboard" in paused.inner_text()
+        assert "supplier asked us to wait" in paused.inner_text()
+        assert page.locator(".actions button:enabled").all_inner_texts() == ["resume",
+                                                                              "cancel"]
+        page.reload()  # the outcome shows once
+        assert page.locator("#flash").count() == 0
+        visit.shot("job-paused")
+        assert visit.errors == []
+    finally:
+        visit.close()
+
+
+def test_a_bulk_cancel_asks_before_it_cancels(site: tuple[str, dict[str, str]], browser: Any,
+                                              demo: Ledger) -> None:
+    url, secrets = site
+    visit = Visit(browser, url)
+    try:
+        visit.sign_in(secrets["operate"])
+        page = visit.page
+        assert page.input_value("#bulk-action") == ""  # no action preselected
+        page.goto("/jobs?state=scheduled")
+        chosen = page.locator("table.jobs tbody tr").evaluate_all(
+            "rows => rows.slice(0, 2).map(r => r.dataset.job)")
+        for job_id in chosen:
+            page.check(f"input[name=ids][value='{job_id}']")
+        page.select_option("#bulk-action", "cancel")
+        page.click(".bulkbar button[type=submit]")
+        page.wait_for_selector("#confirm-yes")
+        assert page.inner_text("h1") == "Cancel 2 jobs?"
+        assert page.locator("#confirm tbody tr").count() == 2
+        visit.shot("confirm")
+        page.click("#confirm-no")  # "No": back to the list, nothing cancelled
+        page.wait_for_url(re.compile(r".*/jobs\?state=scheduled(&sort=next_run_at)?$"))
+        assert all(demo.app.get_job(j).state == "scheduled" for j in chosen)
+        for job_id in chosen:
+            page.check(f"input[name=ids][value='{job_id}']")
+        page.select_option("#bulk-action", "cancel")
+        page.click(".bulkbar button[type=submit]")
+        page.click("#confirm-yes")
+        page.wait_for_selector(".outcomes")
+        assert page.locator(".outcomes li").count() == 2
+        assert all(demo.app.get_job(j).state == "cancelled" for j in chosen)
+        assert visit.errors == []
+    finally:
+        visit.close()
+
+
+def test_events_filter_on_enter_names_streams_and_pages_back(
+        site: tuple[str, dict[str, str]], browser: Any, demo: Ledger) -> None:
+    url, secrets = site
+    visit = Visit(browser, url)
+    try:
+        visit.sign_in(secrets["read"])
+        page = visit.page
+        page.goto("/events")
+        assert page.locator("#timeline li").count() == 100
+        page.fill("#type-filter", "pricechanged")
+        page.press("#type-filter", "Enter")  # submits the filter to the server
+        page.wait_for_url(re.compile(r".*/events\?type=pricechanged.*"))
+        types = set(page.locator("#timeline li").evaluate_all(
+            "items => items.map(i => i.dataset.type)"))
+        assert types == {"Product.PriceChanged"}
+        first = page.locator("#timeline li").first
+        assert "→" in first.locator(".ereason").inner_text()  # old → new, not a job id
+        link = first.locator("a.ename")
+        product_id = link.get_attribute("href").rsplit("/", 1)[1]
+        assert link.inner_text() == demo.read.product(product_id)["name"]
+        page.fill("#stream-filter", product_id[:8])
+        page.press("#stream-filter", "Enter")
+        page.wait_for_url(re.compile(rf".*stream={product_id[:8]}.*"))
+        keys = page.locator("#timeline li").evaluate_all("items => items.map(i => i.dataset.key)")
+        assert keys and all(k.startswith(product_id) for k in keys)
+        page.goto("/events")
+        newest = page.locator("#timeline li").first.get_attribute("data-key")
+        page.click("#older")  # the page before: older events, none of the first page's
+        page.wait_for_url(re.compile(r".*before=\d+"))
+        assert page.locator("#timeline li").count() == 100
+        assert page.locator(f"#timeline li[data-key='{newest}']").count() == 0
+        visit.shot("events-older")
+        assert visit.errors == [] and visit.outside() == []
+    finally:
+        visit.close()
+
+
+def test_the_overview_counters_follow_the_event_stream(site: tuple[str, dict[str, str]],
+                                                        browser: Any, demo: Ledger) -> None:
+    url, secrets = site
+    visit = Visit(browser, url)
+    try:
+        visit.sign_in(secrets["read"])
+        page = visit.page
+        page.goto("/")
+        page.wait_for_function("document.getElementById('live').textContent === 'live'")
+        assert page.locator("#hourly-chart g[data-hour]").count() >= 1  # results as a chart
+        paused = int(page.inner_text(".card[data-state=paused] .n"))
+        job = str(demo.read.jobs(state="scheduled")[0]["job_id"])
+        demo.app.pause(job, datetime.now(UTC))  # an operator elsewhere
+        try:
+            sync_api.expect(page.locator(".card[data-state=paused] .n")).to_have_text(
+                str(paused + 1), timeout=15_000)  # no reload: the counter follows
+            assert page.evaluate("performance.getEntriesByType('navigation').length") == 1
+        finally:
+            demo.app.resume(job, datetime.now(UTC))
+        visit.shot("overview-live")
+        assert visit.errors == [] and visit.outside() == []
     finally:
         visit.close()

@@ -61,7 +61,10 @@ def test_queries_on_both_backends(ledger: Ledger) -> None:
     slots = queries.upcoming(T0)
     # two never run, one retried after its failure; the completed one is not scheduled
     assert sum(n for _, n in slots) == len(ledger.read.jobs(state="scheduled")) == 3
-    assert slots[0][0] == "2026-03-01T08"  # runs already due count in the first hour
+    assert slots[0][0] == "2026-03-01T08"  # nothing is due yet at T0
+    # 90 s on, the job due at 08:01 is overdue: counted apart, not in the current hour
+    assert queries.upcoming(T0 + timedelta(seconds=90)) == [("overdue", 1),
+                                                            ("2026-03-01T08", 2)]
 
 
 def test_pages_sign_in_and_refusals_on_both_backends(ledger: Ledger) -> None:
@@ -77,11 +80,21 @@ def test_pages_sign_in_and_refusals_on_both_backends(ledger: Ledger) -> None:
         assert "httponly" in cookie and "samesite=strict" in cookie
         for path in ("/", "/jobs?q=blue&sort=url&desc=1", "/stores", "/products?q=blue",
                      "/products?min_price=10&max_price=abc", f"/jobs/{jobs[0]}",
-                     "/workers", "/events"):
+                     "/workers", "/events", "/events?type=failed&before=3",
+                     "/events?stream=zz", "/schedule", "/schedule?slot=7&hours=5"):
             page = browser.get(path)
             assert page.status_code == 200, path
             assert "default-src 'self'" in page.headers["content-security-policy"]
         assert browser.get("/jobs/not-a-job").status_code == 404
+        found = browser.get("/search", params={"q": "blue dre"}).text  # last word a prefix
+        assert "Blue Dream" in found and "€9.50" in found and "Red 100% Sale" not in found
+        wordless = browser.get("/search", params={"q": "%%%"})
+        assert wordless.status_code == 422 and "no word to look for" in wordless.text
+        failed = browser.get("/events?type=crawljob.failed").text
+        assert failed.count('data-type="CrawlJob.Failed"') == 1
+        assert failed.count('class="event"') == 1
+        assert f'href="/jobs/{jobs[3]}"' in failed  # the event names its job
+        assert "https://shop.example/p/green" in failed
         # the overview's hour: one result and one failure (read from the latest events)
         assert re.search(r'<td>1</td><td><span class="tag">http_5xx 1</span>',
                          browser.get("/").text)
@@ -89,14 +102,46 @@ def test_pages_sign_in_and_refusals_on_both_backends(ledger: Ledger) -> None:
         assert csrf is not None
         forged = browser.post("/jobs/actions", data={"action": "pause", "ids": jobs[1]})
         assert forged.status_code == 403
+        asked = browser.post("/jobs/actions", data={"csrf": csrf[1], "action": "pause",
+                                                    "ids": [jobs[1], "not-a-job"]})
+        assert asked.status_code == 200 and 'id="confirm-yes"' in asked.text
+        assert ledger.app.get_job(jobs[1]).state == "scheduled"  # asked, not done
+        unchosen = browser.post("/jobs/actions", data={"csrf": csrf[1], "ids": jobs[1],
+                                                       "confirmed": "1"})
+        assert unchosen.status_code == 422 and "choose an action" in unchosen.text
         done = browser.post("/jobs/actions", data={"csrf": csrf[1], "action": "pause",
-                                                   "ids": [jobs[1], "not-a-job"]})
-        assert done.status_code == 200 and "pause: done" in done.text and "refused" in done.text
+                                                   "ids": [jobs[1], "not-a-job"],
+                                                   "confirmed": "1", "state": "scheduled"})
+        assert done.status_code == 303 and done.headers["location"] == "/jobs?state=scheduled"
         assert ledger.app.get_job(jobs[1]).state == "paused"
+        shown = browser.get(done.headers["location"]).text  # the outcome, shown once
+        assert "pause: done" in shown and "refused" in shown
+        assert "pause: done" not in browser.get("/jobs?state=scheduled").text
         # the API accepts the cookie for reads, and for a change only with the CSRF header
         assert browser.get("/api/v1/jobs").status_code == 200
         assert browser.post(f"/api/v1/jobs/{jobs[1]}/resume").status_code == 403
         assert browser.post(f"/api/v1/jobs/{jobs[1]}/resume",
                             headers={"X-CSRF-Token": csrf[1]}).status_code == 200
+        proxy = str(ledger.app.add_proxy("http://user:hunter2@proxy.example:3128", "eu", T0))
+        listed = browser.get("/proxies").text
+        assert "proxy.example:3128" in listed and "hunter2" not in listed
+        unexplained = browser.post(f"/proxies/{proxy}/disable", data={"csrf": csrf[1]})
+        assert unexplained.status_code == 422 and ledger.app.get_proxy(proxy).enabled
+        off = browser.post(f"/proxies/{proxy}/disable", data={"csrf": csrf[1],
+                                                             "reason": "moved"})
+        assert off.status_code == 303 and off.headers["location"] == "/proxies"
+        shown = browser.get("/proxies").text
+        assert "disable: done" in shown and "disabled</span> moved" in shown
+        assert not ledger.app.get_proxy(proxy).enabled
+        assert "No alert subscription yet" in browser.get("/alerts").text
+        ledger.app.create_subscription(
+            name="hoodie back", target_kind="search", target="hoodie",
+            triggers=[{"kind": "back_in_stock"}, {"kind": "price_below", "value": "20"}],
+            channel_kind="webhook", channel="https://hooks.example/…", now=T0)
+        ledger.catch_up()
+        alerts = browser.get("/alerts").text
+        assert "hoodie back" in alerts and "search: hoodie" in alerts
+        assert "back in stock" in alerts and "price below 20" in alerts
+        assert "webhook · https://hooks.example/" in alerts
         browser.post("/logout", data={"csrf": csrf[1]})
         assert browser.get("/jobs").status_code == 303  # signed out

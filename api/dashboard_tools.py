@@ -1,0 +1,118 @@
+"""The dashboard's tool pages: the proxy pool (`/proxies`: addresses only, disable with
+a reason, enable), alert subscriptions and their deliveries (`/alerts`, read only),
+full-text product search (`/search`) and the schedule's runs per time slot
+(`/schedule`), over the same read models and application as the API's `api.proxies`,
+`api.alerts`, product search and `api.schedule`."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import RedirectResponse, Response
+
+from api.dashboard_kit import PageKit, Refused, first_field
+from api.schedule_chart import slot_chart
+from domain.errors import LedgerError
+from runtime.alert_channels import shown_subscription
+from runtime.clock import Clock
+from runtime.ledger import Ledger
+from runtime.proxy_pool import ProxyStore, proxy_rows
+from runtime.slots import distribution, planned_jobs
+
+__all__ = ["SCHEDULE_HOURS", "SCHEDULE_SLOTS", "add_tool_pages"]
+
+#: the schedule page's slot lengths (seconds) and horizons (hours)
+SCHEDULE_SLOTS = (300, 900, 1800, 3600)
+SCHEDULE_HOURS = (6, 24, 48, 168)
+#: search results shown; deliveries shown on the alerts page
+RESULTS = DELIVERIES = 50
+
+
+def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock,
+                   lock: threading.RLock) -> None:
+    proxy_stores: list[ProxyStore] = []
+
+    def proxy_store() -> ProxyStore:
+        if not proxy_stores:
+            proxy_stores.append(ProxyStore(ledger.db))
+        return proxy_stores[0]
+
+    @router.get("/proxies")
+    def proxies(request: Request) -> Response:
+        who = kit.viewer(request)
+        if who is None:
+            return kit.to_login(request)
+        with lock:
+            ledger.catch_up()
+            rows = proxy_rows(ledger, proxy_store())
+        return kit.render(request, "proxies.html", who, rows=rows, outcomes=who[0].take_flash())
+
+    @router.post("/proxies/{proxy_id}/{change}")
+    async def proxy_change(request: Request, proxy_id: str, change: str) -> Response:
+        try:
+            who, fields = await kit.acting(request)
+            reason = first_field(fields, "reason").strip()[:400]
+            try:
+                if change == "disable":
+                    if not reason:
+                        raise Refused(422, "say why the proxy is disabled")
+                    kit.call(ledger.app.disable_proxy, proxy_id, reason, clock.now())
+                elif change == "enable":
+                    kit.call(ledger.app.enable_proxy, proxy_id, clock.now())
+                else:
+                    raise Refused(404, f"no proxy change {change!r}")
+            except (LedgerError, ValueError) as error:
+                raise Refused(409 if isinstance(error, LedgerError) else 422, str(error)) from None
+        except Refused as error:
+            return kit.refused(request, error)
+        who[0].flash = {proxy_id: f"{change}: done"}
+        return RedirectResponse("/proxies", status_code=303)
+
+    @router.get("/alerts")
+    def alerts(request: Request) -> Response:
+        who = kit.viewer(request)
+        if who is None:
+            return kit.to_login(request)
+        with lock:
+            ledger.catch_up()
+            subscriptions = [shown_subscription(r) for r in ledger.alerts.subscriptions()]
+            deliveries = ledger.alerts.deliveries(limit=DELIVERIES)
+        names = {s["subscription_id"]: s["name"] or s["target"] for s in subscriptions}
+        return kit.render(request, "alerts.html", who, subscriptions=subscriptions,
+                          deliveries=deliveries, names=names)
+
+    @router.get("/search")
+    def search(request: Request, q: str = "", store: str = "") -> Response:
+        who = kit.viewer(request)
+        if who is None:
+            return kit.to_login(request)
+        rows: list[dict[str, Any]] = []
+        error = None
+        with lock:
+            ledger.catch_up()
+            store_rows = ledger.read.stores()
+            if q.strip():
+                try:
+                    rows = ledger.read.search_products(q, store or None, limit=RESULTS)
+                except LedgerError as refused_text:
+                    error = str(refused_text)
+        return kit.render(request, "search.html", who, q=q, store=store, rows=rows, error=error,
+                      stores=store_rows,
+                      store_names={s["store_id"]: s["name"] for s in store_rows},
+                      code=422 if error else 200)
+
+    @router.get("/schedule")
+    def schedule(request: Request, slot: int = 900, hours: int = 24) -> Response:
+        who = kit.viewer(request)
+        if who is None:
+            return kit.to_login(request)
+        slot = slot if slot in SCHEDULE_SLOTS else 900
+        hours = hours if hours in SCHEDULE_HOURS else 24
+        with lock:
+            jobs = planned_jobs(ledger)
+        found = distribution(jobs, clock.now(), slot, hours * 3600)
+        return kit.render(request, "schedule.html", who, chart=slot_chart(found), slot=slot,
+                      hours=hours, slots=SCHEDULE_SLOTS, horizons=SCHEDULE_HOURS,
+                      recurring=len(jobs))

@@ -1,0 +1,108 @@
+"""Events as the dashboard's timelines show them, and the events page's filtered reads.
+
+A row carries the event's type, time, who asked (actor, surface), a reason or a
+summary (a price change reads "one: $10.00 → $8.00"), its lineage, and a link and a
+name for its stream (the product's name, the job's URL). The events page reads the
+log backwards from a position in windows, keeping the events whose type contains the
+filter text or whose stream is the one asked for, so it pages through the whole log
+at a bounded cost per page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from api.formatting import money
+from domain.envelope import Envelope
+from projections.queries import ReadModel
+from projections.source import NotificationLogSource
+
+__all__ = ["EventPage", "event_page", "stream_links", "timeline_row"]
+
+#: events read per window when filtering, and at most this many windows per page
+WINDOW, WINDOWS = 1000, 5
+
+_LINEAGE = ("job_id", "lease_id", "worker", "parent_job", "child_job", "attempt",
+            "content_hash")
+
+
+def timeline_row(env: Envelope, links: dict[str, tuple[str, str]] | None = None
+                 ) -> dict[str, Any]:
+    """An event as a timeline shows it: type, time, reason and lineage first."""
+    payload = dict(env.payload)
+    reason = payload.get("reason") or payload.get("error_kind") or payload.get("message")
+    outcome = payload.get("outcome")
+    if isinstance(outcome, dict) and not reason:
+        reason = outcome.get("error_kind") or outcome.get("message")
+    if env.event_type.endswith(".PriceChanged"):
+        reason = price_change(payload)
+    lineage = {k: payload[k] for k in _LINEAGE if payload.get(k)}
+    href, name = (links or {}).get(env.stream_id, ("", ""))
+    return {"type": env.event_type, "at": env.occurred_at, "version": env.version,
+            "position": env.position, "stream": env.stream_id, "reason": reason,
+            "actor": payload.get("actor"), "surface": payload.get("surface"),
+            "lineage": lineage, "payload": payload, "href": href, "name": name}
+
+
+def price_change(payload: dict[str, Any]) -> str:
+    """ "one (rec): $10.00 → $8.00" — the price paid before and after (a special when
+    there is one), with the regular price when only the special moved."""
+    currency = payload.get("currency")
+    before = payload.get("old_special") or payload.get("old")
+    after = payload.get("new_special") or payload.get("new")
+    option = str(payload.get("option") or "")
+    kind = payload.get("pricing_type")
+    label = f"{option} ({kind})" if kind and kind != "regular" else option
+    text = f"{money(before, currency)} → {money(after, currency)}"
+    if payload.get("new_special"):
+        text += f" special (regular {money(payload.get('new'), currency)})"
+    return f"{label}: {text}" if label else text
+
+
+def stream_links(read: ReadModel, envelopes: list[Envelope]) -> dict[str, tuple[str, str]]:
+    """Per stream of a product or a job: its page and its name (product name, job URL)."""
+    links: dict[str, tuple[str, str]] = {}
+    for env in envelopes:
+        if env.stream_id in links:
+            continue
+        if env.stream_type == "Product":
+            product = read.product(env.stream_id)
+            links[env.stream_id] = (f"/products/{env.stream_id}",
+                                    str(product["name"]) if product else env.stream_id[:8])
+        elif env.stream_type == "CrawlJob":
+            job = read.job(env.stream_id)
+            links[env.stream_id] = (f"/jobs/{env.stream_id}",
+                                    str(job["url"]) if job else env.stream_id[:8])
+    return links
+
+
+@dataclass(frozen=True)
+class EventPage:
+    events: list[Envelope]  # newest first
+    older: int | None  # the `before` of the next (older) page, None at the log's start
+
+
+def event_page(source: NotificationLogSource, before: int, type_text: str = "",
+               stream: str = "", limit: int = 100) -> EventPage:
+    """Up to `limit` events at positions below `before`, newest first, whose type
+    contains `type_text` (any case) and whose stream id starts with `stream`; the rows
+    are matched before they are decoded, so a scan costs little."""
+    wanted, prefix = type_text.strip().lower(), stream.strip().lower()
+
+    def keep(stream_id: str, event_type: str) -> bool:
+        return wanted in event_type.lower() and stream_id.lower().startswith(prefix)
+
+    found: list[Envelope] = []
+    top = before
+    window = limit if not (wanted or prefix) else WINDOW
+    for _ in range(WINDOWS):
+        if top <= 1 or len(found) >= limit:
+            break
+        start = max(0, top - 1 - window)
+        for env in reversed(source.read_where(start, top - 1 - start, keep)):
+            found.append(env)
+            if len(found) == limit:
+                return EventPage(found, env.position if env.position > 1 else None)
+        top = start + 1
+    return EventPage(found, top if top > 1 else None)
