@@ -6,13 +6,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from domain import ids
 from domain.urls import normalize_url as normalize
-from tests.e2e.conftest import CLI
+
+CLI = str(Path(sys.executable).with_name("crawl-ledger"))
 
 
 @pytest.fixture

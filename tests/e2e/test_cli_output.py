@@ -6,13 +6,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
 from domain.values import CrawlSuccess, Observation, Offer
 from ledger.bootstrap import Ledger
-from tests.e2e.conftest import CLI
+
+CLI = str(Path(sys.executable).with_name("crawl-ledger"))
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 

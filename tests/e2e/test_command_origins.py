@@ -12,6 +12,7 @@ import os
 import re
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -19,7 +20,8 @@ from test_api import T0, bearer, serving
 
 from api.auth import TokenStore
 from ledger.bootstrap import Ledger
-from tests.e2e.conftest import CLI
+
+CLI = str(Path(sys.executable).with_name("crawl-ledger"))
 
 
 def last_event(ledger: Ledger, stream_id: str) -> tuple[str, dict[str, object]]:

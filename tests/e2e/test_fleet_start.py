@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from backends import store_url
 
-from tests.backends import store_url
-from tests.e2e.conftest import CLI
+CLI = str(Path(sys.executable).with_name("crawl-ledger"))
 
 pytestmark = pytest.mark.postgres
 

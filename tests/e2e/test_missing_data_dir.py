@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
-from tests.e2e.conftest import CLI
+CLI = str(Path(sys.executable).with_name("crawl-ledger"))
+
 
 
 def run(data: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
