@@ -20,7 +20,7 @@ from typing import Any
 import backends
 import httpx
 import pytest
-import uvicorn
+from api_server import api_server, bearer
 from pg_server import private_postgres
 
 from api.app import create_app
@@ -38,24 +38,9 @@ def serving(ledger: Ledger, **options: Any) -> Iterator[tuple[str, dict[str, str
     tokens = TokenStore(ledger.db)
     secrets = {scope: tokens.create(scope, scope, T0)[0]
                for scope in ("read", "operate", "admin", "bot")}
-    server = uvicorn.Server(uvicorn.Config(create_app(ledger, tokens, SystemClock(), **options),
-                                           host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "the API did not start"
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}", secrets
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    with api_server(create_app(ledger, tokens, SystemClock(), **options)) as url:
+        yield url, secrets
 
-
-def bearer(secret: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {secret}"}
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, suppress
 from datetime import UTC, datetime
@@ -23,7 +22,7 @@ from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import uvicorn
+from api_server import api_server, bearer  # noqa: F401 - bearer is re-exported to the tests
 
 from api.app import create_app
 from api.auth import TokenStore
@@ -120,23 +119,9 @@ def serving(ledger: Ledger, allow: list[str]) -> Iterator[tuple[str, dict[str, s
     tokens = TokenStore(ledger.db)
     secrets = {scope: tokens.create(scope, scope, T0)[0] for scope in ("read", "operate")}
     app = create_app(ledger, tokens, SystemClock(), alert_sender=opener(allow))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "the API did not start"
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}", secrets
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    with api_server(app) as url:
+        yield url, secrets
 
-
-def bearer(secret: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {secret}"}
 
 
 def subscription(kind: str, url: str, secret: str | None = None) -> dict[str, Any]:

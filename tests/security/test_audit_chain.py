@@ -15,7 +15,6 @@ import contextlib
 import json
 import re
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -27,7 +26,7 @@ from uuid import UUID
 import backends
 import httpx
 import pytest
-import uvicorn
+from api_server import api_server
 
 from api.app import create_app
 from api.auth import TokenStore
@@ -327,19 +326,8 @@ def test_an_edited_export_is_refused_by_import_expect(
 def serving(ledger: Ledger) -> Iterator[tuple[str, str]]:
     """The API on a free loopback port; (its URL, an admin token)."""
     secret = TokenStore(ledger.db).create("admin", "admin", T0)[0]
-    server = uvicorn.Server(uvicorn.Config(create_app(ledger, TokenStore(ledger.db), SystemClock()),
-                                           host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "the API did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}", secret
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    with api_server(create_app(ledger, TokenStore(ledger.db), SystemClock())) as url:
+        yield url, secret
 
 
 @pytest.mark.parametrize("edit", list(EXPORT_EDITS))
