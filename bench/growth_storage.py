@@ -19,7 +19,9 @@ id; primary key and the notification id's unique index) in four forms:
    columns only for those new or changed.
 And the floor of any one-event-an-observation design: the same rows with an empty state.
 
-Each prints `pg_total_relation_size / observations`. The tables live in a throwaway
+Each prints `pg_total_relation_size / observations`. (A state over ~2 kB, as a
+crawl's columns are, is compressed by PostgreSQL's TOAST, pglz by default, before
+it is stored: the columnar JSON's bytes on disk are already compressed.) The tables live in a throwaway
 schema, dropped at the end.
 """
 
@@ -205,8 +207,11 @@ def report(conn: psycopg.Connection[Any], schema: str, rows: list[Row]) -> None:
             ("5. one event a crawl, changes + zstd:     ", True, True))):
         crawl_rows, observations = columnar_rows(rows, compress, changes)
         size = table_bytes(conn, schema, f"columnar_{n}", crawl_rows)
+        state = sum(len(r[3]) for r in crawl_rows) / len(crawl_rows)
         print(f"  {label} {size / observations:7.1f} B an observation ({len(crawl_rows)} "
-              f"events of {observations / len(crawl_rows):.0f} observations)")
+              f"events of {observations / len(crawl_rows):.0f} observations; state "
+              f"{state / 1000:.1f} kB, {state / observations * len(crawl_rows):.0f} B an "
+              "observation, before PostgreSQL's TOAST compression)")
 
 
 if __name__ == "__main__":
