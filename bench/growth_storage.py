@@ -10,7 +10,8 @@ id; primary key and the notification id's unique index) in four forms:
 
 1. as stored: one event an observation, JSON state (today);
 2. zstd with a dictionary trained on the first half of the states, the second half
-   compressed one state at a time (what the library's compressor hook would do);
+   compressed one state at a time by `ZstdDictCompressor`, a compressor for the
+   library's hook (each state checked to read back, and an old plain state too);
 3. columnar: one event a crawl, its observations as columns (provider ids, prices
    in cents, availability, attributes) in JSON;
 4. columnar + zstd (level 3, no dictionary: a crawl's columns are large enough);
@@ -43,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import orjson  # noqa: E402
 import psycopg  # noqa: E402
 import zstandard  # noqa: E402
+from eventsourcing.persistence import Compressor  # noqa: E402
 from growth_history import FleetShape, record_history  # noqa: E402
 
 from ledger.bootstrap import bootstrap  # noqa: E402
@@ -85,14 +87,35 @@ def table_bytes(conn: psycopg.Connection[Any], schema: str, name: str, rows: Seq
     return int(size[0]) if size else 0
 
 
+class ZstdDictCompressor(Compressor):
+    """A compressor for the library's hook (`COMPRESSOR_TOPIC`): zstd with a trained
+    dictionary; a state that is not a zstd frame (one stored before) passes through."""
+
+    MAGIC = b"\x28\xb5\x2f\xfd"
+
+    def __init__(self, dictionary: zstandard.ZstdCompressionDict) -> None:
+        self._compress = zstandard.ZstdCompressor(level=3, dict_data=dictionary).compress
+        self._decompress = zstandard.ZstdDecompressor(dict_data=dictionary).decompress
+
+    def compress(self, data: bytes) -> bytes:
+        return self._compress(data)
+
+    def decompress(self, data: bytes) -> bytes:
+        return self._decompress(data) if data[:4] == self.MAGIC else data
+
+
 def zstd_dict_rows(rows: Sequence[Row]) -> tuple[list[Row], int]:
     """The second half of `rows`, each state compressed with a dictionary trained on
-    the first half (and the dictionary's size)."""
+    the first half (and the dictionary's size); every state checked to read back."""
     half = len(rows) // 2
     trained = zstandard.train_dictionary(16_384, [r[3] for r in rows[:half]])
-    compressor = zstandard.ZstdCompressor(level=3, dict_data=trained)
-    return ([(i, v, t, compressor.compress(s)) for i, v, t, s in rows[half:]],
-            len(trained.as_bytes()))
+    compressor = ZstdDictCompressor(trained)
+    out = [(i, v, t, compressor.compress(s)) for i, v, t, s in rows[half:]]
+    if any(compressor.decompress(c[3]) != r[3] for c, r in zip(out, rows[half:], strict=True)):
+        raise SystemExit("a zstd-compressed state did not read back as stored")
+    if compressor.decompress(rows[0][3]) != rows[0][3]:
+        raise SystemExit("a state stored before compression did not read back")
+    return out, len(trained.as_bytes())
 
 
 def by_crawl(rows: Sequence[Row]) -> dict[tuple[str, str], list[dict[str, Any]]]:
