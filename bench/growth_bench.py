@@ -22,7 +22,8 @@ then, on that store:
 Every figure is printed next to the same figure at the smallest size, with the ratio;
 then a year of the 1,000-store fleet (3 million events a day) at the measured bytes.
 The relay is not measured here: it needs a Kafka broker (`bench/relay_bench.py`).
-The schema is dropped afterwards unless `--keep`.
+The schema and the data directory (Parquet datasets) are removed afterwards unless
+`--keep`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import argparse
 import contextlib
 import io
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -182,6 +184,7 @@ def measure_size(pg: str, size: int, keep: bool) -> list[Row]:
         ledger.close()
         if not keep:
             _drop(pg, schema)
+            shutil.rmtree(data, ignore_errors=True)
     return [
         ("events in the store", events, ""),
         ("record a 500-product result p50", p50 * 1000, "ms"),

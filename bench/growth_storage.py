@@ -29,6 +29,7 @@ schema, dropped at the end.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 import uuid
@@ -68,6 +69,7 @@ def observed_rows(stores: int, rounds: int) -> list[Row]:
                 for r in rows if r.topic.endswith("Product.Observed")]
     finally:
         ledger.close()
+        shutil.rmtree(data, ignore_errors=True)
 
 
 def table_bytes(conn: psycopg.Connection[Any], schema: str, name: str, rows: Sequence[Row]) -> int:
