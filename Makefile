@@ -53,3 +53,5 @@ bench: setup-test
 	$(BIN)/python bench/api_bench.py
 	$(BIN)/python bench/dashboard_bench.py
 	$(BIN)/python bench/search_bench.py
+	$(BIN)/python bench/growth_bench.py --sizes 100000
+	$(BIN)/python bench/growth_storage.py
