@@ -4,8 +4,12 @@ the CLI table, the API's stores and `/metrics`; a rebuild gives the same figures
 
 from __future__ import annotations
 
+import json
+import subprocess
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 
 import httpx
 from test_api import bearer, serving
@@ -65,6 +69,29 @@ def test_shares_in_the_read_model_api_and_metrics(ledger: Ledger) -> None:
         metrics = client.get("/metrics", headers=headers).text
     assert f'crawl_ledger_store_extraction_misses_ratio{{store="{bad}"}} 0.5' in metrics
     assert f'crawl_ledger_store_extraction_misses_ratio{{store="{good}"}} 0.0' in metrics
+
+
+def test_stores_list_shows_the_shares_and_rebuild_verifies(
+        ledger: Ledger, store_url: str, tmp_path: Path, crawl_ledger_bin: str,
+        cli_env: Callable[..., dict[str, str]]) -> None:
+    bad, good = seeded(ledger)
+    env = cli_env(tmp_path / "data", LEDGER_STORE=store_url)
+
+    def run(*argv: str) -> str:
+        done = subprocess.run([crawl_ledger_bin, *argv], env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    table = run("stores", "list").splitlines()  # a title, the header, a rule, the rows
+    assert "no price %" in table[1] and "low conf %" in table[1]
+    lines = {line.split()[1]: line.split() for line in table[3:] if line.strip()}
+    assert lines["Bad"][5:7] == ["25", "25"] and lines["Good"][5:7] == ["0", "0"]
+    listed = {s["id"]: s for s in json.loads(run("stores", "list", "--json"))}
+    assert listed[bad]["misses_ratio"] == 0.5 and listed[good]["misses_ratio"] == 0.0
+    run("projections", "rebuild", "--verify")
+    rebuilt = {s["id"]: s for s in json.loads(run("stores", "list", "--json"))}
+    assert rebuilt == listed
 
 
 def test_rebuild_gives_the_same_figures(ledger: Ledger) -> None:
