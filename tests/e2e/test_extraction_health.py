@@ -17,7 +17,7 @@ from test_api import bearer, serving
 from domain.values import CrawlSuccess, Observation, Offer
 from ledger.bootstrap import Ledger
 from projections import read_models
-from projections.rebuild import verify
+from projections.rebuild import rebuild, verify
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 
@@ -48,6 +48,10 @@ def seeded(ledger: Ledger) -> tuple[str, str]:
     _crawl(ledger, bad, "bad.example/b", 2, _product("c", "7.00", "visible"),
            _product("d", "8.00", "visible sale price beside the structured one"))
     _crawl(ledger, good, "good.example/a", 3, _product("e", "9.50"))
+    # a crawl that saw no product (as outcomes from before the counts): not counted
+    empty = str(app.register_store(name="Empty", base_url="https://empty.example",
+                                   platform="generic", now=T0))
+    _crawl(ledger, empty, "empty.example/a", 4)
     ledger.catch_up()
     return bad, good
 
@@ -59,16 +63,20 @@ def test_shares_in_the_read_model_api_and_metrics(ledger: Ledger) -> None:
     assert (rows[bad]["no_price_ratio"], rows[bad]["low_confidence_ratio"],
             rows[bad]["misses_ratio"]) == (0.25, 0.25, 0.5)
     assert (rows[good]["no_price_ratio"], rows[good]["misses_ratio"]) == (0.0, 0.0)
+    empty = next(r for r in rows.values() if r["name"] == "Empty")
+    assert (empty["extraction_crawls"], empty["misses_ratio"]) == (None, None)
     with serving(ledger) as (url, secrets), httpx.Client(base_url=url) as client:
         headers = bearer(secrets["read"])
         items = client.get("/api/v1/stores", headers=headers).json()
         items = items.get("items", items) if isinstance(items, dict) else items
-        assert {i["store_id"]: i["misses_ratio"] for i in items} == {bad: 0.5, good: 0.0}
+        assert {i["name"]: i["misses_ratio"] for i in items} == {"Bad": 0.5, "Good": 0.0,
+                                                                  "Empty": None}
         shown = client.get(f"/api/v1/stores/{bad}", headers=headers).json()
         assert shown["status"]["no_price_ratio"] == 0.25
         metrics = client.get("/metrics", headers=headers).text
     assert f'crawl_ledger_store_extraction_misses_ratio{{store="{bad}"}} 0.5' in metrics
     assert f'crawl_ledger_store_extraction_misses_ratio{{store="{good}"}} 0.0' in metrics
+    assert metrics.count("crawl_ledger_store_extraction_misses_ratio{") == 2  # none for Empty
 
 
 def test_stores_list_shows_the_shares_and_rebuild_verifies(
@@ -87,6 +95,7 @@ def test_stores_list_shows_the_shares_and_rebuild_verifies(
     assert "no price %" in table[1] and "low conf %" in table[1]
     lines = {line.split()[1]: line.split() for line in table[3:] if line.strip()}
     assert lines["Bad"][5:7] == ["25", "25"] and lines["Good"][5:7] == ["0", "0"]
+    assert lines["Empty"][5:7] == ["-", "-"]
     listed = {s["id"]: s for s in json.loads(run("stores", "list", "--json"))}
     assert listed[bad]["misses_ratio"] == 0.5 and listed[good]["misses_ratio"] == 0.0
     run("projections", "rebuild", "--verify")
@@ -95,10 +104,13 @@ def test_stores_list_shows_the_shares_and_rebuild_verifies(
 
 
 def test_rebuild_gives_the_same_figures(ledger: Ledger) -> None:
-    seeded(ledger)
+    bad, _ = seeded(ledger)
     before = ledger.read.stores()
+    assert next(r for r in before if r["store_id"] == bad)["misses_ratio"] == 0.5
     comparisons = verify(ledger.source, ledger.db, read_models)
-    assert comparisons and all(c.equal for c in comparisons)
+    assert "store_extraction" in {c.table for c in comparisons}
+    assert all(c.equal for c in comparisons)
+    rebuild(ledger.source, ledger.db, read_models)  # dropped and replayed from the start
     assert ledger.read.stores() == before
 
 
