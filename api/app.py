@@ -115,6 +115,9 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
                     ["reason"], registry=registry)
     projection_lag = Gauge("crawl_ledger_projection_lag_events",
                            "events recorded and not yet in the read models", registry=registry)
+    misses = Gauge("crawl_ledger_store_extraction_misses_ratio",
+                   "share of the products a store's recent crawls saw with no price or a "
+                   "low-confidence one", ["store"], registry=registry)
     relay_lag = Gauge("crawl_ledger_relay_lag_events",
                       "events recorded and not yet acknowledged by Kafka",
                       registry=registry if probes.relay_position is not None else None)
@@ -191,6 +194,7 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
             found = lags()  # before catching up: how far behind the read models were
             ledger.catch_up()
             rows = ledger.read.jobs()
+            stores = ledger.read.stores()
             head = ledger.source.head()
         counts: dict[str, int] = {}
         reasons: dict[str, int] = {}
@@ -204,6 +208,10 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
         failing.clear()
         for reason, count in reasons.items():
             failing.labels(reason).set(count)
+        misses.clear()
+        for store in stores:  # store ids only: the label set is bounded by the stores
+            if store.get("misses_ratio") is not None:
+                misses.labels(store["store_id"]).set(store["misses_ratio"])
         events.head = head
         projection_lag.set(found["projection_lag"])
         if "relay_lag" in found:

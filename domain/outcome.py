@@ -1,4 +1,9 @@
-"""How a crawl outcome becomes event data: the Succeeded payload, the observations to apply."""
+"""How a crawl outcome becomes event data: the Succeeded payload, the observations to apply.
+
+The payload's optional `extraction` counts (products, those without a price, those whose
+price is low-confidence) feed the stores' extraction health (`projections.extraction_health`);
+outcomes recorded before it have none and are left out of that figure.
+"""
 
 from __future__ import annotations
 
@@ -31,4 +36,29 @@ def outcome_payload(outcome: CrawlSuccess, chain_dropped: int = 0) -> dict[str, 
         "gone": outcome.gone,
         # links/stores left out by the fan-out caps (only when there were some)
         **({"dropped": dropped} if dropped else {}),
+        **({"extraction": extraction_counts(outcome.observations)} if outcome.observations else {}),
     }
+
+
+#: `workers.adapters.merge`'s price source for a price picked from the page's visible text
+#: alone (no structured price to back it): the low-confidence one
+VISIBLE_ONLY_PRICE = "visible"
+
+
+def extraction_counts(observations: Iterable[Observation]) -> dict[str, int]:
+    """Products seen, those with no price at all, and those whose price is low-confidence."""
+    unique = unique_observations(observations).values()
+    return {
+        "products": len(unique),
+        "no_price": sum(1 for obs in unique if not has_price(obs)),
+        "low_confidence": sum(1 for obs in unique if has_price(obs) and low_confidence(obs)),
+    }
+
+
+def has_price(obs: Observation) -> bool:
+    return any(o.price is not None or o.special_price is not None for o in obs.offers)
+
+
+def low_confidence(obs: Observation) -> bool:
+    """The price was read from the page's visible text only (ranking rule 4)."""
+    return obs.attributes.get("source.price") == VISIBLE_ONLY_PRICE

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from projections.alerts import AlertsProjection
+from projections.extraction_health import ExtractionHealthProjection
 from projections.framework import Projection
 from projections.images import ProductImagesProjection
 from projections.job_status import JobStatusProjection
@@ -25,6 +26,7 @@ def read_models(prefix: str = "") -> list[Projection]:
         ProductImagesProjection(prefix=prefix),
         AlertsProjection(prefix=prefix),
         ProxiesProjection(prefix=prefix),
+        ExtractionHealthProjection(prefix=prefix),
     ]
 
 

@@ -116,7 +116,13 @@ class ReadModel:
         return self.db.query("SELECT * FROM workers ORDER BY started_at, name")
 
     def stores(self) -> list[Row]:
-        return self.db.query("SELECT * FROM stores ORDER BY name, store_id")
+        """Every store, with its extraction health (`projections.extraction_health`;
+        None before any crawl of it counted)."""
+        return self.db.query(
+            "SELECT s.*, e.crawls AS extraction_crawls, e.no_price_ratio, "
+            "e.low_confidence_ratio, e.misses_ratio FROM stores s "
+            "LEFT JOIN store_extraction e ON e.store_id = s.store_id "
+            "ORDER BY s.name, s.store_id")
 
     def products(self, store_id: str | None = None, out_of_stock: bool = False) -> list[Row]:
         sql, params = "SELECT * FROM current_products WHERE 1 = 1", list[Any]()

@@ -81,8 +81,15 @@ def list_stores(args: argparse.Namespace) -> int:
     if args.json:
         print_json([dict(r, id=r["store_id"]) for r in rows])
         return 0
-    print_table("stores", ["id", "name", "platform", "delay", "enabled", "base url"],
+    print_table("stores", ["id", "name", "platform", "delay", "enabled", "no price %",
+                           "low conf %", "base url"],
                 ([shown_id(r["store_id"], args.wide), r["name"], r["platform"], r["crawl_delay"],
-                  "yes" if r["enabled"] else "no", r["base_url"]] for r in rows), args.wide,
-                flexible=("name", "base url"))
+                  "yes" if r["enabled"] else "no", percent(r.get("no_price_ratio")),
+                  percent(r.get("low_confidence_ratio")), r["base_url"]] for r in rows),
+                args.wide, flexible=("name", "base url"))
     return 0
+
+
+def percent(ratio: float | None) -> str:
+    """A share as a whole-number percentage ("-" before any crawl counted)."""
+    return "-" if ratio is None else f"{ratio * 100:.0f}"

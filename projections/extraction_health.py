@@ -1,0 +1,89 @@
+"""Extraction health: per store, the share of products its recent crawls read badly.
+
+Over a store's last `WINDOW` successful crawls that saw products, the share of the
+products seen with no price at all (`no_price_ratio`), with a low-confidence price
+(read from the visible text alone: `low_confidence_ratio`), and both together
+(`misses_ratio`). The counts come from the `extraction` part of each
+`CrawlJob.Succeeded` outcome (`domain.outcome.extraction_counts`); outcomes recorded
+before it carry none and are left out.
+
+A job's store comes from its `Scheduled` event (`extraction_jobs`); the job row's
+stream version makes a redelivered `Succeeded` change nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from domain.envelope import Envelope
+from projections.framework import Handler, Projection, Rows, Table, dumps, loads
+
+#: how many of a store's recent crawls (with products) the ratios cover
+WINDOW = 50
+
+EXTRACTION_JOBS = Table(
+    name="extraction_jobs",
+    key=("job_id",),
+    columns={"job_id": "text", "store_id": "text", "version": "int"},
+)
+
+STORE_EXTRACTION = Table(
+    name="store_extraction",
+    key=("store_id",),
+    columns={
+        "store_id": "text", "crawls": "int", "products": "int", "no_price": "int",
+        "low_confidence": "int", "no_price_ratio": "real", "low_confidence_ratio": "real",
+        "misses_ratio": "real", "last_crawl_at": "text",
+        # the window: [[products, no_price, low_confidence], ...], oldest first
+        "recent": "json",
+    },
+)
+
+
+@dataclass
+class ExtractionHealthProjection(Projection):
+    name: str = field(default="extraction_health", init=False)
+    tables: tuple[Table, ...] = field(default=(EXTRACTION_JOBS, STORE_EXTRACTION), init=False)
+
+    def handlers(self) -> dict[str, Handler]:
+        return {"CrawlJob.Scheduled": _scheduled, "CrawlJob.Succeeded": _succeeded}
+
+
+def _scheduled(env: Envelope, rows: Rows) -> None:
+    store_id = env.payload.get("store_id")
+    if store_id and rows.get("extraction_jobs", env.stream_id) is None:
+        rows.put("extraction_jobs", {"job_id": env.stream_id, "store_id": store_id,
+                                     "version": env.version})
+
+
+def _succeeded(env: Envelope, rows: Rows) -> None:
+    job = rows.get("extraction_jobs", env.stream_id)
+    if job is None or int(job["version"]) >= env.version:
+        return
+    job["version"] = env.version
+    rows.put("extraction_jobs", job)
+    counts = (env.payload.get("outcome") or {}).get("extraction")
+    if not counts or not counts.get("products"):
+        return
+    store = rows.get("store_extraction", job["store_id"]) or {"store_id": job["store_id"]}
+    recent = (loads(store.get("recent")) or [])[-(WINDOW - 1):]
+    recent.append([int(counts["products"]), int(counts["no_price"]),
+                   int(counts["low_confidence"])])
+    store.update(_figures(recent), recent=dumps(recent), last_crawl_at=env.payload.get("at"))
+    rows.put("store_extraction", store)
+
+
+def _figures(recent: list[list[int]]) -> dict[str, Any]:
+    products = sum(r[0] for r in recent)
+    no_price = sum(r[1] for r in recent)
+    low = sum(r[2] for r in recent)
+    return {"crawls": len(recent), "products": products, "no_price": no_price,
+            "low_confidence": low, "no_price_ratio": _share(no_price, products),
+            "low_confidence_ratio": _share(low, products),
+            "misses_ratio": _share(no_price + low, products)}
+
+
+def _share(part: int, whole: int) -> float:
+    return round(part / whole, 4) if whole else 0.0
+
