@@ -120,3 +120,20 @@ def test_recurring_job_survives_two_parse_errors_and_dies_of_the_third(
     with serving(ledger) as (base, secrets), httpx.Client(base_url=base) as http:
         shown_api = http.get(f"/api/v1/jobs/{job}", headers=bearer(secrets["read"])).json()
     assert shown_api["nonretryable_failures"] == NON_RETRYABLE_LIMIT
+
+
+def test_reopening_under_another_store_is_refused_and_changes_nothing(ledger: Ledger) -> None:
+    store = ledger.app.register_store(name="Shop", base_url="https://shop.example",
+                                      platform="shopify", now=T0)
+    origin = Origin("cli:ann@host", "cli", None)
+    job = ledger.commands.send(ScheduleJob("catalog", URL, origin, every=3600), T0).job_id
+    ledger.app.cancel(job, T0)
+    version = ledger.app.get_job(job).version
+    try:
+        ledger.commands.send(ScheduleJob("catalog", URL, origin, store_id=store, every=3600), T0)
+    except InvalidInput as refused:
+        assert str(refused).endswith(f"(cancelled) for store none, not {store}")
+    else:
+        raise AssertionError("reopening under another store was accepted")
+    assert ledger.app.get_job(job).version == version
+    assert ledger.app.get_job(job).state == "cancelled"
