@@ -44,6 +44,7 @@ from api.images import build_images_router
 from api.request_metrics import RequestMetrics, route_template
 from api.routes import PROBLEMS, AlertSender, ApiProblem, build_router, requirement
 from api.sessions import COOKIE, Sessions
+from api.tokens import build_tokens_router
 from domain.errors import Forbidden, InvalidInput, LedgerError, NotFound
 from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
@@ -225,6 +226,9 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
                                     alert_sender, proxy_guard), prefix="/api/v1")
     app.include_router(build_import_router(ledger, lock, requirement(tokens, sessions)("admin"),
                                            import_max_bytes), prefix="/api/v1")
+    app.include_router(build_tokens_router(tokens, clock, lock,
+                                           requirement(tokens, sessions)("admin")),
+                       prefix="/api/v1")
     app.include_router(build_images_router(ImageStore(ledger.data_dir),
                                            requirement(tokens, sessions)))
     app.include_router(build_dashboard(ledger, sessions, clock, lock, probes.relay_position))

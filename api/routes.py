@@ -33,6 +33,7 @@ from runtime.commands import (
     EnableStore,
     Origin,
     RequeueDead,
+    ScheduleJob,
     token_origin,
 )
 from runtime.defaults import DEFAULTS
@@ -48,7 +49,7 @@ __all__ = ["ApiProblem", "build_router", "requirement"]
 __all__ = ["PROBLEMS", "AlertSender", "ApiProblem", "build_router", "requirement"]
 
 POSITIONS = 2**62
-Action = Literal["pause", "resume", "cancel", "retry", "force-run"]
+Action = Literal["pause", "resume", "cancel", "retry", "force-run", "reopen"]
 
 
 class Problem(BaseModel):
@@ -245,15 +246,21 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
                                after=cursor, limit=limit)
         return reply({"items": page, "next_cursor": following})
 
-    @router.post("/jobs", dependencies=[operate], status_code=201, tags=["jobs"])
-    def schedule_job(body: JobIn) -> JSONResponse:
+    @router.post("/jobs", status_code=201, tags=["jobs"])
+    def schedule_job(body: JobIn, token: Token = operate,
+                     reason: Annotated[str | None, Query(max_length=500)] = None
+                     ) -> JSONResponse:
+        """Schedule a job (201), or reopen the job of this kind and URL if it is cancelled,
+        completed or dead (200, `reopened: true`, its `Reopened` event records the token)."""
         now, every = clock.now(), body.every_seconds
         start = (call(lambda: place(planned_jobs(ledger), every, now))
                  if body.spread and every else None)
-        job_id = call(ledger.app.schedule_job, kind=body.kind, url=body.url, now=now,
-                      store_id=body.store_id, every=body.every_seconds, priority=body.priority,
-                      retry_policy=RetryPolicy(max_attempts=body.max_attempts), start_at=start)
-        return reply({"id": str(job_id)}, 201)
+        done = call(ledger.commands.send, ScheduleJob(
+            kind=body.kind, url=body.url, origin=by(token, reason), store_id=body.store_id,
+            every=body.every_seconds, priority=body.priority,
+            retry_policy=RetryPolicy(max_attempts=body.max_attempts), start_at=start), now)
+        return reply({"id": str(done.job_id), "reopened": done.reopened},
+                     200 if done.reopened else 201)
 
     @router.get("/jobs/{job_id}", dependencies=[read], tags=["jobs"])
     def show_job(job_id: str, as_of: AsOf = None) -> JSONResponse:
@@ -263,6 +270,7 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
         call(ledger.catch_up)
         history = call(stream_history, ledger, job.id)
         return reply({"id": str(job.id), "status": call(ledger.read.job, str(job.id)),
+                      "nonretryable_failures": job.nonretryable_failures,
                       "events": [_event(e) for e in history]})
 
     @router.post("/jobs/actions", tags=["jobs"])
@@ -287,7 +295,7 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
     @router.post("/jobs/{job_id}/{action}", tags=["jobs"])
     def control(job_id: str, action: Action, token: Token = operate,
                 reason: Annotated[str | None, Query(max_length=500)] = None) -> JSONResponse:
-        """Pause, resume, cancel, retry or force-run the job; the event records the
+        """Pause, resume, cancel, retry, force-run or reopen the job; the event records the
         token's name and scope as its actor, `api` as its surface, and `reason`."""
         send(JOB_CONTROLS[action](job_id, by(token, reason)))
         return reply({"id": job_id, "state": call(ledger.app.get_job, job_id).state})

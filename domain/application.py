@@ -24,6 +24,7 @@ from domain.controls import JobControls
 from domain.crawl_job import CrawlJob, RetryPolicy
 from domain.errors import Conflict, InvalidInput, InvalidTransition, NotFound
 from domain.images import ProductImages
+from domain.job_operations import REOPENABLE
 from domain.persistence import LedgerApplication, as_uuid
 from domain.ports import Storage
 from domain.product import Product
@@ -129,18 +130,26 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
     def schedule_job(self, *, kind: str, url: str, now: datetime, store_id: UUID | str | None = None,
                      every: int | None = None, priority: int = 0,
                      retry_policy: RetryPolicy | None = None, adaptive: bool = True,
-                     start_at: datetime | None = None) -> UUID:
-        """Schedule a crawl job (`every=None`: one-shot). Same kind + URL = same job."""
+                     start_at: datetime | None = None, origin: Origin | None = None,
+                     reopen: bool = False) -> UUID:
+        """Schedule a crawl job (`every=None`: one-shot). Same kind + URL = same job: with
+        `reopen`, one that is cancelled, completed or dead runs again with these settings
+        (`Reopened`); otherwise, or when it still runs, scheduling it again is refused."""
         url = check_url(url)
         store = self.get_store(store_id) if store_id is not None else None
         job = self.new_job(kind=kind, url=url, store=store, every=every, priority=priority,
                            retry_policy=retry_policy, adaptive=adaptive,
                            next_run_at=utc(start_at or now), at=utc(now))
         existing = self.find(CrawlJob, job.id)
-        if existing is not None:
-            raise InvalidInput(f"a {kind} job for {job.url_norm} already exists: {job.id}"
-                               f" ({existing.state})")
-        self._save(job)
+        if existing is None:
+            self._save(job)
+        elif reopen and existing.state in REOPENABLE and existing.store_id == job.store_id:
+            existing.reopen(utc(now), origin, interval=every, priority=priority,
+                            retry_policy=retry_policy or RetryPolicy(), adaptive=adaptive,
+                            next_run_at=job.next_run_at)
+            self._save(existing)
+        else:
+            raise InvalidInput(_exists(existing, job))
         return job.id
 
     @staticmethod
@@ -338,3 +347,14 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
                 continue  # the worker reported just in time
             reaped.append(job.id)
         return reaped
+
+
+def _exists(existing: CrawlJob, scheduled: CrawlJob) -> str:
+    """Why scheduling `scheduled` again is refused: it exists as `existing`."""
+    said = f"a {existing.kind} job for {existing.url_norm} already exists: {existing.id}" \
+           f" ({existing.state})"
+    if existing.store_id != scheduled.store_id:
+        return f"{said} for store {existing.store_id or 'none'}, not {scheduled.store_id or 'none'}"
+    if existing.state in REOPENABLE:
+        return f"{said}; reopen it to run it again"
+    return said

@@ -1,5 +1,5 @@
-"""Operator control of jobs: pause, resume, cancel, retry, force-run, requeue dead,
-and moving recurring jobs' next runs to spread the load.
+"""Operator control of jobs: pause, resume, cancel, retry, force-run, reopen, requeue
+dead, and moving recurring jobs' next runs to spread the load.
 
 A mixin of `CrawlLedger`: each command loads the job, lets the aggregate decide
 (refusing what its state does not allow) and saves it.
@@ -53,6 +53,11 @@ class JobControls:
     def force_run(self, job_id: UUID | str, now: datetime, origin: Origin | None = None
                   ) -> None:
         self._control(job_id, "force_run", now, origin)
+
+    @command
+    def reopen(self, job_id: UUID | str, now: datetime, origin: Origin | None = None) -> None:
+        """Run a cancelled, completed or dead job again, with the settings it had."""
+        self._control(job_id, "reopen_as_before", now, origin)
 
     @command
     def requeue_dead(self, job_ids: Sequence[UUID | str], now: datetime,

@@ -7,18 +7,20 @@ States and the commands that move between them::
     leased --succeed--> succeeded --> scheduled (recurring) | completed (one-shot)
     leased --fail / lease expired--> failed --> scheduled (retry) | dead
         a recurring job whose attempts ran out on a transient cause is not dead:
-        `RunAbandoned` schedules its next regular run (attempts reset)
+        `RunAbandoned` schedules its next regular run (attempts reset); nor is one
+        after a non-retryable failure, until `NON_RETRYABLE_LIMIT` come in a row
     leased --release--> scheduled (due now; the attempt does not count)
     scheduled --pause--> paused --resume--> scheduled
     scheduled | dispatched | leased | paused --cancel--> cancelled
     dead | scheduled --retry--> scheduled (attempts reset, due now)
+    cancelled | completed | dead --reopen--> scheduled (a new run of the same job)
     scheduled --force_run--> scheduled (due now, priority boost for this run)
     scheduled --move--> scheduled (next run moved to spread the load)
     scheduled --skip--> scheduled (due while its store refuses work: next cycle)
 
 `succeeded` and `failed` are momentary: the follow-up event (`Rescheduled`, `RunAbandoned`,
 `Completed`, `DeadLettered`) is saved in the same transaction. `completed` and `cancelled`
-are terminal. Command methods validate and decide; the `@event` methods only assign.
+are terminal until an operator reopens the job. Command methods validate and decide; the `@event` methods only assign.
 """
 
 from __future__ import annotations
@@ -32,10 +34,10 @@ from eventsourcing.domain import event
 from domain import ids
 from domain.aggregate import LedgerAggregate
 from domain.errors import InvalidInput, InvalidTransition, LeaseLost
-from domain.job_operations import JobOperations
+from domain.job_operations import JobOperations, check_schedule
 from domain.retry import MAX_INTERVAL_FACTOR as MAX_INTERVAL_FACTOR  # re-exported
+from domain.retry import NON_RETRYABLE_LIMIT, adapted_interval
 from domain.retry import RetryPolicy as RetryPolicy  # re-exported: it is part of a job
-from domain.retry import adapted_interval
 from domain.snapshot_event import LedgerSnapshot
 from domain.upcasting import dispatched_v1_v2, leased_v1_v2
 from domain.values import JOB_KINDS
@@ -54,6 +56,8 @@ class CrawlJob(JobOperations, LedgerAggregate):
     #: failed attempts since the last success (a class default for state
     #: loaded from aggregate snapshots taken before the counter existed)
     consecutive_failures = 0
+    #: non-retryable failures in a row (a class default, as above)
+    nonretryable_failures = 0
 
     Snapshot = LedgerSnapshot
     TUPLE_FIELDS = ("children",)
@@ -120,10 +124,7 @@ class CrawlJob(JobOperations, LedgerAggregate):
         """Validate and create a job (`interval=None` means one-shot)."""
         if kind not in JOB_KINDS:
             raise InvalidInput(f"unknown job kind {kind!r}; expected one of {', '.join(JOB_KINDS)}")
-        if interval is not None and not 60 <= interval <= 90 * 86400:
-            raise InvalidInput(f"interval must be between 1m and 90d, got {interval}s")
-        if not -1000 <= priority <= 1000:
-            raise InvalidInput(f"priority must be -1000..1000, got {priority}")
+        check_schedule(interval, priority)
         return cls(
             kind=kind,
             url_norm=url_norm,
@@ -149,6 +150,11 @@ class CrawlJob(JobOperations, LedgerAggregate):
 
     def is_due(self, now: datetime) -> bool:
         return self.state == "scheduled" and self.next_run_at <= now
+
+    def outlives_nonretryable(self) -> bool:
+        """True when a recurring job's non-retryable failures in a row (the one just
+        recorded included) stay under `NON_RETRYABLE_LIMIT`: it skips to its next run."""
+        return self.interval is not None and self.nonretryable_failures < NON_RETRYABLE_LIMIT
 
     def _require(self, action: str, *states: str) -> None:
         if self.state not in states:
@@ -255,6 +261,15 @@ class CrawlJob(JobOperations, LedgerAggregate):
             # a recurring job outlives a transient cause: this run ends, the next is due
             self._run_abandoned(now + timedelta(seconds=self.interval),
                                 f"attempts exhausted after {reason}; next regular run", now)
+        elif retry_at is None and not transient and self.outlives_nonretryable():
+            assert self.interval is not None
+            self._run_abandoned(
+                now + timedelta(seconds=self.interval),
+                f"non-retryable {reason} ({self.nonretryable_failures} of "
+                f"{NON_RETRYABLE_LIMIT} in a row before dead-lettering); next regular run", now)
+        elif retry_at is None and not transient and self.interval is not None:
+            self._dead_lettered(f"{self.nonretryable_failures} non-retryable failures in a row,"
+                                f" the last {reason}", now)
         elif retry_at is None:
             self._dead_lettered(f"no attempts left after {reason}", now)
         else:
@@ -315,6 +330,7 @@ class CrawlJob(JobOperations, LedgerAggregate):
         self.state = "succeeded"
         self.attempt = 0
         self.consecutive_failures = 0
+        self.nonretryable_failures = 0
         self.runs += 1
         self.last_content_hash = outcome.get("content_hash")
         self.last_error = None
@@ -328,6 +344,7 @@ class CrawlJob(JobOperations, LedgerAggregate):
         self.state = "failed"
         self.runs += 1
         self.consecutive_failures += 1
+        self.nonretryable_failures = 0 if retryable else self.nonretryable_failures + 1
         self.last_error = f"{error_kind}: {message}"
 
     @event("LeaseExpired")
@@ -337,6 +354,7 @@ class CrawlJob(JobOperations, LedgerAggregate):
         self.state = "failed"
         self.runs += 1
         self.consecutive_failures += 1
+        self.nonretryable_failures = 0
         self.last_error = "lease_expired: the worker did not report before its lease ran out"
 
     @event("DeadLettered")
@@ -391,7 +409,22 @@ class CrawlJob(JobOperations, LedgerAggregate):
                          surface: str | None = None, reason: str | None = None) -> None:
         self.state = "scheduled"
         self.attempt = 0
+        self.nonretryable_failures = 0
         self.next_run_at = at
+
+    @event("Reopened")
+    def _reopened(self, interval: int | None, priority: int, retry_policy: dict[str, Any],
+                  adaptive: bool, next_run_at: datetime, at: datetime, actor: str | None = None,
+                  surface: str | None = None, reason: str | None = None) -> None:
+        self.state = "scheduled"
+        self.base_interval = self.interval = interval
+        self.priority = priority
+        self.retry_policy = retry_policy
+        self.adaptive = adaptive
+        self.next_run_at = next_run_at
+        self.attempt = 0
+        self.nonretryable_failures = 0
+        self.boost = 0
 
     @event("ForceRunRequested")
     def _force_run_requested(self, boost: int, at: datetime, actor: str | None = None,

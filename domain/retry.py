@@ -8,7 +8,11 @@ from typing import Any
 
 from domain.errors import InvalidInput
 
-__all__ = ["MAX_INTERVAL_FACTOR", "RetryPolicy", "adapted_interval"]
+__all__ = ["MAX_INTERVAL_FACTOR", "NON_RETRYABLE_LIMIT", "RetryPolicy", "adapted_interval"]
+
+#: a recurring job is dead-lettered at this many non-retryable failures in a row (a
+#: single one — a page that answered HTML for JSON once — skips to its next regular run)
+NON_RETRYABLE_LIMIT = 3
 
 
 @dataclass(frozen=True)

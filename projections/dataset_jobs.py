@@ -43,6 +43,7 @@ JOB_STATE_EVENTS: dict[str, tuple[str | None, str | None]] = {
     "CrawlJob.Resumed": ("scheduled", "next_run_at"),
     "CrawlJob.Cancelled": ("cancelled", None),
     "CrawlJob.RetryRequested": ("scheduled", "at"),
+    "CrawlJob.Reopened": ("scheduled", "next_run_at"),
     "CrawlJob.ForceRunRequested": (None, "at"),
 }
 #: the aggregate's `last_error` after an expired lease is "lease_expired: <this>"

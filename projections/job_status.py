@@ -55,6 +55,7 @@ class JobStatusProjection(Projection):
             "RetryRequested": lambda r, p: {"state": "scheduled", "attempt": 0,
                                          "next_run_at": p["at"]},
             "ForceRunRequested": lambda r, p: {"next_run_at": p["at"], "boost": p["boost"]},
+            "Reopened": _reopened,
             "Leased": lambda r, p: {"state": "leased", "attempt": p["attempt"],
                                  "lease_id": p["lease_id"], "worker": p["worker"],
                                  "lease_expires_at": p["expires_at"]},
@@ -82,6 +83,12 @@ def _scheduled(env: Envelope) -> Row:
         "children": 0, "parent_job": p["parent_job"], "created_at": env.occurred_at,
         "updated_at": env.occurred_at,
     }
+
+
+def _reopened(row: Row, p: dict[str, Any]) -> dict[str, Any]:
+    return dict(_END_LEASE, state="scheduled", attempt=0, interval_s=p["interval"],
+                priority=p["priority"], max_attempts=p["retry_policy"]["max_attempts"],
+                next_run_at=p["next_run_at"])
 
 
 def _ran(row: Row, failed: bool) -> dict[str, Any]:

@@ -19,11 +19,12 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from domain.application import CrawlLedger
+from domain.retry import RetryPolicy
 from domain.values import Origin
 
 __all__ = ["JOB_CONTROLS", "CancelJob", "Command", "DisableStore", "Dispatcher", "EnableStore",
-           "ForceRunJob", "JobCommand", "Origin", "PauseJob", "RequeueDead", "ResumeJob",
-           "RetryJob", "cli_origin", "token_origin"]
+           "ForceRunJob", "JobCommand", "Origin", "PauseJob", "ReopenJob", "RequeueDead",
+           "ResumeJob", "RetryJob", "ScheduleJob", "Scheduling", "cli_origin", "token_origin"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,34 @@ class ForceRunJob(JobCommand):
     """Run a scheduled job now, ahead of others."""
 
 
+class ReopenJob(JobCommand):
+    """Run a cancelled, completed or dead job again, with the settings it had, now."""
+
+
+@dataclass(frozen=True)
+class ScheduleJob:
+    """Schedule a crawl of `url` (`every=None`: one-shot). The job of this kind and URL,
+    if it is cancelled, completed or dead, is reopened with these settings instead."""
+
+    kind: str
+    url: str
+    origin: Origin
+    store_id: UUID | str | None = None
+    every: int | None = None
+    priority: int = 0
+    retry_policy: RetryPolicy = RetryPolicy()
+    adaptive: bool = True
+    start_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Scheduling:
+    """What `ScheduleJob` did: the job, and whether it was reopened (not new)."""
+
+    job_id: UUID
+    reopened: bool
+
+
 @dataclass(frozen=True)
 class RequeueDead:
     """Retry every one of these jobs that is dead (the others are left alone)."""
@@ -74,12 +103,12 @@ class EnableStore:
     origin: Origin
 
 
-Command = JobCommand | RequeueDead | DisableStore | EnableStore
+Command = JobCommand | ScheduleJob | RequeueDead | DisableStore | EnableStore
 
 #: the job commands by the name drivers accept (CLI subcommand, API path, dashboard button)
 JOB_CONTROLS: dict[str, type[JobCommand]] = {
     "pause": PauseJob, "resume": ResumeJob, "cancel": CancelJob, "retry": RetryJob,
-    "force-run": ForceRunJob}
+    "force-run": ForceRunJob, "reopen": ReopenJob}
 
 C = TypeVar("C")
 
@@ -95,6 +124,8 @@ class Dispatcher:
             CancelJob: lambda c, now: app.cancel(c.job_id, now, c.origin),
             RetryJob: lambda c, now: app.retry(c.job_id, now, c.origin),
             ForceRunJob: lambda c, now: app.force_run(c.job_id, now, c.origin),
+            ReopenJob: lambda c, now: app.reopen(c.job_id, now, c.origin),
+            ScheduleJob: self._schedule,
             RequeueDead: lambda c, now: app.requeue_dead(c.job_ids, now, c.origin),
             DisableStore: self._disable_store,
             EnableStore: lambda c, now: app.enable_store(c.store_id, now, c.origin),
@@ -103,6 +134,15 @@ class Dispatcher:
     def send(self, command: Command, now: datetime) -> Any:
         """Carry the command out at `now`; the domain's refusal propagates."""
         return self._handlers[type(command)](command, now)
+
+    def _schedule(self, command: ScheduleJob, now: datetime) -> Scheduling:
+        job_id = self._app.schedule_job(
+            kind=command.kind, url=command.url, now=now, store_id=command.store_id,
+            every=command.every, priority=command.priority, retry_policy=command.retry_policy,
+            adaptive=command.adaptive, start_at=command.start_at, origin=command.origin,
+            reopen=True)
+        # a new job's stream holds its `Scheduled` event only
+        return Scheduling(job_id, self._app.get_job(job_id).version > 1)
 
     def _disable_store(self, command: DisableStore, now: datetime) -> None:
         reason = (command.origin.reason or "").strip()

@@ -1,4 +1,4 @@
-"""`crawl-ledger jobs schedule|list|show|pause|resume|cancel|retry|force-run|requeue-dead`."""
+"""`crawl-ledger jobs schedule|list|show|pause|resume|cancel|retry|force-run|reopen|requeue-dead`."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from domain.crawl_job import RetryPolicy
+from domain.retry import NON_RETRYABLE_LIMIT
 from domain.values import JOB_KINDS
 from ledger.cli.arguments import number
 from ledger.cli.context import format_duration, open_ledger, parse_duration, utcnow
@@ -15,14 +16,15 @@ from ledger.cli.ids import resolve_id, resolve_store
 from ledger.cli.output import print_json, print_table, short, shown_id
 from projections.queries import JOB_STATES
 from runtime.as_of import job_as_of
-from runtime.commands import JOB_CONTROLS, RequeueDead, cli_origin
+from runtime.commands import JOB_CONTROLS, RequeueDead, ScheduleJob, cli_origin
 from runtime.slots import place, planned_jobs
 
 
 def register(sub: Any) -> None:
     jobs = sub.add_parser("jobs", help="schedule, inspect and control crawl jobs")
     actions = jobs.add_subparsers(dest="action", required=True, metavar="ACTION")
-    schedule = actions.add_parser("schedule", help="schedule a crawl job")
+    schedule = actions.add_parser(
+        "schedule", help="schedule a crawl job (reopens it if it was cancelled, completed or dead)")
     schedule.add_argument("store_id", nargs="?", help="the store (omit for store_discovery/feed)")
     schedule.add_argument("--kind", required=True, choices=JOB_KINDS)
     schedule.add_argument("--url", required=True)
@@ -35,6 +37,7 @@ def register(sub: Any) -> None:
     schedule.add_argument("--spread", action="store_true",
                           help="first run in the least-loaded 15-minute slot within one "
                                "interval (default: now)")
+    schedule.add_argument("--reason", help="why (recorded when a job is reopened)")
     schedule.add_argument("--json", action="store_true")
     schedule.set_defaults(handler=schedule_job)
     lst = actions.add_parser("list", help="list jobs")
@@ -63,17 +66,17 @@ def schedule_job(args: argparse.Namespace) -> int:
     now = utcnow()
     with open_ledger(fresh=args.spread, create=True) as ledger:
         start = place(planned_jobs(ledger), every, now) if args.spread and every else None
-        job_id = ledger.app.schedule_job(
-            kind=args.kind, url=args.url, now=now,
+        done = ledger.commands.send(ScheduleJob(
+            kind=args.kind, url=args.url, origin=cli_origin(args.reason),
             store_id=resolve_store(ledger, args.store_id) if args.store_id else None, every=every,
             priority=args.priority, retry_policy=RetryPolicy(max_attempts=args.max_attempts),
-            adaptive=not args.no_adaptive, start_at=start,
-        )
+            adaptive=not args.no_adaptive, start_at=start), now)
+    what = "reopened" if done.reopened else "scheduled"
     if args.json:
-        print_json({"id": str(job_id)})
+        print_json({"id": str(done.job_id), "reopened": done.reopened})
     else:
         first = f", first run {start:%Y-%m-%d %H:%M} UTC" if args.spread and start else ""
-        print(f"scheduled {args.kind} job {job_id} ({format_duration(every)}{first})")
+        print(f"{what} {args.kind} job {done.job_id} ({format_duration(every)}{first})")
     return 0
 
 
@@ -104,6 +107,7 @@ def show_job(args: argparse.Namespace) -> int:
                   else ledger.read.job(str(job.id)))
     if args.json:
         print_json({"id": str(job.id), "status": status,
+                    "nonretryable_failures": job.nonretryable_failures,
                     "events": [e.to_dict() for e in history]})
         return 0
     print(f"job {job.id}  {job.kind}  {job.url}" + (f"  (as of {args.as_of})" if args.as_of else ""))
@@ -112,6 +116,9 @@ def show_job(args: argparse.Namespace) -> int:
           f"priority {job.priority}, store {short(job.store_id)}, parent {short(job.parent_job)}")
     if job.last_error:
         print(f"  last error: {job.last_error}")
+    if job.nonretryable_failures:
+        print(f"  non-retryable failures in a row: {job.nonretryable_failures} of "
+              f"{NON_RETRYABLE_LIMIT} (dead-lettered at {NON_RETRYABLE_LIMIT})")
     print_history("history", history)
     return 0
 

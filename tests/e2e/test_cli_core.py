@@ -103,7 +103,7 @@ def test_operator_controls(cli: Cli, job: str) -> None:
 
 def test_retry_of_a_dead_job(cli: Cli, tmp_path: Path) -> None:
     job = cli.json("jobs", "schedule", "--kind", "feed", "--url", "https://f.example/rss",
-                   "--max-attempts", "1")["id"]
+                   "--once", "--max-attempts", "1")["id"]
     now = datetime.now(UTC)
     url = f"sqlite:///{(tmp_path / 'data' / 'ledger.sqlite').resolve()}"
     with open_ledger(url, tmp_path) as ledger:  # a worker fails the only attempt

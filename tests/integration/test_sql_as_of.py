@@ -72,7 +72,7 @@ def drive_jobs_through_every_state(ledger: Ledger, start: datetime) -> list[date
 
     ok = CrawlSuccess(200, "https://gamma.example/", "test", "1", "h")
     expiring, paused, dying, one_shot, cancelled = (
-        job("expiring"), job("paused"), job("dying", attempts=1), job("once", every=None),
+        job("expiring"), job("paused"), job("dying", every=None, attempts=1), job("once", every=None),
         job("cancelled"))
     app.dispatch_due([expiring, cancelled], step())
     app.lease(expiring, "w2", 60, step())

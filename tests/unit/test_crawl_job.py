@@ -11,6 +11,8 @@ import pytest
 
 from domain.crawl_job import MAX_INTERVAL_FACTOR, CrawlJob, RetryPolicy
 from domain.errors import InvalidInput, InvalidTransition, LeaseLost
+from domain.retry import NON_RETRYABLE_LIMIT
+from domain.values import Origin
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 HOUR = 3600
@@ -50,7 +52,7 @@ def in_state(state: str) -> CrawlJob:
         lease(job)
         job.succeed("L1", outcome(), [], T0)
     elif state == "dead":
-        job = make_job(max_attempts=1)
+        job = make_job(interval=None, max_attempts=1)
         lease(job)
         job.fail("L1", "http_4xx", "gone", False, None, T0)
     else:
@@ -83,6 +85,7 @@ COMMANDS: dict[str, Callable[[CrawlJob], None]] = {
     "cancel": lambda j: j.cancel(T0),
     "retry": lambda j: j.retry(T0),
     "force_run": lambda j: j.force_run(T0),
+    "reopen": lambda j: j.reopen_as_before(T0),
 }
 
 #: (state, command) -> the state it leaves the job in; absent pairs are refused.
@@ -105,6 +108,9 @@ VALID = {
     # backoff): it resets the attempts and makes it due now.
     ("scheduled", "retry"): "scheduled",
     ("scheduled", "force_run"): "scheduled",
+    ("cancelled", "reopen"): "scheduled",
+    ("completed", "reopen"): "scheduled",
+    ("dead", "reopen"): "scheduled",
 }
 LEASE_COMMANDS = {"extend", "succeed", "fail"}
 INVALID = [(s, c) for s in STATES for c in COMMANDS if (s, c) not in VALID]
@@ -260,11 +266,69 @@ def test_one_shot_failure_with_no_attempts_left_dead_letters() -> None:
     assert job.state == "dead" and job.lease_id is None
 
 
-def test_non_retryable_failure_dead_letters_at_once() -> None:
-    job = make_job(max_attempts=5)
+def test_non_retryable_failure_dead_letters_a_one_shot_job_at_once() -> None:
+    job = make_job(interval=None, max_attempts=5)
     events = fail_attempt(job, 1, T0, retryable=False)
     assert [type(e).__name__ for e in events] == ["Failed", "DeadLettered"]
     assert job.state == "dead" and job.attempt == 1
+
+
+def test_recurring_job_survives_non_retryable_failures_until_the_limit_in_a_row() -> None:
+    job = make_job(max_attempts=5)
+    now = T0
+    for n in range(1, NON_RETRYABLE_LIMIT):
+        events = fail_attempt(job, n, now, retryable=False)
+        assert [type(e).__name__ for e in events] == ["Failed", "RunAbandoned"]
+        assert events[1].reason == (f"non-retryable http_5xx: 502 ({n} of {NON_RETRYABLE_LIMIT}"
+                                    " in a row before dead-lettering); next regular run")
+        assert job.state == "scheduled" and job.nonretryable_failures == n
+        assert job.next_run_at == now + timedelta(seconds=HOUR) and job.attempt == 0
+        now = job.next_run_at
+    events = fail_attempt(job, NON_RETRYABLE_LIMIT, now, retryable=False)
+    assert [type(e).__name__ for e in events] == ["Failed", "DeadLettered"]
+    assert events[1].reason == (f"{NON_RETRYABLE_LIMIT} non-retryable failures in a row,"
+                                " the last http_5xx: 502")
+    assert job.state == "dead"
+
+
+@pytest.mark.parametrize("between", ["success", "transient"])
+def test_a_success_or_transient_failure_between_breaks_the_streak(between: str) -> None:
+    job = make_job(max_attempts=1)
+    now = T0
+    for n in range(1, 3 * NON_RETRYABLE_LIMIT):
+        if n % NON_RETRYABLE_LIMIT:
+            fail_attempt(job, n, now, retryable=False)
+        elif between == "success":
+            lease(job, f"L{n}", now=now)
+            job.succeed(f"L{n}", outcome(), [], now)
+        else:
+            fail_attempt(job, n, now, retryable=True)
+        assert job.state == "scheduled", n
+        now = job.next_run_at
+
+
+def test_reopen_a_cancelled_job_with_new_settings_and_the_origin() -> None:
+    job = in_state("cancelled")
+    job.reopen(LATER, Origin("cli:ann@host", "cli", "store is back"), interval=2 * HOUR,
+               priority=5, retry_policy=RetryPolicy(max_attempts=4), adaptive=False,
+               next_run_at=LATER)
+    (reopened,) = job.collect_events()
+    assert type(reopened).__name__ == "Reopened"
+    assert (reopened.actor, reopened.surface, reopened.reason) == ("cli:ann@host", "cli",
+                                                                   "store is back")
+    assert (job.state, job.interval, job.base_interval, job.priority) == ("scheduled",
+                                                                          2 * HOUR, 2 * HOUR, 5)
+    assert job.policy.max_attempts == 4 and not job.adaptive and job.is_due(LATER)
+    lease(job, "L9", now=LATER)
+    assert job.attempt == 1
+
+
+def test_reopen_refuses_bad_settings_and_records_nothing() -> None:
+    job = in_state("completed")
+    with pytest.raises(InvalidInput, match="interval"):
+        job.reopen(T0, interval=5, priority=0, retry_policy=RetryPolicy(), adaptive=True,
+                   next_run_at=T0)
+    assert job.pending_events == [] and job.state == "completed"
 
 
 def test_recurring_job_outlives_a_transient_cause_its_next_run_is_due() -> None:

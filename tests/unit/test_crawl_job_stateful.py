@@ -124,6 +124,13 @@ class CrawlJobMachine(RuleBasedStateMachine):
         self.attempt(lambda: self.job.retry(self.now), self.job.state in {"dead", "scheduled"})
 
     @rule()
+    def reopen(self) -> None:
+        allowed = self.job.state in {"cancelled", "completed", "dead"}
+        self.attempt(lambda: self.job.reopen_as_before(self.now), allowed)
+        if allowed:
+            self.terminal = None  # stopped for good until an operator reopens it
+
+    @rule()
     def force_run(self) -> None:
         self.attempt(lambda: self.job.force_run(self.now), self.job.state == "scheduled")
 
