@@ -176,7 +176,8 @@ def measure_size(pg: str, size: int, keep: bool) -> list[Row]:
         products_as_of = median_of(5, lambda: run_cli("products", "show", product,
                                                       "--as-of", as_of))
         verify = timed(lambda: run_cli("audit", "verify"))
-        chain = timed(lambda: audit.verify(ledger.source, ledger.db))
+        chain = timed(lambda: audit.verify(audit.StoredChain(ledger.backend, ledger.app.recorder),
+                                           ledger.db))
         datasets, price, daily = measure_duckdb(ledger, product)
         sizes = measure_bytes(pg, schema, ledger.app.recorder.events_table_name)
         events = history.events
