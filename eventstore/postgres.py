@@ -101,28 +101,12 @@ class PostgresBackend(Backend):
         return super()._insert_identity(recorder).replace("?", "%s")
 
     def notification_rows(self, recorder: Any, after: int, limit: int) -> list[StoredRow]:
-        statement = SQL(
-            "SELECT notification_id, originator_id::text, originator_version, topic, state "
-            "FROM {schema}.{table} WHERE notification_id > %s ORDER BY notification_id LIMIT %s"
-        ).format(schema=Identifier(recorder.datastore.schema),
-                 table=Identifier(recorder.events_table_name))
-        with recorder.datastore.get_connection() as conn, \
-                conn.cursor(row_factory=tuple_row, binary=True) as cursor:
-            cursor.execute(statement, (after, limit), prepare=True)
-            rows: list[StoredRow] = cursor.fetchall()
-            return rows
+        return _stored_rows(recorder, "notification_id > %s ORDER BY notification_id LIMIT %s",
+                            (after, limit))
 
     def stream_rows(self, recorder: Any, stream_id: UUID) -> list[StoredRow]:
-        statement = SQL(
-            "SELECT notification_id, originator_id::text, originator_version, topic, state "
-            "FROM {schema}.{table} WHERE originator_id = %s ORDER BY originator_version"
-        ).format(schema=Identifier(recorder.datastore.schema),
-                 table=Identifier(recorder.events_table_name))
-        with recorder.datastore.get_connection() as conn, \
-                conn.cursor(row_factory=tuple_row, binary=True) as cursor:
-            cursor.execute(statement, (stream_id,), prepare=True)
-            rows: list[StoredRow] = cursor.fetchall()
-            return rows
+        return _stored_rows(recorder, "originator_id = %s ORDER BY originator_version",
+                            (stream_id,))
 
     def import_rows(self, recorder: Any, batches: Iterable[Sequence[ImportRow]]) -> int:
         store = recorder.datastore
@@ -203,6 +187,21 @@ def _query(recorder: PostgresAggregateRecorder, statement: str, parameters: list
             conn.cursor(row_factory=rows, binary=True) as cursor:
         cursor.execute(sql, parameters)
         return list(cursor.fetchall())
+
+
+def _stored_rows(recorder: Any, where: str, parameters: tuple[Any, ...]) -> list[StoredRow]:
+    """(position, originator id, version, topic, state) of the events `where` selects (a
+    prepared statement: the notification log's reads repeat it)."""
+    statement = SQL(
+        "SELECT notification_id, originator_id::text, originator_version, topic, state "
+        "FROM {schema}.{table} WHERE " + where
+    ).format(schema=Identifier(recorder.datastore.schema),
+             table=Identifier(recorder.events_table_name))
+    with recorder.datastore.get_connection() as conn, \
+            conn.cursor(row_factory=tuple_row, binary=True) as cursor:
+        cursor.execute(statement, parameters, prepare=True)
+        rows: list[StoredRow] = cursor.fetchall()
+        return rows
 
 
 def _rows(recorder: Any, sql: Any, parameters: list[Any]) -> list[Any]:
