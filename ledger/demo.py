@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ledger.bootstrap import Ledger, bootstrap, runner_crawler
 from ledger.embedded import EmbeddedRunner, RunStats, run_loop
+from ledger.in_use import refuse_if_used
 from ledger.settings import ConfigError, Settings, parse_postgres
 from runtime.clock import SimulatedClock
 from simulator import FaultConfig, SimulatorThread
@@ -48,6 +49,7 @@ def demo_settings(base: Settings, config: DemoConfig, store: str | None = None,
     if data_dir.exists():
         if not (data_dir / MARKER).exists():
             raise FileExistsError(f"{data_dir} exists and is not a crawl-ledger demo dir")
+        refuse_if_used(data_dir)
         shutil.rmtree(data_dir)
     data_dir.mkdir(parents=True)
     (data_dir / MARKER).write_text("created by crawl-ledger demo; safe to delete\n")

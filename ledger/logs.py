@@ -12,8 +12,8 @@ The ids come from `structlog.contextvars`: the shared job step (`runtime/work.py
 and the bot API bind them around each job, so every line logged while a job runs
 carries them, whichever library wrote it.
 
-Settings (environment): `LEDGER_LOG_FORMAT` — `json` (default) or `console` (the
-same fields, for a person at a terminal); `LEDGER_LOG_LEVEL` — default `INFO` for
+Settings (environment): `LEDGER_LOG_FORMAT` — `json` or `console` (the same fields,
+for a person; the default when stderr is a terminal, `json` otherwise); `LEDGER_LOG_LEVEL` — default `INFO` for
 the long-running drivers (`run`, `worker`, `relay`, `serve`, `bot`), `WARNING` for
 one-shot commands. Lines go to stderr, which `ledger.redact` masks for secrets.
 """
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import logging.config
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,7 +39,8 @@ LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 def _settings(env: Mapping[str, str], command: str | None) -> tuple[str, str]:
-    fmt = (env.get("LEDGER_LOG_FORMAT") or "json").strip().lower()
+    fmt = (env.get("LEDGER_LOG_FORMAT") or ("console" if sys.stderr.isatty() else "json")
+           ).strip().lower()
     if fmt not in FORMATS:
         raise ConfigError(f"LEDGER_LOG_FORMAT must be one of {', '.join(FORMATS)}, not {fmt!r}")
     default = "INFO" if command in DRIVERS else "WARNING"
@@ -57,6 +59,7 @@ def logging_config(env: Mapping[str, str], command: str | None = None) -> dict[s
         structlog.stdlib.add_logger_name,
         structlog.stdlib.ExtraAdder(),
         structlog.processors.TimeStamper(fmt="iso", utc=True),
+        _drop_color_message,
     ]
     renderer: Any = (structlog.processors.JSONRenderer() if fmt == "json"
                      else structlog.dev.ConsoleRenderer(colors=False))
@@ -72,10 +75,19 @@ def logging_config(env: Mapping[str, str], command: str | None = None) -> dict[s
         "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "structured",
                                 "stream": "ext://sys.stderr"}},
         "root": {"handlers": ["stderr"], "level": level},
-        # libraries that narrate every request at INFO: their warnings still show
+        # libraries that narrate every request at INFO: their warnings still show (`serve`
+        # keeps uvicorn's access log: one line a request)
         "loggers": {name: {"level": "WARNING"} for name in (
-            "uvicorn.access", "httpx", "aiokafka", "kafka", "faust", "mode")},
+            "httpx", "aiokafka", "kafka", "faust", "mode",
+            *(() if command == "serve" else ("uvicorn.access",)))},
     }
+
+
+def _drop_color_message(_: Any, __: str, event: dict[str, Any]) -> dict[str, Any]:
+    """uvicorn adds a copy of its message with terminal colour codes (`color_message`):
+    a log line carries the plain one only."""
+    event.pop("color_message", None)
+    return event
 
 
 def configure_logging(env: Mapping[str, str], command: str | None = None) -> None:

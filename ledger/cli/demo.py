@@ -23,6 +23,7 @@ from ledger.demo import (
     run_embedded_demo,
 )
 from ledger.demo_report import all_envelopes, draw_chart, summarize
+from ledger.in_use import DataDirInUse
 from ledger.redact import redact_url
 from ledger.settings import Settings
 
@@ -52,6 +53,8 @@ def run_demo(args: argparse.Namespace) -> int:
         raise CommandError("the distributed demo needs both --store postgresql://… and --broker")
     try:
         settings = demo_settings(Settings.from_env(), config, args.store, args.broker)
+    except DataDirInUse as refused:
+        raise CommandError(f"{refused}; stop it before running the demo again") from None
     except FileExistsError as refused:  # someone else's dir: an operator error, not a crash
         raise CommandError(f"{refused}; not touching it (move it, or use another"
                            " LEDGER_DATA_DIR)") from None

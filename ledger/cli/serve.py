@@ -70,12 +70,13 @@ def run_serve(args: argparse.Namespace) -> int:
     from api.auth import TokenStore
     from api.http_server import ServerLimits, run_server
     from ledger.bootstrap import notifier_for
+    from ledger.in_use import using
     from ledger.settings import Settings
     from runtime.clock import SystemClock
     from workers.addresses import AddressGuard
 
     settings = Settings.from_env()
-    with open_ledger(create=True) as ledger:
+    with using(settings.data_dir), open_ledger(create=True) as ledger:
         tokens = TokenStore(ledger.db)
         if not _loopback(args.host) and not tokens.any_live():
             raise CommandError(f"refusing to serve on {args.host} with no API token: create one "
@@ -87,8 +88,9 @@ def run_serve(args: argparse.Namespace) -> int:
                          alert_sender=partial(notifier_for, settings),
                          proxy_guard=AddressGuard(settings.allow_networks),
                          body_timeout=args.body_timeout)
-        print(f"crawl-ledger API on http://{args.host}:{args.port} (OpenAPI: /openapi.json)",
-              flush=True)
+        base = f"http://{args.host}:{args.port}"
+        print(f"crawl-ledger on {base}: the dashboard at {base}/ (sign in with a token), the "
+              f"API under {base}/api/v1 (OpenAPI: {base}/openapi.json)", flush=True)
         # log_config=None: uvicorn's lines go through our structured logging (ledger/logs.py)
         limits = ServerLimits(args.head_timeout, args.keep_alive, args.max_connections)
         run_server(app, args.host, args.port, limits, log_config=None)
