@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from domain.errors import InvalidInput, NotFound
 from runtime.alert_channels import (
+    Channel,
     ChannelStore,
     NewSubscription,
     SenderPort,
@@ -31,7 +32,6 @@ from runtime.alert_channels import (
 )
 from runtime.clock import Clock
 from runtime.ledger import Ledger
-from workers.notify import Channel
 
 __all__ = ["AlertSender", "build_alerts_router"]
 

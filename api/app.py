@@ -50,7 +50,7 @@ from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
 from runtime.images import ImageStore
 from runtime.ledger import Ledger
-from workers.addresses import AddressGuard
+from runtime.proxy_pool import AddressGuard
 
 __all__ = ["BODY_MAX_BYTES", "BODY_TIMEOUT", "Probes", "create_app", "problem"]
 

@@ -30,8 +30,7 @@ from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
 from runtime.ledger import Ledger
 from runtime.registry import Heartbeats, WorkerOwners, register
-from runtime.remote import RemoteCrawls, Submitted, lease_for, ungzip
-from workers.archive import RawArchive
+from runtime.remote import Submitted, lease_for, remote_crawls, ungzip
 
 __all__ = ["RESULT_MAX_BYTES", "build_bot_router"]
 
@@ -102,7 +101,7 @@ def build_bot_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
                      bot: Callable[..., Token], heartbeats: Heartbeats,
                      ttl: float = DEFAULTS.lease_ttl) -> APIRouter:
     router = APIRouter(prefix="/bot", tags=["bot"])
-    crawls = RemoteCrawls(RawArchive(ledger.data_dir), forget_after=4 * ttl)
+    crawls = remote_crawls(ledger, forget_after=4 * ttl)
     owners = WorkerOwners(ledger.db)
     #: the bot token of the request (a default, not `Annotated`: `bot` is no module global)
     acting_bot = Depends(bot)

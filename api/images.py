@@ -40,11 +40,7 @@ from PIL import Image, ImageFilter, ImageOps, features
 
 from api.auth import Token
 from api.routes import PROBLEMS, ApiProblem
-from runtime.images import ImageStore, write_atomically
-from workers.images import FORMATS as STORED
-from workers.images import open_image, pillow
-
-pillow()  # the decompression-bomb cap, before this module opens anything itself
+from runtime.images import ImageStore, open_stored, stored_format, write_atomically
 
 __all__ = ["MAX_SIDE", "Variant", "build_images_router", "render", "target_size"]
 
@@ -143,7 +139,7 @@ def _has_alpha(image: Image.Image) -> bool:
 
 def render(body: bytes, variant: Variant) -> tuple[bytes, str]:
     """(the variant's bytes, our format name) of a stored image."""
-    source = open_image(body)
+    source = open_stored(body)
     stored_format = source.format or ""
     fmt = variant.output_format(stored_format)
     image = ImageOps.exif_transpose(source)
@@ -215,11 +211,11 @@ def build_images_router(store: ImageStore, require: Callable[[str], Callable[...
         variant = Variant.of(w, h, fit, format, q, blur, gray)
         body = store.read(sha256)
         if variant.original:
-            media_type = _STORED_TYPES.get(_stored_format(body), "application/octet-stream")
+            media_type = _STORED_TYPES.get(stored_format(body), "application/octet-stream")
             return _reply(body, media_type, f'"{sha256}"', if_none_match)
-        stored_format = _stored_format(body)
-        key = variant.key(stored_format)
-        fmt = variant.output_format(stored_format)
+        source_format = stored_format(body)
+        key = variant.key(source_format)
+        fmt = variant.output_format(source_format)
         etag = f'"{sha256[:16]}-{key}"'
         if _matches(if_none_match, etag):
             return Response(status_code=304, headers=_headers(etag))
@@ -232,12 +228,6 @@ def build_images_router(store: ImageStore, require: Callable[[str], Callable[...
         return _reply(rendered, FORMATS[fmt][1], etag, None)
 
     return router
-
-
-def _stored_format(body: bytes) -> str:
-    """The format of a stored image (checked when it was stored): its header is enough."""
-    with Image.open(io.BytesIO(body), formats=STORED) as image:
-        return image.format or ""
 
 
 def _keep(path: FilePath, body: bytes) -> None:

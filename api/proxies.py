@@ -17,8 +17,7 @@ from pydantic import BaseModel, Field
 from domain.errors import NotFound
 from runtime.clock import Clock
 from runtime.ledger import Ledger
-from runtime.proxy_pool import ProxyStore, add_proxy, proxy_rows
-from workers.addresses import AddressGuard
+from runtime.proxy_pool import AddressGuard, ProxyStore, add_proxy, proxy_guard, proxy_rows
 
 __all__ = ["build_proxies_router"]
 
@@ -37,7 +36,7 @@ def build_proxies_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
                          guard: AddressGuard | None) -> APIRouter:
     router = APIRouter(prefix="/proxies", tags=["proxies"])
     stores: list[ProxyStore] = []
-    checked_by = guard or AddressGuard()
+    checked_by = proxy_guard(guard)
 
     def store() -> ProxyStore:
         if not stores:

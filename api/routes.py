@@ -39,9 +39,9 @@ from runtime.commands import (
 from runtime.defaults import DEFAULTS
 from runtime.history import stream_history
 from runtime.ledger import Ledger
+from runtime.proxy_pool import AddressGuard
 from runtime.registry import Heartbeats, registry
 from runtime.slots import place, planned_jobs
-from workers.addresses import AddressGuard
 
 __all__ = ["ApiProblem", "build_router", "requirement"]
 

@@ -28,7 +28,7 @@ from runtime.ledger import Ledger
 from workers.channels import Channel, display_url
 from workers.notify import SendOutcome
 
-__all__ = ["AdmittedChannel", "ChannelStore", "NewSubscription", "SenderPort", "add_subscription",
+__all__ = ["AdmittedChannel", "Channel", "ChannelStore", "NewSubscription", "SenderPort", "add_subscription",
            "admit_channel", "remove_subscription", "restore_channel", "sample_message",
            "shown_subscription"]
 

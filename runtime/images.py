@@ -20,6 +20,7 @@ behind nor two drivers at once make a URL be downloaded twice.
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 import os
 import re
@@ -29,7 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from domain.envelope import Envelope
 from domain.errors import LedgerError
@@ -38,9 +39,13 @@ from runtime.clock import Clock
 from runtime.image_claims import ImageClaims
 from runtime.ledger import Ledger
 from runtime.work import DbThread
-from workers.images import DownloadedImage
+from workers.images import FORMATS, DownloadedImage, open_image, pillow
 
-__all__ = ["ImageBatch", "ImagePort", "ImageStep", "ImageStore", "image_requests", "is_sha256"]
+if TYPE_CHECKING:
+    from PIL import Image
+
+__all__ = ["ImageBatch", "ImagePort", "ImageStep", "ImageStore", "image_requests", "is_sha256",
+           "open_stored", "stored_format"]
 
 log = logging.getLogger(__name__)
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -99,6 +104,18 @@ class ImageStore:
     def variant_dir(self, sha256: str) -> Path:
         self.path(sha256)  # validates
         return self.root / "variants" / sha256[:2] / sha256
+
+
+def open_stored(body: bytes) -> Image.Image:
+    """The decoded first frame of a stored image, opened under the decompression-bomb cap
+    and only in the formats the store takes (`workers.images.open_image`)."""
+    return open_image(body)
+
+
+def stored_format(body: bytes) -> str:
+    """The format of a stored image (checked when it was stored): its header is enough."""
+    with pillow().open(io.BytesIO(body), formats=FORMATS) as image:
+        return str(image.format or "")
 
 
 def write_atomically(final: Path, body: bytes) -> None:

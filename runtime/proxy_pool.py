@@ -25,7 +25,8 @@ from runtime.ledger import Ledger
 from workers.addresses import AddressGuard
 from workers.proxies import HealthChange, ProxyConfig, ProxyHealth
 
-__all__ = ["PoolPort", "ProxyKeeper", "ProxyStore", "add_proxy", "proxy_rows"]
+__all__ = ["AddressGuard", "PoolPort", "ProxyKeeper", "ProxyStore", "add_proxy", "proxy_guard",
+           "proxy_rows"]
 
 URLS = "proxy_urls"
 HEALTH = "proxy_health"
@@ -66,6 +67,12 @@ class ProxyStore:
 
     def health(self) -> dict[str, dict[str, Any]]:
         return {r["proxy_id"]: dict(r) for r in self.db.query(f"SELECT * FROM {HEALTH}")}
+
+
+def proxy_guard(allowed: AddressGuard | None) -> AddressGuard:
+    """The guard that checks a new proxy's address: the operator's, else the default
+    (public addresses only)."""
+    return allowed or AddressGuard()
 
 
 async def add_proxy(ledger: Ledger, store: ProxyStore, guard: AddressGuard, url: str,

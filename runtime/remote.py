@@ -31,7 +31,8 @@ from workers.crawler import build_outcome, gone, request_key
 from workers.errors import FetchError, failure
 from workers.fetch import decode_body
 
-__all__ = ["MAX_PAGE_BYTES", "Answer", "RemoteCrawls", "Submitted", "lease_for", "ungzip"]
+__all__ = ["MAX_PAGE_BYTES", "Answer", "RemoteCrawls", "Submitted", "lease_for", "remote_crawls",
+           "ungzip"]
 
 #: the largest page a bot may submit, decompressed (the local fetcher's limit)
 MAX_PAGE_BYTES = 8 * 1024 * 1024
@@ -217,3 +218,9 @@ def _failure(task: CrawlTask, sent: Submitted) -> CrawlOutcome:
         return failure("worker_error", f"bot reported {sent.error_kind!r}: {sent.message}")
     # a product page answering 404/410 is an answer: the product is gone (as locally)
     return gone(task, error) or error.to_failure(sent.duration)
+
+
+def remote_crawls(ledger: Ledger, forget_after: float) -> RemoteCrawls:
+    """Bot crawls of this ledger: their pages are archived as the local crawler's are, in
+    the raw archive under the ledger's data directory."""
+    return RemoteCrawls(RawArchive(ledger.data_dir), forget_after=forget_after)
