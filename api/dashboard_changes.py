@@ -54,5 +54,7 @@ def _sections(queries: ChangeQueries, days: int, store: str, category: str) -> d
     since = period_start(latest, days)
     sections = {kind: queries.section(kind, since, store or None, category or None,
                                       limit=SECTION_ROWS) for kind in SECTIONS}
+    # the shown rows' categories: listing every category would read every product
+    shown = {row["category"] for rows in sections.values() for row in rows if row["category"]}
     return {"latest": latest, "since": since, "sections": sections,
-            "categories": queries.categories(since)}
+            "categories": sorted(shown | ({category} if category else set()))}

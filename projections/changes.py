@@ -141,12 +141,3 @@ class ChangeQueries:
             sql, params = sql + " AND p.category = ?", [*params, category]
         return self.db.query(f"{sql} ORDER BY {_ORDER[kind]}, c.product_id LIMIT ?",
                              [*params, limit])
-
-    def categories(self, since: str) -> list[str]:
-        """The categories of the products that changed at or after `since`."""
-        rows = self.db.query(
-            "SELECT DISTINCT p.category FROM product_changes c "
-            "JOIN current_products p ON p.product_id = c.product_id "
-            "WHERE c.at >= ? AND p.category IS NOT NULL AND p.category <> '' "
-            "ORDER BY p.category", [since])
-        return [r["category"] for r in rows]
