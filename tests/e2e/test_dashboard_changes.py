@@ -84,6 +84,8 @@ def test_changes_page_sections_period_and_filters_on_both_backends(ledger: Ledge
                                        "rise": ["Bravo", "Bravo"], "back": ["Echo"],
                                        "gone": ["Delta", "Echo"]}
         assert "+25.0 %" in week.text and "feed_says" in week.text
+        shop_today = browser.get("/changes", params={"store": shop})
+        assert sections(shop_today.text)["drop"] == ["Charlie"]  # Foxtrot is in Other
         in_shop = browser.get("/changes", params={"period": "7d", "store": shop,
                                                   "category": "edibles"})
         assert sections(in_shop.text) == {"drop": ["Charlie"], "rise": [], "back": [],
