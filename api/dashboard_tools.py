@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
+from api.dashboard_changes import add_changes_page
 from api.dashboard_kit import PageKit, Refused, first_field
 from api.schedule_chart import slot_chart
 from domain.errors import LedgerError
@@ -38,6 +39,8 @@ def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock
         if not proxy_stores:
             proxy_stores.append(ProxyStore(ledger.db))
         return proxy_stores[0]
+
+    add_changes_page(router, kit, ledger, lock)
 
     @router.get("/proxies")
     def proxies(request: Request) -> Response:

@@ -41,14 +41,16 @@ def store_url(n: int) -> str:
     return f"https://shop-{n:03d}.bench.example"
 
 
-def catalog(store: int, count: int) -> tuple[Observation, ...]:
-    """`count` products of one store: prices 5.00-104.99, one in 40 out of stock."""
+def catalog(store: int, count: int, day: int = 0) -> tuple[Observation, ...]:
+    """`count` products of one store: prices 5.00-104.99, one in 40 out of stock; a later
+    `day` moves one price in 5 and turns another one in 40 out of stock."""
     return tuple(
         Observation(provider_product_id=f"p{i}", name=f"Product {store}-{i}", brand="Brand",
                     category=("flower", "edibles", "vapes")[i % 3],
                     url=f"{store_url(store)}/products/p{i}",
-                    offers=(Offer("1g", Decimal(500 + (i * 37 + store) % 10_000) / 100, "USD"),),
-                    availability="out_of_stock" if (i + store) % 40 == 0 else "in_stock")
+                    offers=(Offer("1g", Decimal(500 + (i * 37 + store + day * 1013 * (i % 5 == 0))
+                                                % 10_000) / 100, "USD"),),
+                    availability="out_of_stock" if (i + store + day) % 40 == 0 else "in_stock")
         for i in range(count))
 
 
@@ -96,10 +98,24 @@ def seed(ledger: Ledger, products: int, jobs: int) -> dict[str, Any]:
                            later)
     for job in pages[800:900]:
         app.lease(job, "seed", 3600, later)
+    recrawl(ledger, stores, per_store, T0 + timedelta(days=1))
     ledger.catch_up()
     return {"stores": stores, "seconds": time.perf_counter() - started, "recorded": recorded,
             "events": ledger.source.head(), "jobs": len(ledger.read.jobs()),
             "products": len(ledger.read.products()), "paused_job": pages[0]}
+
+
+def recrawl(ledger: Ledger, stores: list[str], per_store: int, at: datetime) -> None:
+    """Crawl the first tenth of the stores' catalogs again a day later: price changes and
+    stock changes for the changes page (`/changes`)."""
+    app = ledger.app
+    catalogs = [r for r in ledger.read.jobs() if r["kind"] == "catalog"]
+    for row in catalogs[:max(1, len(stores) // 10)]:
+        n = stores.index(row["store_id"])
+        task = app.lease(row["job_id"], "seed", 300, at)
+        app.record_success(row["job_id"], task.lease_id,
+                           CrawlSuccess(200, task.url, "shopify", "shopify/1", f"h{n}d1",
+                                        observations=catalog(n, per_store, day=1)), at)
 
 
 # the server --------------------------------------------------------------------------

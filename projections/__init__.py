@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from projections.alerts import AlertsProjection
+from projections.changes import ProductChangesProjection
 from projections.extraction_health import ExtractionHealthProjection
 from projections.framework import Projection
 from projections.images import ProductImagesProjection
@@ -27,6 +28,7 @@ def read_models(prefix: str = "") -> list[Projection]:
         AlertsProjection(prefix=prefix),
         ProxiesProjection(prefix=prefix),
         ExtractionHealthProjection(prefix=prefix),
+        ProductChangesProjection(prefix=prefix),
     ]
 
 

@@ -265,7 +265,7 @@ def test_every_page_at_desktop_and_phone_width(site: tuple[str, dict[str, str]],
                            ("stores", "/stores"), ("products", "/products"),
                            ("product", f"/products/{product}"), ("workers", "/workers"),
                            ("schedule", "/schedule"), ("proxies", "/proxies"),
-                           ("alerts", "/alerts"),
+                           ("alerts", "/alerts"), ("changes", "/changes?period=7d"),
                            ("events", "/events"),
                            ("search", "/search?q=" + demo.read.products()[0]["name"])]:
             answer = visit.page.goto(path)
@@ -294,10 +294,13 @@ def test_every_page_at_desktop_and_phone_width(site: tuple[str, dict[str, str]],
                 widths = visit.page.locator("#upcoming rect").evaluate_all(
                     "bars => bars.map(b => b.getBoundingClientRect().width)")
                 assert widths and max(widths) > 50
+            if name == "changes":  # the four sections, each with its heading
+                assert visit.page.locator("section[id^=changes-] h2").count() == 4
+                assert visit.page.locator("#changes-drop h2").is_visible()
             if name == "search":  # the product searched for by its name is found
                 assert visit.page.locator(f"#results a[href='/products/{product}']").count()
             if width == 1280 and name in ("overview", "stores", "workers", "schedule",
-                                          "events", "search"):
+                                          "events", "search", "changes"):
                 visit.shot(name)
             if width == 390 and name in ("overview", "jobs"):
                 visit.shot(f"{name}-phone")
