@@ -35,7 +35,8 @@ STORE_EXTRACTION = Table(
         "store_id": "text", "crawls": "int", "products": "int", "no_price": "int",
         "low_confidence": "int", "no_price_ratio": "real", "low_confidence_ratio": "real",
         "misses_ratio": "real", "last_crawl_at": "text",
-        # the window: [[products, no_price, low_confidence], ...], oldest first
+        # the window: [[at, job_id, version, products, no_price, low_confidence], ...],
+        # oldest first
         "recent": "json",
     },
 )
@@ -67,17 +68,22 @@ def _succeeded(env: Envelope, rows: Rows) -> None:
     if not counts or not counts.get("products"):
         return
     store = rows.get("store_extraction", job["store_id"]) or {"store_id": job["store_id"]}
-    recent = (loads(store.get("recent")) or [])[-(WINDOW - 1):]
-    recent.append([int(counts["products"]), int(counts["no_price"]),
+    # the window is the store's latest crawls by (time, job, version), whatever order
+    # they are applied in (a distributed projector sees a store's jobs on several
+    # partitions): keeping the largest keys at each step keeps the largest overall
+    recent = loads(store.get("recent")) or []
+    recent.append([str(env.payload.get("at") or env.occurred_at), env.stream_id, env.version,
+                   int(counts["products"]), int(counts["no_price"]),
                    int(counts["low_confidence"])])
-    store.update(_figures(recent), recent=dumps(recent), last_crawl_at=env.payload.get("at"))
+    recent = sorted(recent)[-WINDOW:]
+    store.update(_figures(recent), recent=dumps(recent), last_crawl_at=recent[-1][0])
     rows.put("store_extraction", store)
 
 
-def _figures(recent: list[list[int]]) -> dict[str, Any]:
-    products = sum(r[0] for r in recent)
-    no_price = sum(r[1] for r in recent)
-    low = sum(r[2] for r in recent)
+def _figures(recent: list[list[Any]]) -> dict[str, Any]:
+    products = sum(int(r[3]) for r in recent)
+    no_price = sum(int(r[4]) for r in recent)
+    low = sum(int(r[5]) for r in recent)
     return {"crawls": len(recent), "products": products, "no_price": no_price,
             "low_confidence": low, "no_price_ratio": _share(no_price, products),
             "low_confidence_ratio": _share(low, products),
