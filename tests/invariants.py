@@ -16,7 +16,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from domain.envelope import Envelope
+from projections.framework import table_rows
 from projections.rebuild import verify
+from projections.runner import ProjectionRunner
 from runtime.ledger import Ledger
 
 INVARIANTS = ("no_loss", "no_duplicate_effects", "read_models_equal_rebuild", "jobs_settled")
@@ -91,3 +93,14 @@ def jobs_settled(ledger: Ledger) -> str | None:
     ledger.catch_up()
     stuck = [(r["job_id"], r["state"]) for r in ledger.read.jobs() if r["state"] not in SETTLED]
     return f"{len(stuck)} jobs left {stuck[0][1]}, e.g. {stuck[0][0]}" if stuck else None
+
+
+def rebuild_differences(ledger: Ledger) -> str | None:
+    """The live read-model tables that differ from a rebuild into scratch tables."""
+    scratch = ledger.projections("scratch_")
+    for projection in scratch:
+        projection.drop(ledger.db)
+    ProjectionRunner(ledger.source, ledger.db, scratch).catch_up()
+    differing = [t.name for p in scratch for t in p.tables
+                 if table_rows(ledger.db, t, "") != table_rows(ledger.db, t, "scratch_")]
+    return f"differ from a rebuild: {', '.join(differing)}" if differing else None

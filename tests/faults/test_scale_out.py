@@ -19,7 +19,7 @@ import psycopg
 import pytest
 from backends import LOOPBACK_ENV
 from fleet import wait_for
-from invariants import SETTLED, check, no_duplicate_effects, no_loss
+from invariants import SETTLED, check, no_duplicate_effects, no_loss, rebuild_differences
 from kafka_fixtures import KAFKA_WARNINGS, pg_store_url, tansu_broker  # noqa: F401
 
 from domain.envelope import Envelope
@@ -27,8 +27,6 @@ from ledger.bootstrap import Ledger, bootstrap
 from ledger.demo import seed_jobs
 from ledger.distributed import Cluster, run_until_idle, wait_caught_up
 from ledger.settings import Settings
-from projections.framework import table_rows
-from projections.runner import ProjectionRunner
 from runtime.clock import SystemClock
 from simulator import SimulatorThread
 from streams.resources import create_read_models
@@ -66,16 +64,6 @@ def connections_by_process() -> Counter[str]:
         rows = conn.execute("SELECT application_name FROM pg_stat_activity "
                             "WHERE application_name LIKE 'crawl-ledger worker-%%'").fetchall()
     return Counter(name.removeprefix("crawl-ledger ") for (name,) in rows)
-
-
-def rebuild_differences(ledger: Ledger) -> str | None:
-    scratch = ledger.projections("scratch_")
-    for projection in scratch:
-        projection.drop(ledger.db)
-    ProjectionRunner(ledger.source, ledger.db, scratch).catch_up()
-    differing = [t.name for p in scratch for t in p.tables
-                 if table_rows(ledger.db, t, "") != table_rows(ledger.db, t, "scratch_")]
-    return f"differ from a rebuild: {', '.join(differing)}" if differing else None
 
 
 def holding_a_lease(ledger: Ledger, pids: dict[str, int]) -> str | None:

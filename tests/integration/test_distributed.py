@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from backends import LOOPBACK_ENV
 from fleet import wait_for
-from invariants import SETTLED, check, no_duplicate_effects, no_loss
+from invariants import SETTLED, check, no_duplicate_effects, no_loss, rebuild_differences
 from kafka_fixtures import KAFKA_WARNINGS, pg_store_url, read_topics, seed_stores, tansu_broker  # noqa: F401
 from pg_server import private_postgres
 
@@ -76,17 +76,6 @@ def assert_equal_to_rebuild(ledger: Ledger, may_be_empty: frozenset[str] = froze
             if table.search:  # an index is its table's rows, indexed: it must agree with them
                 with ledger.db.transaction() as tx:
                     assert index_faults(tx, ledger.db.dialect, table.name) is None
-
-
-def rebuild_differences(ledger: Ledger) -> str | None:
-    """The live read-model tables that differ from a rebuild into scratch tables."""
-    scratch = ledger.projections("scratch_")
-    for projection in scratch:
-        projection.drop(ledger.db)
-    ProjectionRunner(ledger.source, ledger.db, scratch).catch_up()
-    differing = [t.name for p in scratch for t in p.tables
-                 if table_rows(ledger.db, t, "") != table_rows(ledger.db, t, "scratch_")]
-    return f"differ from a rebuild: {', '.join(differing)}" if differing else None
 
 
 def check_cluster(case: str, ledger: Ledger, before: list[Envelope]) -> list[Envelope]:
