@@ -53,3 +53,21 @@ def _crawl(rng: random.Random, shop: str, cycle: int) -> CrawlSuccess:
         for i in listed)
     return CrawlSuccess(200, f"https://{shop}.example/p.json", "test", "1", f"{shop}{cycle}",
                         observations=observations)
+
+
+def record_prices(ledger: Ledger, prices: list[str]) -> None:
+    """A store, a catalog job and one crawl of product p1 at each price, an hour apart
+    from 2026-03-01."""
+    T0 = datetime(2026, 3, 1, tzinfo=UTC)  # noqa: N806 - the tests' own start
+    app = ledger.app
+    store = app.register_store(name="Shop", base_url="https://shop.example", platform="shopify",
+                               now=T0)
+    job = app.schedule_job(kind="catalog", url="https://shop.example/products.json", now=T0,
+                           store_id=store, every=3600, adaptive=False)
+    for n, price in enumerate(prices):
+        now = T0 + timedelta(hours=n)
+        lease = app.lease(job, "w1", 300, now).lease_id
+        obs = Observation("p1", "Mug", offers=(Offer("default", Decimal(price), "USD"),))
+        app.record_success(job, lease, CrawlSuccess(200, "https://shop.example/products.json",
+                                                    "shopify", "1", f"h{n}", observations=(obs,)),
+                           now)

@@ -15,9 +15,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 from backends import LOOPBACK_ENV
+from seeded_history import record_prices
 
 from domain.store import Store
-from domain.values import CrawlSuccess, Observation, Offer
 from ledger.bootstrap import bootstrap
 from ledger.settings import Settings
 from projections.datasets import DatasetWriter
@@ -59,21 +59,6 @@ def test_a_forged_aggregate_snapshot_is_detected_then_dropped(ledger: Ledger) ->
     assert ledger.backend.select_latest(ledger.app.snapshots.recorder, [store]) == {}
     loaded: Store = ledger.app.repository.get(store)
     assert loaded.policy.crawl_delay == truth != 999.0
-
-
-def record_prices(ledger: Ledger, prices: list[str]) -> None:
-    app = ledger.app
-    store = app.register_store(name="Shop", base_url="https://shop.example", platform="shopify",
-                               now=T0)
-    job = app.schedule_job(kind="catalog", url="https://shop.example/products.json", now=T0,
-                           store_id=store, every=3600, adaptive=False)
-    for n, price in enumerate(prices):
-        now = T0 + timedelta(hours=n)
-        lease = app.lease(job, "w1", 300, now).lease_id
-        obs = Observation("p1", "Mug", offers=(Offer("default", Decimal(price), "USD"),))
-        app.record_success(job, lease, CrawlSuccess(200, "https://shop.example/products.json",
-                                                    "shopify", "1", f"h{n}", observations=(obs,)),
-                           now)
 
 
 def prices_in(writer: DatasetWriter) -> list[str]:

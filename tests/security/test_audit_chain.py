@@ -18,7 +18,6 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -27,31 +26,15 @@ import backends
 import httpx
 import pytest
 from api_server import api_server
+from seeded_history import record_prices
 
 from api.app import create_app
 from api.auth import TokenStore
-from domain.values import CrawlSuccess, Observation, Offer
 from ledger import cli
 from ledger.bootstrap import Ledger
 from runtime.clock import SystemClock
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
-
-
-def record_prices(ledger: Ledger, prices: list[str]) -> None:
-    """A store, a catalog job and one crawl of product p1 at each price."""
-    app = ledger.app
-    store = app.register_store(name="Shop", base_url="https://shop.example", platform="shopify",
-                               now=T0)
-    job = app.schedule_job(kind="catalog", url="https://shop.example/products.json", now=T0,
-                           store_id=store, every=3600, adaptive=False)
-    for n, price in enumerate(prices):
-        now = T0 + timedelta(hours=n)
-        lease = app.lease(job, "w1", 300, now).lease_id
-        obs = Observation("p1", "Mug", offers=(Offer("default", Decimal(price), "USD"),))
-        app.record_success(job, lease, CrawlSuccess(200, "https://shop.example/products.json",
-                                                    "shopify", "1", f"h{n}", observations=(obs,)),
-                           now)
 
 
 def store_with_snapshots(ledger: Ledger) -> tuple[UUID, list[int]]:
