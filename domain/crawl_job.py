@@ -40,9 +40,15 @@ from domain.retry import NON_RETRYABLE_LIMIT, adapted_interval
 from domain.retry import RetryPolicy as RetryPolicy  # re-exported: it is part of a job
 from domain.snapshot_event import LedgerSnapshot
 from domain.upcasting import dispatched_v1_v2, leased_v1_v2
-from domain.values import JOB_KINDS
+from domain.values import JOB_KINDS, Origin
 
 TERMINAL = frozenset({"completed", "cancelled"})
+
+
+def _recorder(origin: Origin | None) -> dict[str, str]:
+    """Who recorded a result (the worker or bot) and through which surface, as its event's
+    fields (none when the caller names no origin, as in history recorded before)."""
+    return {} if origin is None else {"actor": origin.actor, "surface": origin.surface}
 
 
 def _check_ttl(ttl: float) -> None:
@@ -210,12 +216,12 @@ class CrawlJob(JobOperations, LedgerAggregate):
         return lease_id == self.recorded_lease_id
 
     def succeed(self, lease_id: str, outcome: dict[str, Any], new_products: list[str],
-                now: datetime) -> None:
+                now: datetime, origin: Origin | None = None) -> None:
         """Record a successful run, then reschedule (recurring) or complete (one-shot)."""
         self.require_lease(lease_id, "record a result for")
         changed = outcome.get("content_hash") != self.last_content_hash
         self._succeeded(lease_id, self.attempt, dict(outcome, changed=changed),
-                        sorted(new_products), now)
+                        sorted(new_products), now, **_recorder(origin))
         if self.one_shot:
             self._completed(now)
             return
@@ -231,13 +237,14 @@ class CrawlJob(JobOperations, LedgerAggregate):
             self._interval_adapted(*adapted)
 
     def fail(self, lease_id: str, error_kind: str, message: str, retryable: bool,
-             retry_after: float | None, now: datetime) -> None:
+             retry_after: float | None, now: datetime, origin: Origin | None = None) -> None:
         """Record a failed attempt, then retry later or dead-letter."""
         self.require_lease(lease_id, "record a failure for")
         if error_kind == "no_products" and self.products:
             retryable = True  # it had products: an empty page may be a bad moment, not the end
         retry_at = self.policy.retry_at(self.attempt, retryable, retry_after, now)
-        self._failed(lease_id, self.attempt, error_kind, message, retryable, retry_at, now)
+        self._failed(lease_id, self.attempt, error_kind, message, retryable, retry_at, now,
+                     **_recorder(origin))
         self._after_failure(retry_at, f"{error_kind}: {message}", now, transient=retryable)
 
     def expire_lease(self, now: datetime, orphaned: bool = False) -> None:
@@ -324,7 +331,8 @@ class CrawlJob(JobOperations, LedgerAggregate):
 
     @event("Succeeded")
     def _succeeded(self, lease_id: str, attempt: int, outcome: dict[str, Any],
-                   new_products: list[str], at: datetime) -> None:
+                   new_products: list[str], at: datetime, actor: str | None = None,
+                   surface: str | None = None) -> None:
         self._end_lease()
         self.recorded_lease_id = lease_id
         self.state = "succeeded"
@@ -338,7 +346,8 @@ class CrawlJob(JobOperations, LedgerAggregate):
 
     @event("Failed")
     def _failed(self, lease_id: str, attempt: int, error_kind: str, message: str,
-                retryable: bool, retry_at: datetime | None, at: datetime) -> None:
+                retryable: bool, retry_at: datetime | None, at: datetime,
+                actor: str | None = None, surface: str | None = None) -> None:
         self._end_lease()
         self.recorded_lease_id = lease_id
         self.state = "failed"

@@ -40,12 +40,12 @@ from domain.persistence import current_through
 from domain.ports import Storage
 from domain.product import FAILURES_FOR_UNKNOWN_STOCK, Product
 from domain.timeutil import command, command_time, utc
-from domain.values import CrawlFailure, CrawlSuccess, Observation
+from domain.values import CrawlFailure, CrawlSuccess, Observation, Origin
 
 if TYPE_CHECKING:
     from domain.application import LedgerOptions
 
-__all__ = ["PRODUCT_KINDS", "Prepared", "RecordResult", "Recording", "ResultRecording"]
+__all__ = ["PRODUCT_KINDS", "Prepared", "Recorded", "Recording", "ResultRecording"]
 
 A = TypeVar("A")
 G = TypeVar("G", bound=Aggregate)
@@ -55,7 +55,7 @@ PRODUCT_KINDS = frozenset({"catalog", "product_page"})
 
 
 @dataclass(frozen=True)
-class RecordResult:
+class Recorded:
     """What recording one crawl result did."""
 
     job_id: str
@@ -70,7 +70,7 @@ class RecordResult:
 class Prepared:
     """A result applied to its aggregates in memory, not yet saved."""
 
-    result: RecordResult
+    result: Recorded
     aggregates: list[Any] = field(default_factory=list)
     #: products loaded to prepare it (cached once saved, when its job will run again)
     loaded: list[Any] = field(default_factory=list)
@@ -106,6 +106,8 @@ class Recording:
     lease_id: str
     outcome: CrawlSuccess | CrawlFailure
     now: datetime
+    #: who recorded it (the worker or bot) and through which surface
+    origin: Origin | None = None
 
 
 class ResultRecording:
@@ -151,28 +153,29 @@ class ResultRecording:
 
     @command
     def record_failure(self, job_id: UUID | str, lease_id: str, failure: CrawlFailure,
-                       now: datetime) -> RecordResult:
+                       now: datetime, origin: Origin | None = None) -> Recorded:
         """Record a failed attempt (never a miss for any product)."""
-        return self._retrying(self._record_failure, job_id, lease_id, failure, utc(now))
+        return self._retrying(self._record_failure, job_id, lease_id, failure, utc(now),
+                              origin)
 
     def _record_failure(self, job_id: UUID | str, lease_id: str, failure: CrawlFailure,
-                        now: datetime) -> RecordResult:
+                        now: datetime, origin: Origin | None) -> Recorded:
         loading = Loading(self.head_position())
         return self._saved(self._prepare_failure(self._leased_job(job_id, loading), lease_id,
-                                                 failure, now, loading))
+                                                 failure, now, loading, origin))
 
     def _prepare_failure(self, job: CrawlJob, lease_id: str, failure: CrawlFailure,
-                         now: datetime, loading: Loading) -> Prepared:
+                         now: datetime, loading: Loading, origin: Origin | None) -> Prepared:
         if job.already_recorded(lease_id):
-            return Prepared(RecordResult(str(job.id), duplicate=True))
+            return Prepared(Recorded(str(job.id), duplicate=True))
         job.fail(lease_id, failure.error_kind, failure.message, failure.retryable,
-                 failure.retry_after, now)
+                 failure.retry_after, now, origin)
         products = self._stock_unseen(job, now, loading)
         events = sum(len(a.pending_events) for a in (job, *products))
-        return Prepared(RecordResult(str(job.id), events=events), [job, *products],
+        return Prepared(Recorded(str(job.id), events=events), [job, *products],
                         recurs=not job.one_shot)
 
-    def _saved(self, prepared: Prepared) -> RecordResult:
+    def _saved(self, prepared: Prepared) -> Recorded:
         """Save what a prepared result changed (nothing for a duplicate), in one transaction."""
         if prepared.aggregates:
             ids = self._save(*prepared.aggregates)
@@ -202,18 +205,19 @@ class ResultRecording:
 
     @command
     def record_success(self, job_id: UUID | str, lease_id: str, outcome: CrawlSuccess,
-                       now: datetime) -> RecordResult:
+                       now: datetime, origin: Origin | None = None) -> Recorded:
         """Atomically record a run's outcome, every product event and chained jobs.
 
         Submitting the same lease's result again records nothing.
         """
-        return self._retrying(self._record_success, job_id, lease_id, outcome, utc(now))
+        return self._retrying(self._record_success, job_id, lease_id, outcome, utc(now),
+                              origin)
 
     def _record_success(self, job_id: UUID | str, lease_id: str, outcome: CrawlSuccess,
-                        now: datetime) -> RecordResult:
+                        now: datetime, origin: Origin | None) -> Recorded:
         loading = Loading(self.head_position())
         return self._saved(self._prepare_success(self._leased_job(job_id, loading), lease_id,
-                                                 outcome, now, loading))
+                                                 outcome, now, loading, origin))
 
     def _leased_job(self, job_id: UUID | str, loading: Loading) -> CrawlJob:
         """The job, taken from `job_cache` when this process leased it and its copy there
@@ -227,17 +231,17 @@ class ResultRecording:
         return self.get_job(job_id)
 
     def _prepare_success(self, job: CrawlJob, lease_id: str, outcome: CrawlSuccess,
-                         now: datetime, loading: Loading) -> Prepared:
+                         now: datetime, loading: Loading, origin: Origin | None) -> Prepared:
         if job.already_recorded(lease_id):
-            return Prepared(RecordResult(str(job.id), duplicate=True))
+            return Prepared(Recorded(str(job.id), duplicate=True))
         job.require_lease(lease_id, "record a result for")
         products, loaded, new_ids = self._product_events(job, outcome, now, loading)
         chain = Chain(cast(Aggregates, self), job, now, self.options.catalog_interval, self.options.max_new_jobs)
         chain.follow(outcome)
-        job.succeed(lease_id, outcome_payload(outcome, chain.dropped), new_ids, now)
+        job.succeed(lease_id, outcome_payload(outcome, chain.dropped), new_ids, now, origin)
         aggregates = [job, *products, *chain.aggregates()]
         events = sum(len(a.pending_events) for a in aggregates)
-        return Prepared(RecordResult(str(job.id), events=events, products=len(outcome.observations),
+        return Prepared(Recorded(str(job.id), events=events, products=len(outcome.observations),
                                      new_products=len(new_ids), children=chain.children()),
                         aggregates, loaded, recurs=not job.one_shot, as_of=loading.position)
 
@@ -277,20 +281,20 @@ class ResultRecording:
         loaded.update(self.find_many_cached(self.products, Product, rest, loading.position))
         return loaded
 
-    def record_many(self, items: Sequence[Recording]) -> list[RecordResult | Exception]:
+    def record_many(self, items: Sequence[Recording]) -> list[Recorded | Exception]:
         """Record each item as `record_success`/`record_failure` would, in one transaction
         where they allow it; per item its result, or the error that refused it. (No
         cyclic collection while it runs: `domain.gcpause`.)"""
         with gc_paused():
             return self._record_many(items)
 
-    def _record_many(self, items: Sequence[Recording]) -> list[RecordResult | Exception]:
+    def _record_many(self, items: Sequence[Recording]) -> list[Recorded | Exception]:
         keys = [_uuid(item.job_id) for item in items]
         loading = Loading(self.head_position())
         # the jobs this process leased are in memory: no replaying them
         jobs = self.find_many_cached(self.job_cache, CrawlJob, [k for k in keys if k is not None],
                                      loading.position)
-        answers: dict[int, RecordResult | Exception] = {}
+        answers: dict[int, Recorded | Exception] = {}
         alone: list[int] = []
         group: list[tuple[int, Prepared]] = []
         touched: set[UUID] = set()
@@ -332,14 +336,18 @@ class ResultRecording:
 
     def _prepare(self, job: CrawlJob, item: Recording, loading: Loading) -> Prepared:
         if isinstance(item.outcome, CrawlSuccess):
-            return self._prepare_success(job, item.lease_id, item.outcome, utc(item.now), loading)
-        return self._prepare_failure(job, item.lease_id, item.outcome, utc(item.now), loading)
+            return self._prepare_success(job, item.lease_id, item.outcome, utc(item.now),
+                                         loading, item.origin)
+        return self._prepare_failure(job, item.lease_id, item.outcome, utc(item.now), loading,
+                                     item.origin)
 
-    def _one(self, item: Recording) -> RecordResult | Exception:
+    def _one(self, item: Recording) -> Recorded | Exception:
         try:
             if isinstance(item.outcome, CrawlSuccess):
-                return self.record_success(item.job_id, item.lease_id, item.outcome, item.now)
-            return self.record_failure(item.job_id, item.lease_id, item.outcome, item.now)
+                return self.record_success(item.job_id, item.lease_id, item.outcome, item.now,
+                                           item.origin)
+            return self.record_failure(item.job_id, item.lease_id, item.outcome, item.now,
+                                       item.origin)
         except Exception as error:  # noqa: BLE001 - refused or failed: this result only
             return error
 

@@ -19,7 +19,7 @@ from datetime import datetime
 import structlog
 
 from domain.errors import Conflict
-from domain.recording import RecordResult
+from domain.recording import Recorded
 from domain.values import CrawlFailure, CrawlOutcome, CrawlTask
 from runtime import metrics
 from runtime.ledger import Ledger
@@ -27,7 +27,7 @@ from runtime.scheduler import Scheduler
 from workers.adapters import REGISTRY
 from workers.adapters.base import Adapter, Extraction, ExtractionError, Page, Request
 from workers.archive import RawArchive
-from workers.crawler import build_outcome, gone, request_key
+from workers.crawl_pages import build_outcome, gone, request_key
 from workers.errors import FetchError, failure
 from workers.fetch import decode_body
 
@@ -96,7 +96,7 @@ class _Crawl:
 class Answer:
     """What a submit did: recorded the crawl, or asks for its `next` page."""
 
-    recorded: RecordResult | None = None
+    recorded: Recorded | None = None
     next: Request | None = None
 
 
@@ -124,7 +124,7 @@ class RemoteCrawls:
         app = ledger.app
         job = app.get_job(job_id)
         if job.already_recorded(lease_id):  # a retried submit: recorded once already
-            return Answer(RecordResult(str(job.id), duplicate=True))
+            return Answer(Recorded(str(job.id), duplicate=True))
         job.require_lease(lease_id, "record a result for")
         task = app.task_for(job)
         with structlog.contextvars.bound_contextvars(job_id=job_id, store_id=task.store_id,

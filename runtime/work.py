@@ -23,7 +23,7 @@ import structlog
 
 from domain.application import CrawlLedger
 from domain.errors import LeaseLost, LedgerError
-from domain.recording import Recording, RecordResult
+from domain.recording import Recorded, Recording
 from domain.values import CrawlFailure, CrawlOutcome, CrawlTask
 from eventstore import unavailable
 from runtime import metrics
@@ -72,13 +72,13 @@ class GroupCommit:
 
     def __init__(self, app: CrawlLedger, db: DbThread) -> None:
         self.app, self.db = app, db
-        self.waiting: list[tuple[Recording, asyncio.Future[RecordResult]]] = []
+        self.waiting: list[tuple[Recording, asyncio.Future[Recorded]]] = []
         self.flushing = 0
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def record(self, job_id: str, lease_id: str, outcome: CrawlOutcome,
-                     now: datetime) -> RecordResult:
-        done: asyncio.Future[RecordResult] = asyncio.get_running_loop().create_future()
+                     now: datetime) -> Recorded:
+        done: asyncio.Future[Recorded] = asyncio.get_running_loop().create_future()
         self.waiting.append((Recording(job_id, lease_id, outcome, now), done))
         if self.flushing < self.db.threads:
             self.flushing += 1
@@ -116,7 +116,7 @@ class GroupCommit:
 class RunReport:
     task: CrawlTask
     outcome: CrawlOutcome
-    result: RecordResult | None
+    result: Recorded | None
 
 
 def worker_name(index: int = 0) -> str:
@@ -197,7 +197,7 @@ class JobWorker:
             log.warning("job %s not released: %s", task.job_id, refused)
             return False
 
-    async def _record(self, task: CrawlTask, outcome: CrawlOutcome) -> RecordResult | None:
+    async def _record(self, task: CrawlTask, outcome: CrawlOutcome) -> Recorded | None:
         app = self.ledger.app
         group = self.db.group_commit(app)
         try:

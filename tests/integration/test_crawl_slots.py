@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from domain.recording import RecordResult
+from domain.recording import Recorded
 from domain.values import CrawlOutcome, CrawlSuccess, CrawlTask, Observation, Offer
 from ledger.bootstrap import Ledger
 from runtime.clock import SimulatedClock
@@ -75,6 +75,6 @@ def test_the_next_crawl_runs_while_a_result_waits_for_its_commit(ledger: Ledger)
         commit_open.set()
         db.close()
     assert crawler.most == 1
-    assert all(isinstance(r.result, RecordResult) and r.result.new_products == 1
+    assert all(isinstance(r.result, Recorded) and r.result.new_products == 1
                for r in reports)
     assert {app.get_job(job).state for job in jobs} == {"scheduled"}

@@ -17,7 +17,7 @@ import pytest
 from domain import ids
 from domain.errors import Conflict, LeaseLost, NotFound
 from domain.product import Product
-from domain.recording import Recording, RecordResult
+from domain.recording import Recorded, Recording
 from domain.values import CrawlFailure, CrawlSuccess, Observation, Offer
 from ledger.bootstrap import Ledger
 from runtime.work import DbThread
@@ -87,7 +87,7 @@ def test_a_group_stores_what_each_result_alone_stores(ledger: Ledger, store_url:
     by_group = Counter(t for _, _, t in events[start:middle])
     assert by_group == Counter(t for _, _, t in events[middle:])
     assert by_group["Succeeded"] == 8 and by_group["Failed"] == 4
-    assert all(isinstance(a, RecordResult) and not a.duplicate for a in answers)
+    assert all(isinstance(a, Recorded) and not a.duplicate for a in answers)
     # each job's history reads as if recorded alone
     for (g, _), (a, _) in zip(jobs[:12], jobs[12:]):
         assert ledger.app.get_job(g).state == ledger.app.get_job(a).state
@@ -119,7 +119,7 @@ def test_a_group_looks_its_products_up_once(ledger: Ledger, store_url: str,
     items = [Recording(job, lease, success(obs("old" if n == 1 else f"new{n}")), now)
              for n, (job, lease) in enumerate(jobs[1:], start=1)]
     answers = ledger.app.record_many(items)
-    assert all(isinstance(a, RecordResult) for a in answers)
+    assert all(isinstance(a, Recorded) for a in answers)
     assert looked_up == [9]
     store_id = ledger.app.get_job(jobs[1][0]).store_id
     assert ledger.app.get_product(ids.product_id(store_id, "old")).observations == 2
@@ -133,7 +133,7 @@ def test_a_refused_result_fails_only_itself(ledger: Ledger, store_url: str) -> N
         Recording(b, "not-the-lease", success(obs("b")), now),
         Recording("no-such-job", "x", success(obs("z")), now),
         Recording(c, lease_c, success(obs("c")), now)])
-    assert isinstance(answers[0], RecordResult) and isinstance(answers[3], RecordResult)
+    assert isinstance(answers[0], Recorded) and isinstance(answers[3], Recorded)
     assert isinstance(answers[1], LeaseLost) and isinstance(answers[2], NotFound)
     assert ledger.app.get_job(b).state == "leased"  # nothing of it was stored
     assert ledger.app.get_job(a).state == ledger.app.get_job(c).state == "scheduled"
@@ -171,7 +171,7 @@ def test_a_conflicting_group_is_recorded_result_by_result(ledger: Ledger, store_
     before = ledger.app.recorder.max_notification_id()
     answers = ledger.app.record_many([Recording(j, lease, success(obs(str(j)[:8])), now)
                                       for j, lease in jobs])
-    assert len(calls) == 1 + 4 and all(isinstance(a, RecordResult) for a in answers)
+    assert len(calls) == 1 + 4 and all(isinstance(a, Recorded) for a in answers)
     assert Counter(t for _, _, t in stored(ledger)[before:]) == {
         "Succeeded": 4, "Rescheduled": 4, "Discovered": 4, "Observed": 4}
 
@@ -200,7 +200,7 @@ def test_workers_recording_at_once_share_groups(ledger: Ledger, store_url: str) 
     finally:
         db.close()
     assert isinstance(answers[7], LeaseLost)
-    assert sum(isinstance(a, RecordResult) for a in answers) == 39
+    assert sum(isinstance(a, Recorded) for a in answers) == 39
     assert sum(sizes) == 40 and len(sizes) < 40 and max(sizes) > 1
 
 
@@ -245,6 +245,6 @@ def test_recording_runs_no_cyclic_collection_and_leaves_the_collector_on(
     finally:
         gc.set_threshold(*threshold)
         gc.callbacks.remove(count)
-    assert all(isinstance(answer, RecordResult) and answer.events for answer in answers)
+    assert all(isinstance(answer, Recorded) and answer.events for answer in answers)
     assert alone.events
     assert collections == []

@@ -19,7 +19,7 @@ import pytest
 from domain import ids
 from domain.crawl_job import CrawlJob
 from domain.errors import LeaseLost
-from domain.recording import Recording, RecordResult
+from domain.recording import Recorded, Recording
 from domain.values import CrawlFailure, CrawlSuccess, Observation, Offer
 from ledger.bootstrap import Ledger
 
@@ -84,7 +84,7 @@ def test_results_of_jobs_leased_here_load_no_job(ledger: Ledger,
     answers = ledger.app.record_many([Recording(t.job_id, t.lease_id, success(f"p{n}"), now)
                                       for n, t in enumerate(tasks)])
     assert loads == []
-    assert all(isinstance(a, RecordResult) and a.new_products == 1 for a in answers)
+    assert all(isinstance(a, Recorded) and a.new_products == 1 for a in answers)
     for job in jobs:
         assert ledger.app.get_job(job).state == "scheduled"
     # memory holds what is leased, not what was recorded; the recurring jobs' products stay
@@ -99,7 +99,7 @@ def test_products_of_a_one_shot_job_are_not_kept(ledger: Ledger) -> None:
     job = app.schedule_job(kind="product_page", url=f"{BASE}/p/once", now=T0, store_id=store)
     (task,) = app.dispatch_and_lease([job], "w1", 600, T0)
     (answer,) = app.record_many([Recording(task.job_id, task.lease_id, success("once"), T0)])
-    assert isinstance(answer, RecordResult) and answer.new_products == 1
+    assert isinstance(answer, Recorded) and answer.new_products == 1
     assert app.get_job(job).state == "completed"
     assert app.products.take_many({ids.product_id(str(store), "once")}) == {}
 
@@ -119,7 +119,7 @@ def test_a_job_another_writer_changed_is_loaded_afresh(ledger: Ledger, other: Le
         Recording(str(first), again.lease_id, success("a"), now),
         Recording(str(second), held[str(second)].lease_id, success("b"), now)])
     assert sorted(loads) == sorted([first, second])  # both stale: replayed from the store
-    assert isinstance(answers[0], RecordResult) and not answers[0].duplicate
+    assert isinstance(answers[0], Recorded) and not answers[0].duplicate
     assert isinstance(answers[1], LeaseLost)
     assert ledger.app.get_job(first).state == "scheduled"
     assert ledger.app.get_job(second).state == "cancelled"
