@@ -51,6 +51,7 @@ from runtime.defaults import DEFAULTS
 from runtime.images import ImageStore
 from runtime.ledger import Ledger
 from runtime.proxy_pool import AddressGuard
+from runtime.remote import BotPages
 
 __all__ = ["BODY_MAX_BYTES", "BODY_TIMEOUT", "Probes", "create_app", "problem"]
 
@@ -100,7 +101,10 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
                alert_sender: AlertSender | None = None,
                proxy_guard: AddressGuard | None = None,
                import_max_bytes: int = DEFAULTS.import_max_bytes,
-               body_timeout: float = BODY_TIMEOUT) -> FastAPI:
+               body_timeout: float = BODY_TIMEOUT,
+               bot_pages: BotPages | None = None) -> FastAPI:
+    """The API over `ledger`; with `bot_pages` (the composition root's, with the
+    deployment's adapters and limits) it serves the bot API too."""
     app = FastAPI(title="crawl-ledger", version="1", docs_url=None, redoc_url=None,
                   responses={503: PROBLEMS[422] | {"description": "not ready"}})
     lock = threading.RLock()  # one command or query at a time on the ledger's connections
@@ -223,7 +227,7 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
                         media_type=CONTENT_TYPE_LATEST)
 
     app.include_router(build_router(ledger, tokens, clock, lock, lease_ttl, sessions,
-                                    alert_sender, proxy_guard), prefix="/api/v1")
+                                    alert_sender, proxy_guard, bot_pages), prefix="/api/v1")
     app.include_router(build_import_router(ledger, lock, requirement(tokens, sessions)("admin"),
                                            import_max_bytes), prefix="/api/v1")
     app.include_router(build_tokens_router(tokens, clock, lock,

@@ -5,18 +5,21 @@
     POST /api/v1/bot/leases/{lease}/result       {"job_id", "ok", …, "body_gzip_b64"}
     POST /api/v1/bot/depart                      {"worker", "reason"}  -> leaves the registry
 
-The server archives the page, extracts it and records the result exactly as a
-local worker would (`runtime.remote`). A retried submit records nothing twice; an
-expired lease answers 409 and its job is back in the queue. Only `bot` tokens, each
+Each lease names the request to fetch first; each answer to a page the next one the
+adapter wants (`next`), until the crawl is complete. The server archives each page,
+reads it and records the result exactly as a local worker would (`runtime.remote`,
+a `SubmitPage`, then a `RecordResult` whose actor is the bot's token). A retried
+submit records nothing twice; an expired lease answers 409 and its job is back in
+the queue. Only `bot` tokens, each
 acting only for the worker names it leased as first (`WorkerOwners`), and for the
 current leases of those workers; for another's: 403.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -27,10 +30,10 @@ from api.auth import Token
 from domain.errors import Forbidden
 from domain.urls import url_refusal
 from runtime.clock import Clock
+from runtime.commands import token_origin
 from runtime.defaults import DEFAULTS
-from runtime.ledger import Ledger
 from runtime.registry import Heartbeats, WorkerOwners, register
-from runtime.remote import Submitted, lease_for, remote_crawls, ungzip
+from runtime.remote import BotPages, Request, SubmitPage, Submitted, ungzip
 
 __all__ = ["RESULT_MAX_BYTES", "build_bot_router"]
 
@@ -97,11 +100,12 @@ class Submit(BaseModel):
     next: NextRequest | None = None
 
 
-def build_bot_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
-                     bot: Callable[..., Token], heartbeats: Heartbeats,
-                     ttl: float = DEFAULTS.lease_ttl) -> APIRouter:
+def build_bot_router(pages: BotPages, clock: Clock, bot: Callable[..., Token],
+                     heartbeats: Heartbeats, ttl: float = DEFAULTS.lease_ttl) -> APIRouter:
+    """The bot routes: every ledger call runs on the bot path's own database thread
+    (`BotPages.db`), so they need no lock of the API's."""
     router = APIRouter(prefix="/bot", tags=["bot"])
-    crawls = remote_crawls(ledger, forget_after=4 * ttl)
+    ledger = pages.ledger
     owners = WorkerOwners(ledger.db)
     #: the bot token of the request (a default, not `Annotated`: `bot` is no module global)
     acting_bot = Depends(bot)
@@ -117,58 +121,73 @@ def build_bot_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
         if job.lease_id == lease_id and job.worker is not None:
             refuse_others(job.worker, token, owners.owns)
 
+    def join(name: str, body: LeaseRequest, token: Token) -> None:
+        refuse_others(name, token, owners.claim)
+        register(ledger, name, "bot", body.max, ["all"], clock.now(),  # once per name
+                 host=body.host or "unknown", pid=body.pid)
+        heartbeats.beat(name, body.in_flight, clock.now())
+
     @router.post("/leases")
-    def lease(body: LeaseRequest, token: Token = acting_bot) -> dict[str, Any]:
+    async def lease(body: LeaseRequest, token: Token = acting_bot) -> dict[str, Any]:
+        """Leased jobs, each with the request to fetch first (`request`)."""
         name = f"bot:{body.worker}"
-        with lock:
-            refuse_others(name, token, owners.claim)
-            register(ledger, name, "bot", body.max, ["all"], clock.now(),  # once per name
-                     host=body.host or "unknown", pid=body.pid)
-            heartbeats.beat(name, body.in_flight, clock.now())
-            tasks = lease_for(ledger, name, ttl, body.max, clock.now())
-        return {"ttl": ttl, "leases": [task.to_payload() for task in tasks]}
+        await pages.db.call(join, name, body, token)
+        leases = await pages.lease(name, ttl, body.max)
+        return {"ttl": ttl, "leases": [{**lease.task.to_payload(),
+                                        "request": _request(lease.request)}
+                                       for lease in leases]}
 
     @router.post("/depart")
-    def depart(body: Departure, token: Token = acting_bot) -> dict[str, Any]:
+    async def depart(body: Departure, token: Token = acting_bot) -> dict[str, Any]:
         """The bot stops: it leaves the worker registry (an event)."""
-        with lock:
+        def leave() -> None:
             refuse_others(f"bot:{body.worker}", token, owners.owns)
             ledger.app.depart_worker(f"bot:{body.worker}", body.reason, clock.now())
+        await pages.db.call(leave)
         return {"worker": body.worker, "departed": True}
 
     @router.post("/leases/{lease_id}/heartbeat")
-    def heartbeat(lease_id: str, body: Heartbeat, token: Token = acting_bot) -> dict[str, Any]:
-        with lock:
+    async def heartbeat(lease_id: str, body: Heartbeat,
+                        token: Token = acting_bot) -> dict[str, Any]:
+        def extend() -> None:
             refuse_others_lease(body.job_id, lease_id, token)
             ledger.app.extend_lease(body.job_id, lease_id, ttl, clock.now())
+        await pages.db.call(extend)
         return {"lease_id": lease_id, "ttl": ttl}
 
     @router.post("/leases/{lease_id}/result", response_model=Submit,
                  response_model_by_alias=True)
-    def result(lease_id: str, body: Result, token: Token = acting_bot) -> Any:
-        with lock:
-            refuse_others_lease(body.job_id, lease_id, token)
-        page = b""
-        if body.ok:
-            if body.body_gzip_b64 is None:
-                raise ValueError("a successful result needs body_gzip_b64 (the raw page)")
-            try:
-                page = ungzip(base64.b64decode(body.body_gzip_b64, validate=True))
-            except binascii.Error:
-                raise ValueError("body_gzip_b64 is not base64") from None
+    async def result(lease_id: str, body: Result, token: Token = acting_bot) -> Any:
+        await pages.db.call(refuse_others_lease, body.job_id, lease_id, token)
+        page = await asyncio.to_thread(_unpacked, body) if body.ok else b""
         sent = Submitted(body.ok, body.http_status, body.final_url, body.content_type, page,
                          body.error_kind, body.message, body.retry_after, body.duration)
-        with lock:
-            answer = crawls.submit(ledger, body.job_id, lease_id, sent, body.page, clock.now())
+        answer = await pages.send(SubmitPage(body.job_id, lease_id, sent, body.page,
+                                             token_origin(token.name, token.scope, "bot")))
         if answer.next is not None:
-            following = answer.next
             return {"job_id": body.job_id, "duplicate": False, "events": 0, "products": 0,
-                    "next": {"url": following.url, "method": following.method,
-                             "json": dict(following.json) if following.json is not None
-                             else None, "headers": dict(following.headers)}}
+                    "next": _request(answer.next)}
         recorded = answer.recorded
         assert recorded is not None
         return {"job_id": recorded.job_id, "duplicate": recorded.duplicate,
                 "events": recorded.events, "products": recorded.products, "next": None}
 
     return router
+
+
+def _unpacked(body: Result) -> bytes:
+    """The submitted page's bytes (decoded and decompressed: CPU, off the event loop)."""
+    if body.body_gzip_b64 is None:
+        raise ValueError("a successful result needs body_gzip_b64 (the raw page)")
+    try:
+        return ungzip(base64.b64decode(body.body_gzip_b64, validate=True))
+    except binascii.Error:
+        raise ValueError("body_gzip_b64 is not base64") from None
+
+
+def _request(request: Request | None) -> dict[str, Any] | None:
+    if request is None:
+        return None
+    return {"url": request.url, "method": request.method,
+            "json": dict(request.json) if request.json is not None else None,
+            "headers": dict(request.headers)}

@@ -41,6 +41,7 @@ from runtime.history import stream_history
 from runtime.ledger import Ledger
 from runtime.proxy_pool import AddressGuard
 from runtime.registry import Heartbeats, registry
+from runtime.remote import BotPages
 from runtime.slots import place, planned_jobs
 
 __all__ = ["ApiProblem", "build_router", "requirement"]
@@ -175,13 +176,15 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
                  lock: threading.RLock, lease_ttl: float = DEFAULTS.lease_ttl,
                  sessions: Sessions | None = None,
                  alert_sender: AlertSender | None = None,
-                 proxy_guard: AddressGuard | None = None) -> APIRouter:
+                 proxy_guard: AddressGuard | None = None,
+                 bot_pages: BotPages | None = None) -> APIRouter:
     router = APIRouter(responses=PROBLEMS)
 
     require = requirement(tokens, sessions)
     read, operate = Depends(require("read")), Depends(require("operate"))
-    router.include_router(build_bot_router(ledger, clock, lock, require("bot"),
-                                           Heartbeats(ledger.db), lease_ttl))
+    if bot_pages is not None:
+        router.include_router(build_bot_router(bot_pages, clock, require("bot"),
+                                               Heartbeats(ledger.db), lease_ttl))
     router.include_router(build_schedule_router(ledger, clock, lock, require("read"),
                                                 require("operate")))
     router.include_router(build_alerts_router(ledger, clock, lock, require("read"),

@@ -3,9 +3,10 @@
 It leases jobs (`POST /api/v1/bot/leases`), fetches each page itself — with the
 same politeness (robots.txt, crawl delay, per-host concurrency, backoff) and the
 same address guard as a local worker — keeps its leases alive, and submits each raw
-page (gzip) or the failure. It has no database and no broker; the server extracts
-and records. A crawl of several pages (pagination) goes a page at a time: each
-answer names the next request the server's adapter wants, until it wants none.
+page (gzip) or the failure. It has no database, no broker and no adapters: the
+server chooses the requests, extracts and records. Each lease names the request to
+fetch first, each answer the next one the server's adapter wants (pagination),
+until it wants none.
 """
 
 from __future__ import annotations
@@ -24,8 +25,7 @@ import httpx
 import structlog
 
 from domain.values import CrawlTask
-from workers.adapters import REGISTRY
-from workers.adapters.base import ExtractionError, Request
+from workers.adapters.base import Request
 from workers.addresses import AddressGuard
 from workers.errors import FetchError
 from workers.fetch import Fetcher
@@ -73,22 +73,27 @@ async def run_bot(server: str, token: str, name: str, concurrency: int, guard: A
                 continue
             idle = 0
             stats.leased += len(leases)
-            tasks = [CrawlTask.from_payload(lease) for lease in leases]
-            await asyncio.gather(*(_work(api, fetcher, politeness, guard, task, ttl, stats)
-                                   for task in tasks))
+            await asyncio.gather(*(_work(api, fetcher, politeness, guard,
+                                         CrawlTask.from_payload(lease), _request(lease["request"]),
+                                         ttl, stats) for lease in leases))
+
+
+def _request(sent: dict[str, Any] | None) -> Request | None:
+    """A request the server handed out (a lease's first, an answer's next)."""
+    if sent is None:
+        return None
+    return Request(sent["url"], sent["method"], sent.get("json"), sent.get("headers") or {})
 
 
 async def _work(api: httpx.AsyncClient, fetcher: Fetcher, politeness: Politeness,
-                guard: AddressGuard, task: CrawlTask, ttl: float, stats: BotStats) -> None:
+                guard: AddressGuard, task: CrawlTask, request: Request | None, ttl: float,
+                stats: BotStats) -> None:
     with structlog.contextvars.bound_contextvars(job_id=task.job_id, store_id=task.store_id,
                                                  lease_id=task.lease_id):
-        request: Request | None = None
-        try:
-            adapter = REGISTRY.for_task(task)
-            request = adapter.start(task) if adapter else Request(task.url)
-        except ExtractionError as error:  # the job cannot be crawled as it stands
-            unreadable: dict[str, Any] = {"job_id": task.job_id, "ok": False,
-                                          "error_kind": "parse_error", "message": str(error)}
+        # no first request: the job cannot be crawled as it stands (the server says why)
+        unreadable: dict[str, Any] = {"job_id": task.job_id, "ok": False,
+                                      "error_kind": "parse_error",
+                                      "message": "the server named no request to fetch"}
         beat = asyncio.create_task(_heartbeat(api, task, ttl))
         try:
             page = 0
@@ -103,11 +108,9 @@ async def _work(api: httpx.AsyncClient, fetcher: Fetcher, politeness: Politeness
                                 answer.json().get("detail"))
                     return
                 answer.raise_for_status()
-                following = answer.json().get("next")
-                if following is None:
+                request = _request(answer.json().get("next"))
+                if request is None:
                     break
-                request = Request(following["url"], following["method"], following.get("json"),
-                                  following.get("headers") or {})
                 page += 1
         finally:
             beat.cancel()

@@ -14,15 +14,24 @@ from ledger.settings import Settings
 
 if TYPE_CHECKING:
     from ledger.crawl_process import CrawlProcess
+    from workers.crawl_pages import PageReader
     from workers.crawler import Crawler
 
-__all__ = ["crawler_for", "runner_crawler"]
+__all__ = ["crawler_for", "page_reader", "runner_crawler"]
+
+
+def page_reader(settings: Settings) -> PageReader:
+    """How this deployment reads fetched pages (adapters, pagination and link limits):
+    the local crawler's, and the bot API's for the pages bots submit."""
+    from workers import adapters
+    from workers.crawl_pages import PageReader
+
+    return PageReader(adapters.REGISTRY)
 
 
 @asynccontextmanager
 async def crawler_for(settings: Settings) -> AsyncIterator[Crawler]:
     """A Crawler with a fast HTTP client and the data dir's raw archive; closes both."""
-    from workers import adapters
     from workers.addresses import AddressGuard
     from workers.crawler import build_crawler
     from workers.egress import Egress
@@ -34,8 +43,10 @@ async def crawler_for(settings: Settings) -> AsyncIterator[Crawler]:
     egress = Egress(ProxyPool(), lambda url: build_client(
         user_agent=settings.user_agent, guard=guard, proxy=url, max_connections=64))
     async with build_client(user_agent=settings.user_agent, guard=guard) as client:
-        crawler = build_crawler(client, settings.data_dir, adapters.REGISTRY, guard=guard,
-                                egress=egress)
+        reader = page_reader(settings)
+        crawler = build_crawler(client, settings.data_dir, reader.adapters, guard=guard,
+                                egress=egress, max_pages=reader.max_pages,
+                                max_links=reader.max_links)
         try:
             yield crawler
         finally:

@@ -49,6 +49,7 @@ from ledger.run_stats import Outage, RunStats
 from runtime.alert_channels import SenderPort
 from runtime.alerts import AlertBatch, AlertOptions, AlertStep
 from runtime.clock import Clock
+from runtime.db_thread import DbThread, first_line
 from runtime.defaults import DEFAULTS
 from runtime.images import ImagePort, ImageStep
 from runtime.ledger import Ledger
@@ -56,7 +57,7 @@ from runtime.proxy_pool import ProxyKeeper
 from runtime.registry import INTERVAL as HEARTBEAT_INTERVAL
 from runtime.registry import Heartbeats, register
 from runtime.scheduler import RecentDispatches, Scheduler
-from runtime.work import CrawlerPort, DbThread, JobWorker, first_line, worker_name
+from runtime.work import CrawlerPort, JobWorker, worker_name
 
 __all__ = ["EmbeddedRunner", "Outage", "RunStats", "run_loop"]
 

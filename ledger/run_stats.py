@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 
 from domain.values import CrawlFailure
 from runtime.alerts import AlertBatch
+from runtime.db_thread import first_line
 from runtime.images import ImageBatch
-from runtime.work import RunReport, first_line
+from runtime.work import RunReport
 
 __all__ = ["Outage", "RunStats"]
 

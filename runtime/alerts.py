@@ -42,8 +42,8 @@ from domain.product import Product
 from domain.timeutil import iso
 from runtime.alert_channels import DELIVERY_HEADER, ChannelStore, SenderPort
 from runtime.clock import Clock
+from runtime.db_thread import DbThread
 from runtime.ledger import Ledger
-from runtime.work import DbThread
 from workers.notify import Channel, SendOutcome
 
 __all__ = ["AlertBatch", "AlertOptions", "AlertStep", "alert_body", "match"]

@@ -36,9 +36,9 @@ from domain.envelope import Envelope
 from domain.errors import LedgerError
 from domain.values import ImageFailure, ImageOutcome, Policy
 from runtime.clock import Clock
+from runtime.db_thread import DbThread
 from runtime.image_claims import ImageClaims
 from runtime.ledger import Ledger
-from runtime.work import DbThread
 from workers.images import FORMATS, DownloadedImage, open_image, pillow
 
 if TYPE_CHECKING:

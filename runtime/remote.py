@@ -1,38 +1,47 @@
-"""Remote workers (bots behind NAT): lease work for them, record what they fetched.
+"""Remote workers (bots behind NAT): lease work for them, read and record what they fetched.
 
-A bot only fetches. What it submits — each raw page, or the failure — is archived,
-extracted and recorded here exactly as a local worker's crawl would be (the same
-registry picks the adapter, the same pagination limits and outcome rules apply, the
-same command records it), so a better extractor applies to bot results too. A crawl
-of several pages is submitted a page at a time (`RemoteCrawls`). Recording is idempotent by
-lease: a retried submit records nothing twice; an expired lease is refused
-(`LeaseLost`) and the job is back in the queue.
+A bot only fetches. Each lease hands it the job's first request; each page it
+submits (`SubmitPage`) is archived and read by the deployment's `PageReader` — the
+same adapter choice, extraction, pagination limits and failure taxonomy as a local
+crawl (`workers.crawl_pages`) — and answered with the next request the adapter wants,
+so a bot crawls every page of a paginated catalog. When the crawl is complete (or
+failed) its outcome goes as a `RecordResult` to the one `ResultHandler`, as a local
+worker's does: group commit, patience while the store is unavailable, a refused
+result ending as a failure. A retried submit records nothing twice; an expired
+lease is refused (`LeaseLost`) and the job is back in the queue.
+
+Everything here runs on its own database thread (`DbThread`) and its own locks:
+nothing depends on a lock of the driver that calls it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import structlog
 
-from domain.errors import Conflict
+from domain.errors import Conflict, LeaseLost
 from domain.recording import Recorded
-from domain.values import CrawlFailure, CrawlOutcome, CrawlTask
+from domain.values import CrawlOutcome, CrawlTask, Origin
 from runtime import metrics
+from runtime.clock import Clock
+from runtime.db_thread import DbThread
 from runtime.ledger import Ledger
+from runtime.results import RecordResult, ResultHandler
 from runtime.scheduler import Scheduler
-from workers.adapters import REGISTRY
-from workers.adapters.base import Adapter, Extraction, ExtractionError, Page, Request
+from workers.adapters.base import ExtractionError, Page, Request
 from workers.archive import RawArchive
-from workers.crawl_pages import build_outcome, gone, request_key
+from workers.crawl_pages import CrawlPages, PageReader, failed
 from workers.errors import FetchError, failure
 from workers.fetch import decode_body
 
-__all__ = ["MAX_PAGE_BYTES", "Answer", "RemoteCrawls", "Submitted", "lease_for", "remote_crawls",
-           "ungzip"]
+__all__ = ["MAX_PAGE_BYTES", "Answer", "BotPages", "Lease", "Request", "SubmitPage",
+           "Submitted", "lease_for", "ungzip"]
 
 #: the largest page a bot may submit, decompressed (the local fetcher's limit)
 MAX_PAGE_BYTES = 8 * 1024 * 1024
@@ -40,7 +49,7 @@ MAX_PAGE_BYTES = 8 * 1024 * 1024
 
 @dataclass(frozen=True)
 class Submitted:
-    """What a bot reports for one leased job."""
+    """What a bot reports for one page of a leased job: the page, or its fetch's failure."""
 
     ok: bool
     http_status: int | None = None
@@ -51,6 +60,35 @@ class Submitted:
     message: str = ""
     retry_after: float | None = None
     duration: float = 0.0
+
+
+@dataclass(frozen=True)
+class SubmitPage:
+    """Page `index` of a bot's crawl of a leased job (0 first, then each request the
+    answers asked for), or the failure of its fetch."""
+
+    job_id: str
+    lease_id: str
+    page: Submitted
+    index: int
+    origin: Origin
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a submit did: recorded the crawl, or asks for its `next` page."""
+
+    recorded: Recorded | None = None
+    next: Request | None = None
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A job leased to a bot, and the request to fetch first (None: the job cannot be
+    crawled as it stands; the bot submits a failure and the server records why)."""
+
+    task: CrawlTask
+    request: Request | None
 
 
 def lease_for(ledger: Ledger, worker: str, ttl: float, limit: int, now: datetime
@@ -81,128 +119,121 @@ def ungzip(data: bytes, limit: int = MAX_PAGE_BYTES) -> bytes:
 
 @dataclass
 class _Crawl:
-    """A bot's crawl of several pages, between its submits."""
+    """A bot's crawl between its submits."""
 
-    task: CrawlTask
-    adapter: Adapter
-    requests: list[Request]
-    pages: list[Page] = field(default_factory=list)
-    refs: list[str] = field(default_factory=list)
-    extractions: list[Extraction] = field(default_factory=list)
+    pages: CrawlPages
+    seconds: float = 0.0
     touched: float = field(default_factory=time.monotonic)
 
 
-@dataclass(frozen=True)
-class Answer:
-    """What a submit did: recorded the crawl, or asks for its `next` page."""
+class BotPages:
+    """The bot path: leases with their first request, and the handler of `SubmitPage`.
 
-    recorded: Recorded | None = None
-    next: Request | None = None
-
-
-class RemoteCrawls:
-    """Bot crawls in progress, submitted a page at a time.
-
-    A catalog that paginates is crawled by the bot page by page: each submit is
-    archived and extracted here, and the answer names the next request the adapter
-    wants (`Answer.next`), until it wants none; then the whole crawl is recorded, as
-    the local crawler records it (same adapter, same pagination limits, same outcome).
-    A retried submit of a page already taken answers the same; a page out of order is
-    refused. Crawls in progress live in memory: after a server restart a continued
-    crawl is refused (409) and its lease runs out, so the job is tried again.
+    Crawls in progress live in memory: after a server restart a continued crawl is
+    refused (409) and its lease runs out, so the job is tried again. A retried submit
+    of a page already taken answers the same; a page out of order is refused.
     """
 
-    def __init__(self, archive: RawArchive, max_pages: int = 200,
-                 forget_after: float = 3600.0) -> None:
-        self.archive = archive
-        self.max_pages = max_pages
+    def __init__(self, ledger: Ledger, reader: PageReader, clock: Clock,
+                 forget_after: float = 3600.0, db: DbThread | None = None) -> None:
+        self.ledger = ledger
+        self.reader = reader
+        self.clock = clock
         self.forget_after = forget_after
+        #: the thread every ledger call of the bot path runs on (its results group there)
+        self.db = db or DbThread(1)
+        self.results = ResultHandler(ledger.app, self.db, clock)
+        self.archive = RawArchive(ledger.data_dir)
         self._crawls: dict[str, _Crawl] = {}
+        self._lock = threading.Lock()
 
-    def submit(self, ledger: Ledger, job_id: str, lease_id: str, sent: Submitted, index: int,
-               now: datetime) -> Answer:
-        app = ledger.app
-        job = app.get_job(job_id)
-        if job.already_recorded(lease_id):  # a retried submit: recorded once already
-            return Answer(Recorded(str(job.id), duplicate=True))
-        job.require_lease(lease_id, "record a result for")
-        task = app.task_for(job)
-        with structlog.contextvars.bound_contextvars(job_id=job_id, store_id=task.store_id,
-                                                     lease_id=lease_id, worker=job.worker):
-            step = self._step(task, lease_id, sent, index)
+    def close(self) -> None:
+        self.db.close()
+        self.archive.close()
+
+    async def lease(self, worker: str, ttl: float, limit: int) -> list[Lease]:
+        tasks = await self.db.call(lease_for, self.ledger, worker, ttl, limit, self.clock.now())
+        return [Lease(task, self._first_request(task)) for task in tasks]
+
+    def _first_request(self, task: CrawlTask) -> Request | None:
+        try:
+            return self.reader.begin(task).first
+        except ExtractionError:
+            return None
+
+    async def send(self, command: SubmitPage) -> Answer:
+        """Take the page: the next request the crawl wants, or the crawl recorded."""
+        task = await self.db.call(self._leased_task, command)
+        if task is None:  # a retried submit: recorded once already
+            return Answer(Recorded(command.job_id, duplicate=True))
+        with structlog.contextvars.bound_contextvars(
+                job_id=command.job_id, store_id=task.store_id, lease_id=command.lease_id,
+                worker=command.origin.actor):
+            # reading a page is CPU (and archiving it I/O): off the event loop
+            step = await asyncio.to_thread(self._step, task, command)
             if isinstance(step, Request):
                 return Answer(next=step)
-            metrics.FETCH_SECONDS.labels(task.kind).observe(sent.duration)
-            if isinstance(step, CrawlFailure):
-                recorded = app.record_failure(job_id, lease_id, step, now)
-            else:
-                recorded = app.record_success(job_id, lease_id, step, now)
-            metrics.observe_outcome(step, recorded=True)
+            metrics.FETCH_SECONDS.labels(task.kind).observe(step.duration)
+            recorded = await self.results.send(RecordResult(command.job_id, command.lease_id,
+                                                            step, command.origin))
+            metrics.observe_outcome(step, recorded=recorded is not None)
+            if recorded is None:
+                raise LeaseLost(f"lease {command.lease_id} of job {command.job_id} ended "
+                                "before its result was recorded")
             return Answer(recorded)
 
-    def _step(self, task: CrawlTask, lease_id: str, sent: Submitted, index: int
-              ) -> CrawlOutcome | Request:
-        self._forget_stale()
-        crawl = self._crawls.get(lease_id)
-        if index > 0 and (crawl is None or index > len(crawl.pages)):
-            raise Conflict(f"page {index} of lease {lease_id} is out of order (the server "
-                           f"has {len(crawl.pages) if crawl else 0}): start the crawl again")
-        if crawl is not None and index < len(crawl.pages):  # a retried submit of a page
-            return crawl.requests[index + 1]
-        if not sent.ok:
-            self._crawls.pop(lease_id, None)
-            return _failure(task, sent)
-        first = REGISTRY.for_task(task)
-        request = crawl.requests[index] if crawl else (
-            first.start(task) if first else Request(task.url))
-        page = Page(url=sent.final_url or request.url,
-                    text=decode_body(sent.body, sent.content_type),
-                    status=sent.http_status or 200, content_type=sent.content_type,
-                    body=sent.body, request=request if index else None)
-        ref = self.archive.put(sent.body)
-        if crawl is None:
-            adapter = first or REGISTRY.detect(page)
-            if adapter is None:
-                return failure("parse_error", f"no adapter recognises the content at {page.url}")
-            crawl = _Crawl(task, adapter, [request])
-        try:
-            extraction = crawl.adapter.extract(page, task)
-        except ExtractionError as error:
-            self._crawls.pop(lease_id, None)
-            return failure("parse_error", f"{page.url}: {error}")
-        except Exception as error:  # noqa: BLE001 - an adapter bug fails this page only
-            self._crawls.pop(lease_id, None)
-            return failure("parse_error", f"{crawl.adapter.name} could not read {page.url}: "
-                                          f"{type(error).__name__}: {error}")
-        crawl.pages.append(page.without_text())  # the text was only for extraction
-        crawl.refs.append(ref)
-        crawl.extractions.append(extraction)
-        crawl.touched = time.monotonic()
-        following = extraction.next_request
-        if following is not None:
-            refused = self._refuse_page(crawl, following)
-            if refused is not None:
-                self._crawls.pop(lease_id, None)
-                return refused
-            crawl.requests.append(following)
-            self._crawls[lease_id] = crawl
-            return following
-        self._crawls.pop(lease_id, None)
-        raw_ref = self.archive.crawl_ref(crawl.refs)
-        return build_outcome(task, crawl.adapter, crawl.pages, crawl.refs, crawl.extractions,
-                             raw_ref)
+    def _leased_task(self, command: SubmitPage) -> CrawlTask | None:
+        """The task of the command's lease (None: its result is recorded already)."""
+        app = self.ledger.app
+        job = app.get_job(command.job_id)
+        if job.already_recorded(command.lease_id):
+            return None
+        job.require_lease(command.lease_id, "record a result for")
+        return app.task_for(job)
 
-    def _refuse_page(self, crawl: _Crawl, following: Request) -> CrawlFailure | None:
-        """The local crawler's pagination limits: at most `max_pages`, no loop."""
-        if len(crawl.pages) >= self.max_pages:
-            # a truncated catalog would wrongly report products as gone (as locally)
-            return FetchError("too_large", f"{following.url}: pagination exceeds "
-                                           f"max_pages={self.max_pages}",
-                              retryable=False).to_failure()
-        if request_key(following) in {request_key(r) for r in crawl.requests}:
-            return failure("parse_error", f"pagination loop: {following.method} "
-                                          f"{following.url} again")
-        return None
+    def _step(self, task: CrawlTask, command: SubmitPage) -> CrawlOutcome | Request:
+        lease_id, index, sent = command.lease_id, command.index, command.page
+        with self._lock:
+            self._forget_stale()
+            crawl = self._crawls.pop(lease_id, None)
+        taken = len(crawl.pages.pages) if crawl else 0
+        if index > taken or (index > 0 and crawl is None):
+            raise Conflict(f"page {index} of lease {lease_id} is out of order (the server "
+                           f"has {taken}): start the crawl again")
+        if crawl is not None and index < taken:  # a retried submit of a page
+            self._keep(lease_id, crawl)
+            return crawl.pages.requests[index + 1]
+        try:
+            crawl = crawl or _Crawl(self.reader.begin(task))
+            crawl.seconds += sent.duration
+            following = self._take(crawl.pages, sent)
+        except Exception as error:  # noqa: BLE001 - the world's failure, or an adapter's bug
+            seconds = crawl.seconds if crawl else sent.duration
+            return replace(self._failure(task, error), duration=seconds)
+        if following is not None:
+            self._keep(lease_id, crawl)
+            return following
+        raw_ref = self.archive.crawl_ref(crawl.pages.refs)
+        return replace(crawl.pages.outcome(raw_ref), duration=crawl.seconds)
+
+    def _take(self, pages: CrawlPages, sent: Submitted) -> Request | None:
+        if not sent.ok:
+            raise _fetch_error(sent)
+        request = pages.expected
+        page = Page(sent.final_url or request.url, None, sent.http_status or 200,
+                    sent.content_type, sent.body, request, decode=decode_body)
+        return pages.take(page, self.archive.put(sent.body))
+
+    @staticmethod
+    def _failure(task: CrawlTask, error: Exception) -> CrawlOutcome:
+        if isinstance(error, _UnknownKind):
+            return failure("worker_error", str(error))
+        return failed(task, error)
+
+    def _keep(self, lease_id: str, crawl: _Crawl) -> None:
+        crawl.touched = time.monotonic()
+        with self._lock:
+            self._crawls[lease_id] = crawl
 
     def _forget_stale(self) -> None:
         cutoff = time.monotonic() - self.forget_after
@@ -210,17 +241,13 @@ class RemoteCrawls:
             del self._crawls[lease_id]
 
 
-def _failure(task: CrawlTask, sent: Submitted) -> CrawlOutcome:
+class _UnknownKind(Exception):
+    """A bot reported an error kind the taxonomy does not know."""
+
+
+def _fetch_error(sent: Submitted) -> Exception:
     try:
-        error = FetchError(sent.error_kind or "connect", sent.message or "the bot's fetch failed",
-                           http_status=sent.http_status, retry_after=sent.retry_after)
-    except ValueError:  # an error kind the taxonomy does not know
-        return failure("worker_error", f"bot reported {sent.error_kind!r}: {sent.message}")
-    # a product page answering 404/410 is an answer: the product is gone (as locally)
-    return gone(task, error) or error.to_failure(sent.duration)
-
-
-def remote_crawls(ledger: Ledger, forget_after: float) -> RemoteCrawls:
-    """Bot crawls of this ledger: their pages are archived as the local crawler's are, in
-    the raw archive under the ledger's data directory."""
-    return RemoteCrawls(RawArchive(ledger.data_dir), forget_after=forget_after)
+        return FetchError(sent.error_kind or "connect", sent.message or "the bot's fetch failed",
+                          http_status=sent.http_status, retry_after=sent.retry_after)
+    except ValueError:
+        return _UnknownKind(f"bot reported {sent.error_kind!r}: {sent.message}")

@@ -15,11 +15,12 @@ from urllib.parse import urlsplit
 
 from domain.envelope import Envelope
 from domain.timeutil import iso
+from runtime.db_thread import retrying_while_unavailable
 from runtime.images import ImageBatch, image_requests
 from runtime.ledger import Ledger
 from runtime.registry import Heartbeats, register
 from runtime.scheduler import Scheduler
-from runtime.work import JobWorker, retrying_while_unavailable, worker_name
+from runtime.work import JobWorker, worker_name
 from streams.kafka_projection import Consumed, apply_consumed, projector_offsets
 from streams.records import WorkItem
 from streams.resources import Resources
@@ -77,7 +78,7 @@ async def crawl(res: Resources, stream: AsyncIterable[WorkItem], index: int) -> 
             ledger = await res.db.call(res.ledger)
             await join(res)
             worker = JobWorker(ledger, await res.crawler(), res.clock, res.db,
-                               worker_name(index), res.options.lease_ttl)
+                               worker_name(index), res.options.lease_ttl, surface="agent")
         res.in_flight += 1
         try:
             await worker.run(item.job_id)

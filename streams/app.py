@@ -32,8 +32,8 @@ import faust
 from faust.types import TP
 
 from runtime.components import Components
+from runtime.db_thread import first_line
 from runtime.registry import INTERVAL as HEARTBEAT_INTERVAL
-from runtime.work import first_line
 from streams import agents
 from streams.records import WorkItem
 from streams.resources import Resources, WorkerOptions

@@ -19,11 +19,12 @@ from typing import Any, TypeVar, cast
 from runtime.alerts import AlertStep
 from runtime.clock import Clock, FileClock, SystemClock
 from runtime.components import Components
+from runtime.db_thread import DbThread
 from runtime.defaults import DEFAULTS
 from runtime.images import ImagePort, ImageStep
 from runtime.ledger import Ledger
 from runtime.proxy_pool import ProxyKeeper, ProxyStore
-from runtime.work import CrawlerPort, DbThread
+from runtime.work import CrawlerPort
 from streams.ddl import create_racing
 from streams.kafka_projection import create_tables
 from streams.topics import Topics

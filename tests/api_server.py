@@ -11,6 +11,12 @@ from typing import Any
 
 import uvicorn
 
+from runtime.clock import SystemClock
+from runtime.ledger import Ledger
+from runtime.remote import BotPages
+from workers.adapters import REGISTRY
+from workers.crawl_pages import PageReader
+
 
 @contextmanager
 def api_server(app: Any) -> Iterator[str]:
@@ -32,3 +38,14 @@ def api_server(app: Any) -> Iterator[str]:
 
 def bearer(secret: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"}
+
+
+@contextmanager
+def bot_pages(ledger: Ledger, lease_ttl: float = 600.0) -> Iterator[BotPages]:
+    """The bot path of an API over `ledger`, reading pages as `crawl-ledger serve` does
+    (the built-in adapters, the default limits); closed on exit."""
+    pages = BotPages(ledger, PageReader(REGISTRY), SystemClock(), forget_after=4 * lease_ttl)
+    try:
+        yield pages
+    finally:
+        pages.close()

@@ -141,6 +141,7 @@ def build_crawler(
     max_pages: int = MAX_PAGES,
     guard: AddressGuard | None = None,
     egress: Egress | None = None,
+    max_links: int = MAX_LINKS,
 ) -> Crawler:
     """A Crawler with real time, robots.txt over `client` and the data dir's archive.
 
@@ -149,4 +150,4 @@ def build_crawler(
     politeness = Politeness(RobotsFetcher.on(client, guard), time.monotonic, asyncio.sleep,
                             config)
     return Crawler(client, politeness, RawArchive(data_dir), adapters, max_pages, limits,
-                   guard=guard, egress=egress)
+                   guard=guard, egress=egress, max_links=max_links)

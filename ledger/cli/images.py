@@ -17,8 +17,8 @@ from ledger.cli.output import print_json, print_table
 from ledger.embedded import run_loop
 from ledger.settings import Settings
 from runtime.clock import SystemClock
+from runtime.db_thread import DbThread
 from runtime.images import ImageBatch, ImageStep, ImageStore, is_sha256
-from runtime.work import DbThread
 
 
 def register(sub: Any) -> None:

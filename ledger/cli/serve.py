@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import socket
+from contextlib import closing
 from typing import Any
 
 from ledger.cli.arguments import number
@@ -70,13 +71,19 @@ def run_serve(args: argparse.Namespace) -> int:
     from api.auth import TokenStore
     from api.http_server import ServerLimits, run_server
     from ledger.bootstrap import notifier_for
+    from ledger.crawlers import page_reader
     from ledger.in_use import using
     from ledger.settings import Settings
     from runtime.clock import SystemClock
+    from runtime.defaults import DEFAULTS
+    from runtime.remote import BotPages
     from workers.addresses import AddressGuard
 
     settings = Settings.from_env()
-    with using(settings.data_dir), open_ledger(create=True) as ledger:
+    ttl = args.lease_ttl or DEFAULTS.lease_ttl
+    with using(settings.data_dir), open_ledger(create=True) as ledger, closing(
+            BotPages(ledger, page_reader(settings), SystemClock(), forget_after=4 * ttl)
+    ) as bot_pages:
         tokens = TokenStore(ledger.db)
         if not _loopback(args.host) and not tokens.any_live():
             raise CommandError(f"refusing to serve on {args.host} with no API token: create one "
@@ -87,7 +94,7 @@ def run_serve(args: argparse.Namespace) -> int:
                             if args.max_import_mb else {}),
                          alert_sender=partial(notifier_for, settings),
                          proxy_guard=AddressGuard(settings.allow_networks),
-                         body_timeout=args.body_timeout)
+                         body_timeout=args.body_timeout, bot_pages=bot_pages)
         base = f"http://{args.host}:{args.port}"
         print(f"crawl-ledger on {base}: the dashboard at {base}/ (sign in with a token), the "
               f"API under {base}/api/v1 (OpenAPI: {base}/openapi.json)", flush=True)

@@ -20,7 +20,7 @@ from typing import Any
 import backends
 import httpx
 import pytest
-from api_server import api_server, bearer
+from api_server import api_server, bearer, bot_pages
 from pg_server import private_postgres
 
 from api.app import create_app
@@ -28,6 +28,7 @@ from api.auth import TokenStore
 from domain.values import CrawlFailure, CrawlSuccess, Observation, Offer
 from ledger.bootstrap import Ledger
 from runtime.clock import SystemClock
+from runtime.defaults import DEFAULTS
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 
@@ -38,7 +39,8 @@ def serving(ledger: Ledger, **options: Any) -> Iterator[tuple[str, dict[str, str
     tokens = TokenStore(ledger.db)
     secrets = {scope: tokens.create(scope, scope, T0)[0]
                for scope in ("read", "operate", "admin", "bot")}
-    with api_server(create_app(ledger, tokens, SystemClock(), **options)) as url:
+    with bot_pages(ledger, options.get("lease_ttl", DEFAULTS.lease_ttl)) as pages, api_server(
+            create_app(ledger, tokens, SystemClock(), **{"bot_pages": pages, **options})) as url:
         yield url, secrets
 
 

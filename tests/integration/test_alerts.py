@@ -34,7 +34,7 @@ from runtime.alert_channels import (
 )
 from runtime.alerts import AlertBatch, AlertOptions, AlertStep
 from runtime.clock import SimulatedClock
-from runtime.work import DbThread
+from runtime.db_thread import DbThread
 from workers.addresses import AddressGuard
 from workers.http import build_client
 from workers.notify import Channel, Notifier

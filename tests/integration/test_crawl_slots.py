@@ -15,7 +15,8 @@ from domain.recording import Recorded
 from domain.values import CrawlOutcome, CrawlSuccess, CrawlTask, Observation, Offer
 from ledger.bootstrap import Ledger
 from runtime.clock import SimulatedClock
-from runtime.work import DbThread, JobWorker
+from runtime.db_thread import DbThread
+from runtime.work import JobWorker
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 BASE = "https://shop.example"

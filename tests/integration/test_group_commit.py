@@ -1,4 +1,4 @@
-"""Group commit (`CrawlLedger.record_many`, `runtime.work.GroupCommit`) on both backends:
+"""Group commit (`CrawlLedger.record_many`, `runtime.db_thread.GroupCommit`) on both backends:
 a group stores exactly what recording each result alone stores, in one transaction; a
 refused result fails only itself; two results of one product are both kept; a group
 whose transaction conflicts is recorded result by result; workers recording at once
@@ -20,7 +20,7 @@ from domain.product import Product
 from domain.recording import Recorded, Recording
 from domain.values import CrawlFailure, CrawlSuccess, Observation, Offer
 from ledger.bootstrap import Ledger
-from runtime.work import DbThread
+from runtime.db_thread import DbThread
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 BASE = "https://shop.example"
@@ -191,7 +191,8 @@ def test_workers_recording_at_once_share_groups(ledger: Ledger, store_url: str) 
 
     async def all_at_once() -> list[Any]:
         now = T0 + timedelta(seconds=5)
-        calls = [group.record(job, lease if n != 7 else "stale", success(obs(f"p{n}")), now)
+        calls = [group.record(Recording(job, lease if n != 7 else "stale", success(obs(f"p{n}")),
+                                        now))
                  for n, (job, lease) in enumerate(jobs)]
         return await asyncio.gather(*calls, return_exceptions=True)
 

@@ -24,8 +24,8 @@ from domain.values import CrawlSuccess, CrawlTask, ImageFailure, Observation, Of
 from ledger.bootstrap import Ledger
 from ledger.embedded import EmbeddedRunner
 from runtime.clock import SimulatedClock
+from runtime.db_thread import DbThread
 from runtime.images import ImageStep, ImageStore
-from runtime.work import DbThread
 from workers import adapters
 from workers.addresses import AddressGuard
 from workers.crawler import Crawler, build_crawler

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from api_server import api_server, bearer  # noqa: F401 - bearer is re-exported to the tests
+from api_server import api_server, bearer, bot_pages  # noqa: F401 - bearer: for the tests
 
 from api.app import create_app
 from api.auth import TokenStore
@@ -17,6 +17,7 @@ from runtime.clock import SystemClock
 def api_on_loopback(ledger: Ledger) -> Iterator[tuple[str, TokenStore]]:
     """(the API's base URL, its token store); the server stops on exit."""
     tokens = TokenStore(ledger.db)
-    with api_server(create_app(ledger, tokens, SystemClock())) as url:
+    with bot_pages(ledger) as pages, api_server(create_app(ledger, tokens, SystemClock(),
+                                                           bot_pages=pages)) as url:
         yield url, tokens
 

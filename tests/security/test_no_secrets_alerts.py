@@ -33,7 +33,7 @@ from ledger.bootstrap import Ledger
 from ledger.logs import logging_config
 from runtime.alerts import AlertBatch, AlertOptions, AlertStep
 from runtime.clock import SimulatedClock
-from runtime.work import DbThread
+from runtime.db_thread import DbThread
 from workers.addresses import AddressGuard
 from workers.http import build_client
 from workers.notify import Notifier
