@@ -34,7 +34,7 @@ from runtime.db_thread import DbThread
 from runtime.ledger import Ledger
 from runtime.results import RecordResult, ResultHandler
 from runtime.scheduler import Scheduler
-from workers.adapters.base import ExtractionError, Page, Request
+from workers.adapters.base import Page, Request
 from workers.archive import RawArchive
 from workers.crawl_pages import CrawlPages, PageReader, failed
 from workers.errors import FetchError, failure
@@ -158,7 +158,7 @@ class BotPages:
     def _first_request(self, task: CrawlTask) -> Request | None:
         try:
             return self.reader.begin(task).first
-        except ExtractionError:
+        except Exception:  # noqa: BLE001 - the page submitted says why (`SubmitPage`)
             return None
 
     async def send(self, command: SubmitPage) -> Answer:
