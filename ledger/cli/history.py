@@ -44,6 +44,16 @@ def parse_as_of(text: str) -> datetime:
 
 
 def describe(env: Envelope) -> str:
+    """The event's details, after who recorded it and through which surface, if known."""
+    p = env.payload
+    details = _details(env)
+    if p.get("actor"):
+        by = f"by {p['actor']}" + (f" via {p['surface']}" if p.get("surface") else "")
+        return f"{by}: {details}" if details else by
+    return details
+
+
+def _details(env: Envelope) -> str:
     p = env.payload
     kind = env.event_type.split(".", 1)[1]
     if kind == "Succeeded":
@@ -58,12 +68,8 @@ def describe(env: Envelope) -> str:
         return (f"{p['option']}: {p['old']} -> {p['new']} {p['currency'] or ''}"
                 + (f" (special {p['old_special']} -> {p['new_special']})"
                    if p["old_special"] != p["new_special"] else ""))
-    details = ", ".join(f"{k}={_short(v)}" for k, v in p.items()
-                        if k not in QUIET and k not in _ORIGIN and v is not None)
-    if p.get("actor"):
-        by = f"by {p['actor']}" + (f" via {p['surface']}" if p.get("surface") else "")
-        return f"{by}: {details}" if details else by
-    return details
+    return ", ".join(f"{k}={_short(v)}" for k, v in p.items()
+                     if k not in QUIET and k not in _ORIGIN and v is not None)
 
 
 #: who/where fields, shown first as "by … via …"

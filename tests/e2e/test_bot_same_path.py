@@ -27,6 +27,7 @@ from api.auth import TokenStore
 from domain.values import CrawlTask
 from ledger.bootstrap import Ledger, crawler_for
 from ledger.bot import run_bot
+from ledger.cli.history import describe
 from ledger.embedded import EmbeddedRunner
 from ledger.settings import Settings
 from runtime.clock import SystemClock
@@ -225,4 +226,8 @@ def test_the_faust_crawl_agent_records_its_results_as_the_agent(shop: str,
                 res.db.close()
         asyncio.run(run())
         (actor, surface), = recorders(ledger)
+        (succeeded,) = [e for e in ledger.source.read(0, 1000)
+                        if e.event_type == "CrawlJob.Succeeded"]
     assert surface == "agent" and actor.startswith("worker:") and actor.endswith(":0")
+    # `jobs show` says who recorded it
+    assert describe(succeeded).startswith(f"by {actor} via agent: HTTP 200, 1 items")
