@@ -45,6 +45,9 @@ __all__ = ["MAX_PAGE_BYTES", "Answer", "BotPages", "Lease", "Request", "SubmitPa
 
 #: the largest page a bot may submit, decompressed (the local fetcher's limit)
 MAX_PAGE_BYTES = 8 * 1024 * 1024
+#: seconds a submit waits for an unavailable event store (within the reference bot's
+#: 60 s request timeout: it is answered, with the error, before the bot gives up on it)
+PATIENCE = 30.0
 
 
 @dataclass(frozen=True)
@@ -135,14 +138,15 @@ class BotPages:
     """
 
     def __init__(self, ledger: Ledger, reader: PageReader, clock: Clock,
-                 forget_after: float = 3600.0, db: DbThread | None = None) -> None:
+                 forget_after: float = 3600.0, db: DbThread | None = None,
+                 patience: float = PATIENCE) -> None:
         self.ledger = ledger
         self.reader = reader
         self.clock = clock
         self.forget_after = forget_after
         #: the thread every ledger call of the bot path runs on (its results group there)
         self.db = db or DbThread(1)
-        self.results = ResultHandler(ledger.app, self.db, clock)
+        self.results = ResultHandler(ledger.app, self.db, clock, patience)
         self.archive = RawArchive(ledger.data_dir)
         self._crawls: dict[str, _Crawl] = {}
         self._lock = threading.Lock()
