@@ -8,8 +8,8 @@
 The server archives the page, extracts it and records the result exactly as a
 local worker would (`runtime.remote`). A retried submit records nothing twice; an
 expired lease answers 409 and its job is back in the queue. Only `bot` tokens, each
-acting only for the worker names it leased as first (`WorkerOwners`), and for the
-current leases of those workers; for another's: 403.
+acting only for the worker names it leased as first (`ledger.tables.worker_owners`),
+and for the current leases of those workers; for another's: 403.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from domain.urls import url_refusal
 from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
 from runtime.ledger import Ledger
-from runtime.registry import Heartbeats, WorkerOwners, register
+from runtime.registry import Heartbeats, register
 from runtime.remote import Submitted, lease_for, remote_crawls, ungzip
 
 __all__ = ["RESULT_MAX_BYTES", "build_bot_router"]
@@ -102,7 +102,7 @@ def build_bot_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
                      ttl: float = DEFAULTS.lease_ttl) -> APIRouter:
     router = APIRouter(prefix="/bot", tags=["bot"])
     crawls = remote_crawls(ledger, forget_after=4 * ttl)
-    owners = WorkerOwners(ledger.db)
+    owners = ledger.tables.worker_owners
     #: the bot token of the request (a default, not `Annotated`: `bot` is no module global)
     acting_bot = Depends(bot)
 

@@ -181,7 +181,7 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
     require = requirement(tokens, sessions)
     read, operate = Depends(require("read")), Depends(require("operate"))
     router.include_router(build_bot_router(ledger, clock, lock, require("bot"),
-                                           Heartbeats(ledger.db), lease_ttl))
+                                           Heartbeats(ledger.tables.heartbeats), lease_ttl))
     router.include_router(build_schedule_router(ledger, clock, lock, require("read"),
                                                 require("operate")))
     router.include_router(build_alerts_router(ledger, clock, lock, require("read"),
@@ -343,7 +343,7 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
                       "events": [_event(e) for e in call(stream_history, ledger, product.id)]})
 
     # workers -----------------------------------------------------------------------
-    heartbeats = Heartbeats(ledger.db)
+    heartbeats = Heartbeats(ledger.tables.heartbeats)
 
     @router.get("/workers", dependencies=[read], tags=["workers"])
     def workers() -> JSONResponse:

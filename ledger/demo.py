@@ -65,20 +65,16 @@ def demo_settings(base: Settings, config: DemoConfig, store: str | None = None,
 def fresh_demo_schema(store: str) -> str:
     """Without `?schema=`, the demo uses (and first drops) its own schema `crawl_ledger_demo`;
     a schema the user names must not hold tables yet."""
-    import psycopg
+    from eventstore.admin import drop_schemas, table_count
 
     pg = parse_postgres(store)
     named = pg.schema != "public"
     schema = pg.schema if named else DEMO_SCHEMA
-    with psycopg.connect(pg.conninfo, autocommit=True) as conn:
-        if named:
-            tables = conn.execute("SELECT count(*) FROM information_schema.tables "
-                                  "WHERE table_schema IN (%s, %s)", (schema, f"{schema}_read"))
-            if tables.fetchone()[0]:  # type: ignore[index]
-                raise ConfigError(f"schema {schema} is not empty; the demo needs a fresh one")
-        else:
-            for name in (schema, f"{schema}_read"):
-                conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+    schemas = (schema, f"{schema}_read")
+    if named and table_count(pg.conninfo, schemas):
+        raise ConfigError(f"schema {schema} is not empty; the demo needs a fresh one")
+    if not named:
+        drop_schemas(pg.conninfo, schemas)
     return urlunsplit(urlsplit(store)._replace(query=f"schema={schema}"))
 
 
@@ -125,14 +121,12 @@ def run_distributed_demo(settings: Settings, config: DemoConfig,
     """
     from ledger.distributed import Cluster, run_until_idle
     from runtime.clock import FileClock
-    from streams.resources import create_read_models
 
     settings = allow_simulator(settings)
     clock = SimulatedClock(DEMO_START)
     clock_file = FileClock(settings.data_dir / "clock.txt")
     clock_file.set(clock.now())
     ledger = bootstrap(settings)
-    create_read_models(ledger)
     args = ["--no-timers", "--clock-file", str(clock_file.path)]
     with SimulatorThread(stores=config.stores, seed=config.seed, faults=demo_faults(config)) \
             as sim, Cluster(settings, workers=[("all",), ("all",)], worker_args=args,

@@ -77,7 +77,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
     settings = Settings.from_env()
     with using(settings.data_dir), open_ledger(create=True) as ledger:
-        tokens = TokenStore(ledger.db)
+        tokens = TokenStore(ledger.tables.tokens)
         if not _loopback(args.host) and not tokens.any_live():
             raise CommandError(f"refusing to serve on {args.host} with no API token: create one "
                                "first (crawl-ledger tokens create --scope admin)")
@@ -106,10 +106,8 @@ def _probes(ledger: Any) -> Any:
     if settings.broker is None:
         return Probes()
     servers = settings.broker_servers
-    from streams.relay_position import RelayPositionStore
 
-    positions = RelayPositionStore(ledger.db)
-    positions.create()
+    positions = ledger.tables.relay_positions()
 
     def broker() -> str | None:
         host, _, port = servers[0].rpartition(":")
@@ -122,15 +120,15 @@ def _probes(ledger: Any) -> Any:
     return Probes(relay_position=lambda: positions.load().position, broker=broker)
 
 
-def _tokens(db: Any) -> Any:
+def _tokens(ledger: Any) -> Any:
     from api.auth import TokenStore  # FastAPI's package is only imported by these commands
 
-    return TokenStore(db)
+    return TokenStore(ledger.tables.tokens)
 
 
 def create_token(args: argparse.Namespace) -> int:
     with open_ledger(fresh=False, create=True) as ledger:
-        secret, token = _tokens(ledger.db).create(args.scope, args.name, utcnow())
+        secret, token = _tokens(ledger).create(args.scope, args.name, utcnow())
     if args.json:
         print_json({"id": token.token_id, "name": token.name, "scope": token.scope,
                     "token": secret})
@@ -142,7 +140,7 @@ def create_token(args: argparse.Namespace) -> int:
 
 def list_tokens(args: argparse.Namespace) -> int:
     with open_ledger(fresh=False) as ledger:
-        found = _tokens(ledger.db).list()
+        found = _tokens(ledger).list()
     if args.json:
         print_json([vars(t) for t in found])
         return 0
@@ -154,7 +152,7 @@ def list_tokens(args: argparse.Namespace) -> int:
 
 def revoke_token(args: argparse.Namespace) -> int:
     with open_ledger(fresh=False) as ledger:
-        if not _tokens(ledger.db).revoke(args.token_id, utcnow()):
+        if not _tokens(ledger).revoke(args.token_id, utcnow()):
             raise CommandError(f"no live token {args.token_id}")
     print(f"token {args.token_id} revoked")
     return 0
