@@ -67,17 +67,11 @@ def committed_ids(path: Path) -> set[str]:
     return {entry["id"] for entry in json.loads(shown)}
 
 
-def unscored(entries: list[dict[str, Any]], committed: set[str]) -> list[dict[str, Any]]:
-    """The entries to score now: pending ones, and new ones that record no first sight."""
-    return [entry for entry in entries if corpus_files.pending(entry)
-            or ("first_sight" not in entry and entry["id"] not in committed)]
-
-
 def record(name: str, first_sight: Any, commit: str, indent: int) -> int:
     """Records the first sight of manifest `name`'s new entries; how many there were."""
     path = corpus_files.MANIFESTS / name
     entries = json.loads(path.read_text(encoding="utf-8"))
-    new = unscored(entries, committed_ids(path))
+    new = corpus_files.awaiting_first_sight(entries, committed_ids(path))
     missing = corpus_files.presence(new, name).missing
     if missing:  # scoring absent bytes would record a miss the extractor never made
         raise SystemExit(f"no bytes for {', '.join(e['id'] for e in missing)}: "

@@ -55,6 +55,13 @@ def has_first_sight(entry: dict[str, Any]) -> bool:
     return isinstance(entry.get("first_sight"), dict)
 
 
+def awaiting_first_sight(entries: list[dict[str, Any]], committed: set[str]) -> list[dict[str, Any]]:
+    """The entries bench/corpus_first_sight.py scores: those pending, and those not yet
+    committed (id not in `committed`) that record none."""
+    return [entry for entry in entries if pending(entry)
+            or ("first_sight" not in entry and entry["id"] not in committed)]
+
+
 def expected_in_shared(entry: dict[str, Any]) -> bool:
     """Whether CI may count on the shared folder holding the entry's bytes (see above)."""
     return "first_sight" not in entry

@@ -120,3 +120,12 @@ def test_entries_pending_their_first_sight_count_like_added_ones_but_are_never_s
     assert [cf.pending(e) for e in (tuned[0], waiting[0])] == [False, True]
     assert not cf.has_first_sight(waiting[0])
     assert cf.has_first_sight({**tuned[0], "first_sight": {"commit": "0" * 40, "price": True}})
+
+
+def test_the_first_sight_script_scores_pending_and_uncommitted_entries_only() -> None:
+    recorded = {"commit": "0" * 40, "price": False}
+    listed: list[dict[str, Any]] = [{"id": "tuned"}, {"id": "recorded", "first_sight": recorded},
+                                    {"id": "waiting", "first_sight": cf.PENDING}, {"id": "new"}]
+    chosen = cf.awaiting_first_sight(listed, committed={"tuned", "recorded", "waiting"})
+    assert [e["id"] for e in chosen] == ["waiting", "new"]
+    assert cf.awaiting_first_sight(listed, committed={"tuned", "recorded", "waiting", "new"}) == [listed[2]]
