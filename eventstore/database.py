@@ -39,10 +39,19 @@ class Tx(ABC):
     @abstractmethod
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
 
+    #: what a `SELECT` ends with to lock the rows it reads until the transaction ends
+    #: (SQLite's writer holds the whole database already: nothing)
+    row_lock: str = ""
+
     def upsert(self, table: str, key: Sequence[str], columns: dict[str, str],
                rows: Sequence[Sequence[Any]]) -> None:
         """Insert or replace many rows (values in `columns` order; keys unique)."""
         self.executemany(upsert_statement(table, key, columns), rows)
+
+    @abstractmethod
+    def commit_without_flush(self) -> None:
+        """Let this transaction's commit return before it is durable (a crash may lose
+        it, never part of it): for progress that is safe to redo."""
 
 
 def upsert_statement(table: str, key: Sequence[str], columns: dict[str, str],
@@ -135,6 +144,9 @@ class Readers:
 class _SQLiteTx(Tx):
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+
+    def commit_without_flush(self) -> None:
+        pass  # WAL with `synchronous=NORMAL` commits without a flush already
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         cursor = self.conn.execute(sql, tuple(params))
@@ -250,8 +262,13 @@ def _pg(sql: str) -> str:
 
 
 class _PostgresTx(Tx):
+    row_lock = " FOR UPDATE"
+
     def __init__(self, conn: Any) -> None:
         self.conn = conn
+
+    def commit_without_flush(self) -> None:
+        self.execute("SET LOCAL synchronous_commit TO off")  # this transaction only
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         with self.conn.cursor() as cursor:

@@ -22,12 +22,10 @@ class SqlKafkaOffsets:
         tx.executemany(f"INSERT INTO {KAFKA_OFFSETS} (consumer, topic, part, next_offset) "
                        f"VALUES (?, ?, ?, 0) ON CONFLICT (consumer, topic, part) DO NOTHING",
                        [(consumer, t, p) for t, p in parts])
-        # SQLite's writer holds the whole database already; PostgreSQL locks the rows
-        lock = " FOR UPDATE" if self.db.dialect == "postgres" else ""
         offsets = {}
         for topic, part in parts:  # sorted by the caller: a fixed lock order, no deadlocks
             rows = tx.execute(f"SELECT next_offset FROM {KAFKA_OFFSETS} WHERE consumer = ? "
-                              f"AND topic = ? AND part = ?{lock}", (consumer, topic, part))
+                              f"AND topic = ? AND part = ?{tx.row_lock}", (consumer, topic, part))
             offsets[(topic, part)] = int(rows[0]["next_offset"])
         return offsets
 

@@ -1,10 +1,11 @@
 """The side tables' port: one protocol per table family, and the values they carry.
 
-Every family has one adapter (a module of this package) over the read-model
-database port (`eventstore.database.Database`), whose SQLite and PostgreSQL adapters
-run it; what differs between the engines (row locks, commit durability) is decided
-there, never by a caller. Contract tests run each operation on both engines
-(tests/integration/test_side_tables.py).
+Every family has one adapter (a module of this package) written against the
+read-model database port (`eventstore.database.Database`, `Tx`), whose SQLite and
+PostgreSQL adapters run it: portable SQL, and what differs between the engines
+(placeholders, row locks, commit durability, column types) is each engine adapter's
+(`Tx.row_lock`, `Tx.commit_without_flush`, `Database.column_type`), never a caller's.
+Contract tests run each operation on both engines (tests/integration/test_side_tables.py).
 """
 
 from __future__ import annotations

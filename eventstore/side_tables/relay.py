@@ -30,15 +30,14 @@ class RelayPositions:
              offsets: Offsets | None = None) -> None:
         """See `RelayPositionTable.save`.
 
-        On PostgreSQL the commit does not wait for its WAL flush (`synchronous_commit`
-        off for this transaction only; ~3 % of the relay's time, the producer idle
+        The commit does not wait to be durable (`Tx.commit_without_flush`: on
+        PostgreSQL `synchronous_commit` off for this transaction only; ~3 % of the relay's time, the producer idle
         meanwhile): a database crash may lose the last saves, and the relay then
         publishes those batches again from the older position, which at-least-once
         delivery allows (consumers dedupe on `event_id`). Never a position ahead
         of what the broker acknowledged."""
         with self.db.transaction() as tx:
-            if self.db.dialect == "postgres":
-                tx.execute("SET LOCAL synchronous_commit TO off")
+            tx.commit_without_flush()
             tx.executemany(
                 f"INSERT INTO {RELAY_OFFSETS} (name, topic, part, next_offset) VALUES (?, ?, ?, ?) "
                 f"ON CONFLICT (name, topic, part) DO UPDATE SET next_offset = CASE "
