@@ -66,7 +66,7 @@ def build_alerts_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
 
     def store() -> ChannelStore:
         if not channels:
-            channels.append(ChannelStore(ledger.db))
+            channels.append(ChannelStore(ledger.tables.alert_channels))
         return channels[0]
 
     def shown(subscription_id: str) -> dict[str, Any]:

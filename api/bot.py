@@ -10,9 +10,9 @@ adapter wants (`next`), until the crawl is complete. The server archives each pa
 reads it and records the result exactly as a local worker would (`runtime.remote`,
 a `SubmitPage`, then a `RecordResult` whose actor is the bot's token). A retried
 submit records nothing twice; an expired lease answers 409 and its job is back in
-the queue. Only `bot` tokens, each
-acting only for the worker names it leased as first (`WorkerOwners`), and for the
-current leases of those workers; for another's: 403.
+the queue. Only `bot` tokens, each acting only for the worker names it leased as
+first (`ledger.tables.worker_owners`), and for the current leases of those workers;
+for another's: 403.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from domain.urls import url_refusal
 from runtime.clock import Clock
 from runtime.commands import token_origin
 from runtime.defaults import DEFAULTS
-from runtime.registry import Heartbeats, WorkerOwners, register
+from runtime.registry import Heartbeats, register
 from runtime.remote import BotPages, Request, SubmitPage, Submitted, ungzip
 
 __all__ = ["RESULT_MAX_BYTES", "build_bot_router"]
@@ -106,7 +106,7 @@ def build_bot_router(pages: BotPages, clock: Clock, bot: Callable[..., Token],
     (`BotPages.db`), so they need no lock of the API's."""
     router = APIRouter(prefix="/bot", tags=["bot"])
     ledger = pages.ledger
-    owners = WorkerOwners(ledger.db)
+    owners = ledger.tables.worker_owners
     #: the bot token of the request (a default, not `Annotated`: `bot` is no module global)
     acting_bot = Depends(bot)
 

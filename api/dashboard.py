@@ -71,7 +71,7 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
                     relay_position: Callable[[], int] | None = None) -> APIRouter:
     router = APIRouter(include_in_schema=False)
     queries = DashboardQueries(ledger.db)
-    heartbeats = Heartbeats(ledger.db)
+    heartbeats = Heartbeats(ledger.tables.heartbeats)
 
     def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         with lock:

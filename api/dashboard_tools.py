@@ -19,8 +19,9 @@ from domain.errors import LedgerError
 from runtime.alert_channels import shown_subscription
 from runtime.clock import Clock
 from runtime.ledger import Ledger
-from runtime.proxy_pool import ProxyStore, proxy_rows
+from runtime.proxy_pool import proxy_rows
 from runtime.slots import distribution, planned_jobs
+from runtime.tables import ProxyTable
 
 __all__ = ["SCHEDULE_HOURS", "SCHEDULE_SLOTS", "add_tool_pages"]
 
@@ -33,11 +34,11 @@ RESULTS = DELIVERIES = 50
 
 def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock,
                    lock: threading.RLock) -> None:
-    proxy_stores: list[ProxyStore] = []
+    proxy_stores: list[ProxyTable] = []
 
-    def proxy_store() -> ProxyStore:
+    def proxy_store() -> ProxyTable:
         if not proxy_stores:
-            proxy_stores.append(ProxyStore(ledger.db))
+            proxy_stores.append(ledger.tables.proxies)
         return proxy_stores[0]
 
     add_changes_page(router, kit, ledger, lock)

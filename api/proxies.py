@@ -17,7 +17,8 @@ from pydantic import BaseModel, Field
 from domain.errors import NotFound
 from runtime.clock import Clock
 from runtime.ledger import Ledger
-from runtime.proxy_pool import AddressGuard, ProxyStore, add_proxy, proxy_guard, proxy_rows
+from runtime.proxy_pool import AddressGuard, add_proxy, proxy_guard, proxy_rows
+from runtime.tables import ProxyTable
 
 __all__ = ["build_proxies_router"]
 
@@ -35,12 +36,12 @@ def build_proxies_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
                          read: Callable[..., Any], operate: Callable[..., Any],
                          guard: AddressGuard | None) -> APIRouter:
     router = APIRouter(prefix="/proxies", tags=["proxies"])
-    stores: list[ProxyStore] = []
+    stores: list[ProxyTable] = []
     checked_by = proxy_guard(guard)
 
-    def store() -> ProxyStore:
+    def store() -> ProxyTable:
         if not stores:
-            stores.append(ProxyStore(ledger.db))
+            stores.append(ledger.tables.proxies)
         return stores[0]
 
     def listed() -> list[dict[str, Any]]:

@@ -184,7 +184,7 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
     read, operate = Depends(require("read")), Depends(require("operate"))
     if bot_pages is not None:
         router.include_router(build_bot_router(bot_pages, clock, require("bot"),
-                                               Heartbeats(ledger.db), lease_ttl))
+                                               Heartbeats(ledger.tables.heartbeats), lease_ttl))
     router.include_router(build_schedule_router(ledger, clock, lock, require("read"),
                                                 require("operate")))
     router.include_router(build_alerts_router(ledger, clock, lock, require("read"),
@@ -346,7 +346,7 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
                       "events": [_event(e) for e in call(stream_history, ledger, product.id)]})
 
     # workers -----------------------------------------------------------------------
-    heartbeats = Heartbeats(ledger.db)
+    heartbeats = Heartbeats(ledger.tables.heartbeats)
 
     @router.get("/workers", dependencies=[read], tags=["workers"])
     def workers() -> JSONResponse:

@@ -321,7 +321,7 @@ def main() -> None:
         else:
             facts = json.loads((data / "bench-facts.json").read_text())
             print(f"reusing {data}: {facts['products']:,} products, {facts['jobs']:,} jobs")
-        secret = TokenStore(ledger.db).create("read", "bench", datetime.now(UTC))[0]
+        secret = TokenStore(ledger.tables.tokens).create("read", "bench", datetime.now(UTC))[0]
         server, url = serve(data)
         lists = bench_lists(url, secret, ledger, facts, args.requests)
         stream, polled = bench_stream(url, secret, data, facts["paused_job"], args.events)

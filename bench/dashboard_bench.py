@@ -66,7 +66,7 @@ def main() -> None:
         else:
             facts = json.loads((data / "bench-facts.json").read_text())
         print(f"{facts['products']:,} products, {facts['jobs']:,} jobs, {STORES} stores")
-        secret = TokenStore(ledger.db).create("read", "bench", datetime.now(UTC))[0]
+        secret = TokenStore(ledger.tables.tokens).create("read", "bench", datetime.now(UTC))[0]
         product = ledger.read.product_page(limit=1)[0][0]["product_id"]
         job = facts["paused_job"]
         store = facts["stores"][0]

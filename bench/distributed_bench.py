@@ -31,7 +31,6 @@ from ledger.distributed import Cluster, lag, wait_caught_up  # noqa: E402
 from ledger.settings import Settings  # noqa: E402
 from projections.framework import table_rows  # noqa: E402
 from projections.runner import ProjectionRunner  # noqa: E402
-from streams.resources import create_read_models  # noqa: E402
 from streams.topics import ensure_topics  # noqa: E402
 
 
@@ -75,7 +74,6 @@ def main() -> None:
                                   "LEDGER_DATA_DIR": str(data_dir)})
     ledger = bootstrap(settings)
     try:
-        create_read_models(ledger)
         ensure_topics(settings.broker_servers, 4)
         job = new_job(ledger.app)
         with Cluster(settings, workers=[("project",)], worker_args=["--partitions", "4"]) as cluster:

@@ -108,7 +108,6 @@ def distributed(served: _Served, pg: str) -> dict[str, Any]:
     from ledger.distributed import Cluster, run_until_idle
     from ledger.settings import Settings
     from runtime.clock import SystemClock
-    from streams.resources import create_read_models
 
     broker, address = start_tansu()
     schema = f"bench_mem_{os.getpid()}_{int(time.time())}"
@@ -120,7 +119,6 @@ def distributed(served: _Served, pg: str) -> dict[str, Any]:
     ledger = bootstrap(settings)
     clock = SystemClock()
     try:
-        create_read_models(ledger)
         schedule_pages(ledger, served, PER_HOST, clock.now())
         with Cluster(settings, workers=[("dispatch", "project"), ("crawl",)],
                      worker_args=["--partitions", "4", "--concurrency",

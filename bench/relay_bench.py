@@ -37,12 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ledger_bench import T0, drop, new_ledger, observations  # noqa: E402
 
 from domain.values import CrawlSuccess  # noqa: E402
-from ledger.bootstrap import event_source  # noqa: E402
+from ledger.bootstrap import event_source, wakeup_for  # noqa: E402
 from ledger.settings import Settings, parse_postgres  # noqa: E402
 from streams.relay import ProcessReader, Relay, kafka_producer, wire_value  # noqa: E402
-from streams.relay_position import RelayPositionStore  # noqa: E402
 from streams.topics import topic_for  # noqa: E402
-from streams.wakeup import wakeup_for  # noqa: E402
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "default (gzip, linger 200 ms, 512 KiB batches)": {},
@@ -118,7 +116,7 @@ def bench_peer(servers: list[str], envelopes: list[Any], ledger_id: str) -> floa
 
 def bench_throughput(ledger: Any, servers: list[str], config: dict[str, Any],
                      reader: ProcessReader | None) -> float:
-    positions = RelayPositionStore(ledger.db, name=f"bench_{uuid.uuid4().hex[:6]}")
+    positions = ledger.tables.relay_positions(f"bench_{uuid.uuid4().hex[:6]}")
     relay = Relay(ledger.source, positions, kafka_producer(servers, **config),
                   ledger_id=ledger.identity, reader=reader)
     started = time.perf_counter()
@@ -155,7 +153,7 @@ def bench_latency(ledger: Any, servers: list[str], seconds: float, products: int
     app = ledger.app
     job = new_job(app)
     producer = TimedProducer(kafka_producer(servers))
-    relay = Relay(ledger.source, RelayPositionStore(ledger.db, name="bench_latency"), producer)
+    relay = Relay(ledger.source, ledger.tables.relay_positions("bench_latency"), producer)
     relay.catch_up()
     producer.acks.clear()  # the backlog is not latency
     stop = threading.Event()

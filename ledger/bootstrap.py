@@ -6,13 +6,16 @@ for a driver process that opens its own), and never import this module.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager, nullcontext
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from domain.application import CrawlLedger, LedgerOptions
 from eventstore import Backend, SQLiteBackend
+from eventstore.admin import connection_failed
+from eventstore.side_tables import create_side_tables
 from ledger.crawlers import crawler_for, runner_crawler
 from ledger.redact import redact_url
 from ledger.settings import ConfigError, Settings
@@ -20,12 +23,13 @@ from projections.db import Database, PostgresDatabase, SQLiteDatabase
 from projections.source import NotificationLogSource
 from runtime.components import Components
 from runtime.ledger import Ledger
+from streams.wakeup import PollWakeup, Wakeup
 
 if TYPE_CHECKING:
     from workers.notify import Notifier
 
 __all__ = ["Ledger", "bootstrap", "components", "crawler_for", "event_source", "notifier_for",
-           "runner_crawler"]
+           "runner_crawler", "wakeup_for"]
 
 
 def backend_for(settings: Settings) -> Backend:
@@ -56,6 +60,7 @@ def bootstrap(settings: Settings) -> Ledger:
         except OSError as error:
             raise ConfigError(f"cannot open the event store {redact_url(settings.store)}: "
                               f"{error}") from error
+        create_side_tables(db)  # one migration step: every side table, in one transaction
         ledger = Ledger(app, db, backend, settings.data_dir)
         ledger.create_tables()
         return ledger
@@ -85,12 +90,12 @@ def components(settings: Settings) -> Components:
 
 
 def _postgres_read_db(settings: Settings) -> Database:
-    import psycopg
-
     pg = settings.postgres
     try:
         return PostgresDatabase(pg.conninfo, schema=f"{pg.schema}_read")
-    except psycopg.OperationalError as error:
+    except Exception as error:
+        if not connection_failed(error):
+            raise
         raise _unreachable(settings, error) from error
 
 
@@ -103,15 +108,15 @@ def _creating_tables(settings: Settings) -> AbstractContextManager[None]:
 def _postgres_schema(settings: Settings) -> Iterator[None]:
     """Create the event store's schema and hold the schema lock while the stores create
     their tables (a clear error if PostgreSQL is unreachable)."""
-    import psycopg
-
     from eventstore.locks import postgres_schema_lock
 
     pg = settings.postgres
     try:
         with postgres_schema_lock(pg.conninfo, pg.dbname, pg.schema):
             yield
-    except psycopg.OperationalError as error:
+    except Exception as error:
+        if not connection_failed(error):
+            raise
         raise _unreachable(settings, error) from error
 
 
@@ -119,6 +124,15 @@ def _unreachable(settings: Settings, error: Exception) -> ConfigError:
     pg = settings.postgres
     return ConfigError(f"cannot connect to PostgreSQL at {pg.host}:{pg.port}/{pg.dbname}:"
                        f" {str(error).strip().splitlines()[0]}")
+
+
+def wakeup_for(recorder: Any, conninfo: str | None,
+               stop: threading.Event | None = None) -> Wakeup:
+    """What the relay waits on when idle: LISTEN for a PostgreSQL recorder (the channel
+    it notifies on every insert), polling otherwise."""
+    from eventstore.listen import listener_for  # psycopg only where it is used
+
+    return listener_for(recorder, conninfo) or PollWakeup(stop)
 
 
 @asynccontextmanager

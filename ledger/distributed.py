@@ -218,11 +218,10 @@ class Cluster:
         """Wait until the relay's acknowledged position is the store's head (or TimeoutError)."""
         from ledger.bootstrap import bootstrap
         from streams.relay import relay_status
-        from streams.relay_position import RelayPositionStore
 
         ledger = bootstrap(self.settings)
         try:
-            positions = RelayPositionStore(ledger.db)
+            positions = ledger.tables.relay_positions()
             deadline = time.monotonic() + timeout
             while (status := relay_status(ledger.source, positions))["lag"]:
                 if time.monotonic() > deadline or not self.running().get("relay"):
@@ -264,12 +263,11 @@ def lag(ledger: Ledger, group: str, deployment: str = "") -> dict[str, int]:
     """
     from streams.kafka_projection import projector_offsets
     from streams.relay import relay_status
-    from streams.relay_position import RelayPositionStore
 
-    relay = relay_status(ledger.source, RelayPositionStore(ledger.db))
+    relay = relay_status(ledger.source, ledger.tables.relay_positions())
     from streams.topics import Topics
 
-    applied, published = projector_offsets(ledger.db, group, Topics(deployment))
+    applied, published = projector_offsets(ledger.tables, group, Topics(deployment))
     behind = sum(max(end - applied.get(tp, 0), 0) for tp, end in published.items())
     return {"relay": relay["lag"], "projectors": behind}
 

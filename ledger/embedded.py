@@ -304,7 +304,7 @@ class EmbeddedRunner:
     async def _start(self) -> None:
         await self.db.call(register, self.ledger, self.holder, "embedded", self.concurrency,
                            ["all"], self.clock.now())
-        self._heartbeats = await self.projector.call(Heartbeats, self.ledger.db)
+        self._heartbeats = Heartbeats(self.ledger.tables.heartbeats)
         await self._catch_up()
         if self.recover:
             reaped = await self.db.call(self.scheduler.recover_orphans, self.clock.now())

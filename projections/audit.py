@@ -22,6 +22,7 @@ from typing import Any
 from eventstore.base import Backend, LinkedRow
 from eventstore.chain import GENESIS, next_link
 from projections.db import Database
+from projections.framework import Table
 
 __all__ = ["Checkpoint", "ChainBroken", "StoredChain", "Verdict", "checkpoint", "verify"]
 
@@ -71,11 +72,14 @@ class StoredChain:
         return int(self.recorder.max_notification_id() or 0)
 
 
+CHECKPOINTS = Table(TABLE, ("position",),
+                    {"position": "int", "events": "int", "chain_hash": "text"})
+
+
 def create_table(db: Database) -> None:
     with db.transaction() as tx:
-        tx.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (position {db.column_type('int')} "
-                   f"PRIMARY KEY, events {db.column_type('int')} NOT NULL, "
-                   f"chain_hash {db.column_type('text')} NOT NULL)")
+        for statement in CHECKPOINTS.ddl(db, ""):
+            tx.execute(statement)
 
 
 def checkpoints(db: Database) -> list[Checkpoint]:

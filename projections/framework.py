@@ -20,7 +20,7 @@ from typing import Any
 
 from domain.envelope import Envelope
 from projections.db import Database, Row, Tx
-from projections.search import search_ddl, search_table
+from projections.search import search_table
 
 POSITIONS = "projection_positions"
 Handler = Callable[[Envelope, "Rows"], None]
@@ -38,15 +38,8 @@ class Table:
     search: tuple[str, ...] = ()
 
     def ddl(self, db: Database, prefix: str) -> list[str]:
-        cols = ", ".join(f"{c} {db.column_type(t)}" for c, t in self.columns.items())
-        name = prefix + self.name
-        statements = [f"CREATE TABLE IF NOT EXISTS {name} ({cols}, PRIMARY KEY ({', '.join(self.key)}))"]
-        for index in self.indexes:
-            statements.append(f"CREATE INDEX IF NOT EXISTS {name}_{'_'.join(index)} "
-                              f"ON {name} ({', '.join(index)})")
-        if self.search:
-            statements.extend(search_ddl(db.dialect, name, self.search))
-        return statements
+        """The statements creating this table on `db`'s engine (its adapter renders them)."""
+        return db.table_ddl(prefix + self.name, self.columns, self.key, self.indexes, self.search)
 
 
 class Rows:
@@ -221,9 +214,13 @@ def drop_all(db: Database, projections: Sequence[Projection]) -> None:
             projection.drop_in(db, tx)
 
 
+#: each projection's position in the notification log
+POSITIONS_TABLE = Table(POSITIONS, ("name",), {"name": "text", "position": "int"})
+
+
 def _create_positions(db: Database, tx: Tx) -> None:
-    tx.execute(f"CREATE TABLE IF NOT EXISTS {POSITIONS} (name {db.column_type('text')} "
-               f"PRIMARY KEY, position {db.column_type('int')} NOT NULL)")
+    for statement in POSITIONS_TABLE.ddl(db, ""):
+        tx.execute(statement)
 
 
 def fresh(row: Row | None, env: Envelope) -> bool:

@@ -3,8 +3,8 @@
 A subscription's events (`domain.alert.Subscription`) name its channel only by
 kind and a display form without credentials, query or path secrets
 (`workers.channels.display_url`). The URL itself (an Apprise URL often holds a
-bot token) and the webhook secret live in `alert_channels`, a
-table in the read-model database beside `api_tokens`: an immutable, exported,
+bot token) and the webhook secret live in `alert_channels`, a side table in the
+read-model database beside `api_tokens` (`eventstore.side_tables`): an immutable, exported,
 published log is no place for a credential that may have to be rotated or
 erased. Exporting and importing the log therefore carries subscriptions without
 their channels; deleting the read-model database loses them too.
@@ -23,8 +23,8 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from domain.errors import InvalidInput
-from projections.db import Database
 from runtime.ledger import Ledger
+from runtime.tables import AlertChannelTable
 from workers.channels import Channel, display_url
 from workers.notify import SendOutcome
 
@@ -32,8 +32,6 @@ __all__ = ["AdmittedChannel", "Channel", "ChannelStore", "NewSubscription", "Sen
            "admit_channel", "remove_subscription", "restore_channel", "sample_message",
            "shown_subscription"]
 
-TABLE = "alert_channels"
-POSITIONS = "alert_positions"
 DELIVERY_HEADER = "X-Crawl-Ledger-Delivery"
 
 
@@ -48,41 +46,27 @@ class SenderPort(Protocol):
 
 class ChannelStore:
     """Channel URLs and webhook secrets by subscription id (see the module docstring);
-    also the alert handler's positions in the notification log."""
+    also the alert handler's positions in the notification log. Kept in the side
+    table `alert_channels` (`ledger.tables.alert_channels`)."""
 
-    def __init__(self, db: Database) -> None:
-        self.db = db
-        text, num = db.column_type("text"), db.column_type("int")
-        with db.transaction() as tx:
-            tx.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (subscription_id {text} PRIMARY KEY,"
-                       f" kind {text} NOT NULL, url {text} NOT NULL, secret {text})")
-            tx.execute(f"CREATE TABLE IF NOT EXISTS {POSITIONS} (name {text} PRIMARY KEY, "
-                       f"position {num} NOT NULL)")
+    def __init__(self, table: AlertChannelTable) -> None:
+        self.table = table
 
     def put(self, subscription_id: str, channel: Channel) -> None:
-        with self.db.transaction() as tx:
-            tx.execute(f"INSERT INTO {TABLE} (subscription_id, kind, url, secret) "
-                       "VALUES (?, ?, ?, ?) ON CONFLICT (subscription_id) DO UPDATE SET "
-                       "kind = excluded.kind, url = excluded.url, secret = excluded.secret",
-                       (subscription_id, channel.kind, channel.url, channel.secret))
+        self.table.put(subscription_id, channel.kind, channel.url, channel.secret)
 
     def get(self, subscription_id: str) -> Channel | None:
-        rows = self.db.query(f"SELECT kind, url, secret FROM {TABLE} WHERE subscription_id = ?",
-                             (subscription_id,))
-        return Channel(rows[0]["kind"], rows[0]["url"], rows[0]["secret"]) if rows else None
+        found = self.table.get(subscription_id)
+        return None if found is None else Channel(found.kind, found.url, found.secret)
 
     def delete(self, subscription_id: str) -> None:
-        with self.db.transaction() as tx:
-            tx.execute(f"DELETE FROM {TABLE} WHERE subscription_id = ?", (subscription_id,))
+        self.table.delete(subscription_id)
 
     def position(self, name: str) -> int:
-        rows = self.db.query(f"SELECT position FROM {POSITIONS} WHERE name = ?", (name,))
-        return int(rows[0]["position"]) if rows else 0
+        return self.table.position(name)
 
     def move(self, name: str, position: int) -> None:
-        with self.db.transaction() as tx:
-            tx.execute(f"INSERT INTO {POSITIONS} (name, position) VALUES (?, ?) ON CONFLICT "
-                       "(name) DO UPDATE SET position = excluded.position", (name, position))
+        self.table.move(name, position)
 
 
 @dataclass(frozen=True)

@@ -171,7 +171,7 @@ class AlertStep:
 
     async def channels(self) -> ChannelStore:
         if self._channels is None:
-            self._channels = await self.projector.call(ChannelStore, self.ledger.db)
+            self._channels = ChannelStore(self.ledger.tables.alert_channels)
         return self._channels
 
     async def record(self, envelopes: Sequence[Envelope]) -> list[UUID]:

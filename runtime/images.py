@@ -12,7 +12,7 @@ product events name (`image_requests`) — at most `concurrency` at a time, each
 once per batch however many products show it, through the crawler's guard and
 politeness (`ImagePort`, the `workers.crawler.Crawler`), and records the outcome on
 every product that shows the URL (`CrawlLedger.record_image`: once per product and
-URL change). Each URL is claimed first (`runtime.image_claims`: another step holding
+URL change). Each URL is claimed first (`ledger.tables.image_claims`: another step holding
 it is left to finish), then the products are asked, so neither a read model that lags
 behind nor two drivers at once make a URL be downloaded twice.
 """
@@ -37,8 +37,8 @@ from domain.errors import LedgerError
 from domain.values import ImageFailure, ImageOutcome, Policy
 from runtime.clock import Clock
 from runtime.db_thread import DbThread
-from runtime.image_claims import ImageClaims
 from runtime.ledger import Ledger
+from runtime.tables import ImageClaimTable
 from workers.images import FORMATS, DownloadedImage, open_image, pillow
 
 if TYPE_CHECKING:
@@ -163,7 +163,7 @@ class ImageStep:
     def __init__(self, ledger: Ledger, images: ImagePort, clock: Clock, db: DbThread,
                  projector: DbThread | None = None, store: ImageStore | None = None,
                  concurrency: int = CONCURRENCY, batch: int = BATCH,
-                 claims: ImageClaims | None = None, catch_up: bool = True) -> None:
+                 claims: ImageClaimTable | None = None, catch_up: bool = True) -> None:
         self.ledger = ledger
         self.images = images
         self.clock = clock
@@ -172,7 +172,7 @@ class ImageStep:
         self.store = store or ImageStore(ledger.data_dir)
         self.concurrency = max(1, concurrency)
         self.batch = max(1, batch)
-        self.claims = claims or ImageClaims(ledger.db)
+        self.claims = claims or ledger.tables.image_claims
         self.catching_up = catch_up
         #: URLs another step holds, and until when this step leaves them alone
         self._busy: dict[str, datetime] = {}

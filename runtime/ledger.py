@@ -12,6 +12,7 @@ from pathlib import Path
 
 from domain.application import CrawlLedger
 from eventstore.base import Backend
+from eventstore.side_tables import SideTables
 from projections import Projection, read_models
 from projections.alerts import AlertQueries
 from projections.db import Database
@@ -25,7 +26,9 @@ from runtime.defaults import DEFAULTS
 
 @dataclass
 class Ledger:
-    """The command side (`app`), the read models (`db`, `read`) and the event log (`source`)."""
+    """The command side (`app`), the read models (`db`, `read`), the side tables
+    (`tables`: tokens, claims, channels, heartbeats, positions, offsets) and the event
+    log (`source`)."""
 
     app: CrawlLedger
     db: Database
@@ -34,6 +37,7 @@ class Ledger:
     data_dir: Path
     source: NotificationLogSource = field(init=False)
     read: ReadModel = field(init=False)
+    tables: SideTables = field(init=False)
     _runner: ProjectionRunner | None = field(default=None, init=False, repr=False)
     _identity: str | None = field(default=None, init=False, repr=False)
     _alerts: AlertQueries | None = field(default=None, init=False, repr=False)
@@ -42,6 +46,7 @@ class Ledger:
     def __post_init__(self) -> None:
         self.source = NotificationLogSource(self.app.recorder, self.backend)
         self.read = ReadModel(self.db)
+        self.tables = SideTables(self.db)
 
     @property
     def identity(self) -> str:

@@ -2,9 +2,10 @@
 
 A proxy's events (`domain.proxy.Proxy`) carry only its address. The URL with
 credentials lives in `proxy_urls`, and the per-request health counters in
-`proxy_health`, tables in the read-model database beside `api_tokens` and
-`alert_channels` (see `runtime.alert_channels` for why credentials stay out of an
-immutable, exported, published log). Deleting the read-model database loses them.
+`proxy_health`, side tables beside `api_tokens` and `alert_channels`
+(`ledger.tables.proxies`, a `ProxyTable`; see `runtime.alert_channels` for why
+credentials stay out of an immutable, exported, published log). Deleting the
+read-model database loses them.
 
 `ProxyKeeper.step` is the runtime side of `workers.proxies.ProxyPool`: it records
 the pool's health changes as events, saves its counters, and refreshes the pool
@@ -19,54 +20,16 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from domain.errors import InvalidInput
-from projections.db import Database
 from projections.proxies import ProxyQueries
 from runtime.ledger import Ledger
+from runtime.tables import Counters, ProxyTable
 from workers.addresses import AddressGuard
 from workers.proxies import HealthChange, ProxyConfig, ProxyHealth
 
-__all__ = ["AddressGuard", "PoolPort", "ProxyKeeper", "ProxyStore", "add_proxy", "proxy_guard",
+__all__ = ["AddressGuard", "PoolPort", "ProxyKeeper", "add_proxy", "proxy_guard",
            "proxy_rows"]
 
-URLS = "proxy_urls"
-HEALTH = "proxy_health"
 COUNTERS = ("successes", "failures", "consecutive_failures")
-#: (proxy id, successes, failures, consecutive failures, latency EWMA seconds)
-Counters = tuple[str, int, int, int, float | None]
-
-
-class ProxyStore:
-    """Proxy URLs (with credentials) and health counters by proxy id."""
-
-    def __init__(self, db: Database) -> None:
-        self.db = db
-        text, num, real = db.column_type("text"), db.column_type("int"), db.column_type("real")
-        with db.transaction() as tx:
-            tx.execute(f"CREATE TABLE IF NOT EXISTS {URLS} (proxy_id {text} PRIMARY KEY, "
-                       f"url {text} NOT NULL)")
-            tx.execute(f"CREATE TABLE IF NOT EXISTS {HEALTH} (proxy_id {text} PRIMARY KEY, "
-                       f"successes {num} NOT NULL, failures {num} NOT NULL, "
-                       f"consecutive_failures {num} NOT NULL, latency {real})")
-
-    def put_url(self, proxy_id: str, url: str) -> None:
-        with self.db.transaction() as tx:
-            tx.execute(f"INSERT INTO {URLS} (proxy_id, url) VALUES (?, ?) ON CONFLICT "
-                       "(proxy_id) DO UPDATE SET url = excluded.url", (proxy_id, url))
-
-    def urls(self) -> dict[str, str]:
-        return {r["proxy_id"]: r["url"] for r in self.db.query(f"SELECT * FROM {URLS}")}
-
-    def save_health(self, rows: list[Counters]) -> None:
-        with self.db.transaction() as tx:
-            for row in rows:
-                tx.execute(f"INSERT INTO {HEALTH} (proxy_id, successes, failures, "
-                           "consecutive_failures, latency) VALUES (?, ?, ?, ?, ?) ON CONFLICT "
-                           "(proxy_id) DO UPDATE SET successes = excluded.successes, "
-                           "failures = excluded.failures, consecutive_failures = "
-                           "excluded.consecutive_failures, latency = excluded.latency", row)
-
-    def health(self) -> dict[str, dict[str, Any]]:
-        return {r["proxy_id"]: dict(r) for r in self.db.query(f"SELECT * FROM {HEALTH}")}
 
 
 def proxy_guard(allowed: AddressGuard | None) -> AddressGuard:
@@ -75,7 +38,7 @@ def proxy_guard(allowed: AddressGuard | None) -> AddressGuard:
     return allowed or AddressGuard()
 
 
-async def add_proxy(ledger: Ledger, store: ProxyStore, guard: AddressGuard, url: str,
+async def add_proxy(ledger: Ledger, store: ProxyTable, guard: AddressGuard, url: str,
                     region: str | None, now: datetime) -> UUID:
     """Validate (the URL, its address against the guard), record `Proxy.Added` with the
     address only, then keep the URL beside the log; a refusal records nothing."""
@@ -92,7 +55,7 @@ async def add_proxy(ledger: Ledger, store: ProxyStore, guard: AddressGuard, url:
     return proxy_id
 
 
-def proxy_rows(ledger: Ledger, store: ProxyStore) -> list[dict[str, Any]]:
+def proxy_rows(ledger: Ledger, store: ProxyTable) -> list[dict[str, Any]]:
     """The proxies with their state and counters, without credentials."""
     health = store.health()
     rows = []
@@ -129,7 +92,7 @@ class PoolPort(Protocol):
 class ProxyKeeper:
     """Keeps `pool` in step with the ledger (see the module docstring)."""
 
-    def __init__(self, ledger: Ledger, store: ProxyStore, pool: PoolPort,
+    def __init__(self, ledger: Ledger, store: ProxyTable, pool: PoolPort,
                  now: Callable[[], datetime]) -> None:
         self.ledger, self.store, self.pool, self._now = ledger, store, pool, now
 

@@ -2,7 +2,8 @@
 
 Registration and departure are events (`CrawlLedger.register_worker` /
 `depart_worker`); a heartbeat every `INTERVAL` seconds only updates the worker's row
-in `worker_heartbeats` (the read-model database), so heartbeats never grow the log.
+in the side table `worker_heartbeats`, so heartbeats never grow the log. Which API
+token may speak for a bot worker's name is kept beside it (`ledger.tables.worker_owners`).
 A worker whose last heartbeat is older than three intervals is shown stale.
 """
 
@@ -15,25 +16,21 @@ import socket
 from datetime import datetime, timedelta
 from typing import Any
 
-from domain.timeutil import iso
-from projections.db import Database
 from runtime.ledger import Ledger
+from runtime.tables import HeartbeatTable
 
-__all__ = ["INTERVAL", "Heartbeats", "WorkerOwners", "process_stats", "register", "registry"]
+__all__ = ["INTERVAL", "Heartbeats", "process_stats", "register", "registry"]
 
 #: seconds between heartbeats; three missed ones make a worker stale
 INTERVAL = 10.0
-TABLE = "worker_heartbeats"
-OWNERS = "worker_owners"
 VERSION = "0.1"
 
 
 class Heartbeats:
-    def __init__(self, db: Database) -> None:
-        self.db = db
-        with db.transaction() as tx:
-            tx.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (name TEXT PRIMARY KEY, at TEXT NOT "
-                       "NULL, in_flight INTEGER, rss_bytes INTEGER, cpu_seconds REAL)")
+    """A worker's heartbeat: its row in the side table `worker_heartbeats`."""
+
+    def __init__(self, table: HeartbeatTable) -> None:
+        self.table = table
 
     def beat(self, name: str, in_flight: int, now: datetime,
              helpers: tuple[int, float] = (0, 0.0)) -> None:
@@ -41,40 +38,10 @@ class Heartbeats:
         resident bytes, CPU seconds) of processes working for it (a runner's crawl
         process)."""
         rss, cpu = process_stats()
-        rss, cpu = rss + helpers[0], round(cpu + helpers[1], 3)
-        with self.db.transaction() as tx:
-            tx.execute(f"DELETE FROM {TABLE} WHERE name = ?", (name,))
-            tx.execute(f"INSERT INTO {TABLE} (name, at, in_flight, rss_bytes, cpu_seconds) "
-                       "VALUES (?, ?, ?, ?, ?)", (name, iso(now), in_flight, rss, cpu))
+        self.table.put(name, now, in_flight, rss + helpers[0], round(cpu + helpers[1], 3))
 
     def latest(self) -> dict[str, dict[str, Any]]:
-        return {row["name"]: row for row in self.db.query(f"SELECT * FROM {TABLE}")}
-
-
-class WorkerOwners:
-    """Which API token each bot worker name belongs to: the first token to lease as a
-    name owns it, and only that token may act for it (lease, depart) afterwards. Kept
-    beside the heartbeats: it says who may speak for a worker, not what it did."""
-
-    def __init__(self, db: Database) -> None:
-        self.db = db
-        with db.transaction() as tx:
-            tx.execute(f"CREATE TABLE IF NOT EXISTS {OWNERS} (name TEXT PRIMARY KEY, "
-                       "token_id TEXT NOT NULL)")
-
-    def claim(self, name: str, token_id: str) -> bool:
-        """Whether `name` is `token_id`'s, claiming it when no token has it yet."""
-        with self.db.transaction() as tx:
-            tx.execute(f"INSERT INTO {OWNERS} (name, token_id) VALUES (?, ?) "
-                       "ON CONFLICT (name) DO NOTHING", (name, token_id))
-            rows = tx.execute(f"SELECT token_id FROM {OWNERS} WHERE name = ?", (name,))
-        return bool(rows) and rows[0]["token_id"] == token_id
-
-    def owns(self, name: str, token_id: str) -> bool:
-        """Whether `name` is `token_id`'s (a name no token has claimed is nobody's)."""
-        with self.db.transaction() as tx:
-            rows = tx.execute(f"SELECT token_id FROM {OWNERS} WHERE name = ?", (name,))
-        return bool(rows) and rows[0]["token_id"] == token_id
+        return self.table.latest()
 
 
 def process_stats() -> tuple[int, float]:

@@ -110,14 +110,15 @@ async def heartbeat(res: Resources) -> None:
     if member is None:
         return
     try:
-        await res.call(lambda ledger: Heartbeats(ledger.db).beat(
+        await res.call(lambda ledger: Heartbeats(ledger.tables.heartbeats).beat(
             member, res.in_flight, res.clock.now()))
     except Exception:  # a timer that raises stops the worker; the next beat tries again
         log.exception("worker heartbeat failed")
 
 
 def apply_batch(ledger: Ledger, consumer: str, batch: Sequence[Consumed]) -> int:
-    return apply_consumed(ledger.db, ledger.projections(), consumer, batch, ledger.identity)
+    return apply_consumed(ledger.db, ledger.tables.kafka_offsets, ledger.projections(), consumer,
+                          batch, ledger.identity)
 
 
 async def project(res: Resources, stream: Any, consumer: str) -> None:
@@ -216,7 +217,7 @@ async def unstall(res: Resources, consumer: str, watchdog: StallWatchdog,
     """One watchdog check: seek every stalled partition back to its applied offset."""
     try:
         applied, published = await res.call(
-            lambda ledger: projector_offsets(ledger.db, consumer, res.topics))
+            lambda ledger: projector_offsets(ledger.tables, consumer, res.topics))
         for (topic, partition), offset in sorted(
                 watchdog.stalled(assigned, applied, published).items()):
             log.warning("projection of %s[%d] stalled at offset %d (relay is at %d): "

@@ -4,8 +4,8 @@ A consumer sees only its partitions, so global positions are not contiguous
 for it: the position-based skip of `Projection.apply_batch` does not apply.
 Instead, in one transaction per batch:
 
-- the batch's topic-partition rows in `kafka_offsets` are locked (PostgreSQL
-  `FOR UPDATE`, in a fixed order), so two consumers that briefly own the same
+- the batch's topic-partition rows in the side table `kafka_offsets` are locked
+  (`KafkaOffsetTable.lock`: PostgreSQL `FOR UPDATE`, in a fixed order), so two consumers that briefly own the same
   partition during a rebalance apply its batches one after the other;
 - messages below the stored offset are dropped (redelivery after a restart
   or a seek); per partition only the run of messages that continues exactly
@@ -26,13 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from domain.envelope import Envelope
-from projections.db import Database, Tx
+from projections.db import Database
 from projections.framework import Projection
-from streams.ddl import create_racing
-from streams.relay_position import RelayPositionStore
+from runtime.tables import KafkaOffsetTable, Offsets, SideTables
 from streams.topics import Topics
 
-OFFSETS = "kafka_offsets"
 log = logging.getLogger(__name__)
 
 
@@ -46,39 +44,18 @@ class Consumed:
     envelope: Envelope
 
 
-def create_tables(db: Database, projections: Sequence[Projection]) -> None:
-    text, num = db.column_type("text"), db.column_type("int")
-    with db.transaction() as tx:
-        tx.execute(f"CREATE TABLE IF NOT EXISTS {OFFSETS} (consumer {text} NOT NULL, "
-                   f"topic {text} NOT NULL, part {num} NOT NULL, next_offset {num} NOT NULL, "
-                   f"PRIMARY KEY (consumer, topic, part))")
-    for projection in projections:
-        projection.create(db)
-
-
-def stored_offsets(db: Database, consumer: str) -> dict[tuple[str, int], int]:
-    """Next offset to apply per (topic, partition) for this consumer group."""
-    rows = db.query(f"SELECT topic, part, next_offset FROM {OFFSETS} WHERE consumer = ?",
-                    (consumer,))
-    return {(r["topic"], int(r["part"])): int(r["next_offset"]) for r in rows}
-
-
-def projector_offsets(db: Database, consumer: str, topics: Topics | None = None
-                      ) -> tuple[dict[tuple[str, int], int],
-                                                           dict[tuple[str, int], int]]:
+def projector_offsets(tables: SideTables, consumer: str, topics: Topics | None = None
+                      ) -> tuple[Offsets, Offsets]:
     """(applied, published) per public topic-partition: the next offset applied with the
-    rows, and the relay's acknowledged end (not the broker's: see `RelayPositionStore`).
-    Either side's tables are created if neither process has yet."""
-    positions = RelayPositionStore(db)
-    positions.create()
-    create_racing(lambda: create_tables(db, ()))
+    rows, and the relay's acknowledged end (not the broker's: see `RelayPositionTable`)."""
     public = (topics or Topics()).public
-    published = {tp: end for tp, end in positions.offsets().items() if tp[0] in public}
-    return stored_offsets(db, consumer), published
+    published = {tp: end for tp, end in tables.relay_positions().offsets().items()
+                 if tp[0] in public}
+    return tables.kafka_offsets.stored(consumer), published
 
 
-def apply_consumed(db: Database, projections: Sequence[Projection], consumer: str,
-                   batch: Sequence[Consumed], ledger_id: str | None = None) -> int:
+def apply_consumed(db: Database, offsets: KafkaOffsetTable, projections: Sequence[Projection],
+                   consumer: str, batch: Sequence[Consumed], ledger_id: str | None = None) -> int:
     """Apply a batch in one transaction with its offsets; returns how many were new.
 
     With `ledger_id`, envelopes stamped by another event store (another deployment
@@ -86,17 +63,15 @@ def apply_consumed(db: Database, projections: Sequence[Projection], consumer: st
     if not batch:
         return 0
     with db.transaction() as tx:
-        offsets = _lock_offsets(tx, db, consumer, sorted({(m.topic, m.partition) for m in batch}))
-        fresh = contiguous(batch, offsets)
+        stored = offsets.lock(tx, consumer, sorted({(m.topic, m.partition) for m in batch}))
+        fresh = contiguous(batch, stored)
         envelopes = [m.envelope for m in fresh]
         if ledger_id is not None:
             envelopes = _own(envelopes, ledger_id)
         for projection in projections:
             projection.apply(tx, envelopes)  # the one apply loop, without the position skip
         ends = {(m.topic, m.partition): m.offset + 1 for m in fresh}  # fresh is in offset order
-        tx.executemany(f"UPDATE {OFFSETS} SET next_offset = ? "
-                       f"WHERE consumer = ? AND topic = ? AND part = ?",
-                       [(end, consumer, t, p) for (t, p), end in ends.items()])
+        offsets.advance(tx, consumer, ends)
         return len(fresh)
 
 
@@ -129,19 +104,4 @@ def _own(envelopes: list[Envelope], ledger_id: str) -> list[Envelope]:
     return own
 
 
-def _lock_offsets(tx: Tx, db: Database, consumer: str,
-                  parts: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-    tx.executemany(f"INSERT INTO {OFFSETS} (consumer, topic, part, next_offset) "
-                   f"VALUES (?, ?, ?, 0) ON CONFLICT (consumer, topic, part) DO NOTHING",
-                   [(consumer, t, p) for t, p in parts])
-    lock = " FOR UPDATE" if db.dialect == "postgres" else ""
-    offsets = {}
-    for topic, part in parts:  # sorted: a fixed lock order, no deadlocks
-        rows = tx.execute(f"SELECT next_offset FROM {OFFSETS} WHERE consumer = ? AND topic = ? "
-                          f"AND part = ?{lock}", (consumer, topic, part))
-        offsets[(topic, part)] = int(rows[0]["next_offset"])
-    return offsets
-
-
-__all__ = ["OFFSETS", "Consumed", "apply_consumed", "contiguous", "create_tables", "projector_offsets",
-           "stored_offsets"]
+__all__ = ["Consumed", "apply_consumed", "contiguous", "projector_offsets"]

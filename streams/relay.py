@@ -38,7 +38,7 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from projections.source import EventSource
-from streams.relay_position import Offsets, RelayPositionStore
+from runtime.tables import Offsets, RelayPositionTable
 from streams.relay_reader import (
     Pending,
     ProcessReader,
@@ -121,7 +121,7 @@ class _Gap:
 class Relay:
     """Publishes the notification log to Kafka from its stored position."""
 
-    def __init__(self, source: EventSource, positions: RelayPositionStore, producer: Producer,
+    def __init__(self, source: EventSource, positions: RelayPositionTable, producer: Producer,
                  *, batch_size: int = 2000, gap_timeout: float = 3.0,
                  monotonic: Callable[[], float] = time.monotonic,
                  reconnect: Callable[[], Producer] | None = None, ledger_id: str | None = None,
@@ -137,7 +137,6 @@ class Relay:
         self.reader = reader
         self.gap_timeout = gap_timeout
         self.monotonic = monotonic
-        positions.create()
         stored = positions.load()
         self.position = stored.position
         self.gaps_seen = stored.gaps
@@ -304,9 +303,8 @@ class Relay:
             log.warning("relay: cannot reach the broker yet (%s)", one_line(again))
 
 
-def relay_status(source: EventSource, positions: RelayPositionStore) -> dict[str, Any]:
+def relay_status(source: EventSource, positions: RelayPositionTable) -> dict[str, Any]:
     """Metrics from the stored position and the store's head (no running relay needed)."""
-    positions.create()
     stored = positions.load()
     head = max(source.head(), stored.position)
     return {"position": stored.position, "head": head, "lag": head - stored.position,

@@ -23,10 +23,8 @@ from runtime.db_thread import DbThread
 from runtime.defaults import DEFAULTS
 from runtime.images import ImagePort, ImageStep
 from runtime.ledger import Ledger
-from runtime.proxy_pool import ProxyKeeper, ProxyStore
+from runtime.proxy_pool import ProxyKeeper
 from runtime.work import CrawlerPort
-from streams.ddl import create_racing
-from streams.kafka_projection import create_tables
 from streams.topics import Topics
 
 log = logging.getLogger(__name__)
@@ -57,11 +55,6 @@ class WorkerOptions:
     image_concurrency: int = 4     # image downloads in flight at once per worker
     store_patience: float = 600.0  # seconds an agent's batch waits out an unavailable event store
     clock_file: str | None = None  # a FileClock instead of the system clock (demo only)
-
-
-def create_read_models(ledger: Ledger) -> None:
-    """Create the read-model and offset tables (several workers may start at once)."""
-    create_racing(lambda: create_tables(ledger.db, ledger.projections()))
 
 
 @dataclass
@@ -97,7 +90,6 @@ class Resources:
         with self._ledger_lock:  # the database pool has several threads
             if self._ledger is None:
                 ledger = self.components.open_ledger()
-                create_read_models(ledger)
                 self._ledger = ledger
             return self._ledger
 
@@ -122,7 +114,7 @@ class Resources:
                 egress = getattr(crawler, "egress", None)
                 if egress is not None:
                     self._proxies = await self.call(
-                        lambda ledger: ProxyKeeper(ledger, ProxyStore(ledger.db), egress.pool,
+                        lambda ledger: ProxyKeeper(ledger, ledger.tables.proxies, egress.pool,
                                                    self.clock.now))
                     await self.keep_proxies()  # the pool is known before the first crawl
                 self._crawler = crawler

@@ -122,7 +122,7 @@ def add_alert(args: argparse.Namespace) -> int:
             target = str(ledger.app.get_product(target).id)
         elif kind == "store":
             target = str(ledger.app.get_store(target).id)
-        made = add_subscription(ledger, ChannelStore(ledger.db),
+        made = add_subscription(ledger, ChannelStore(ledger.tables.alert_channels),
                                 NewSubscription(args.name, kind, target, triggers, channel),
                                 utcnow())
     if args.json:
@@ -153,14 +153,14 @@ def list_alerts(args: argparse.Namespace) -> int:
 def set_channel(args: argparse.Namespace) -> int:
     channel = _admitted(_channel(args))
     with open_ledger(fresh=False) as ledger:
-        restored = restore_channel(ledger, ChannelStore(ledger.db), args.subscription_id, channel)
+        restored = restore_channel(ledger, ChannelStore(ledger.tables.alert_channels), args.subscription_id, channel)
     print(f"subscription {restored}: channel set on this ledger")
     return 0
 
 
 def remove_alert(args: argparse.Namespace) -> int:
     with open_ledger(fresh=False) as ledger:
-        remove_subscription(ledger, ChannelStore(ledger.db), args.subscription_id, utcnow())
+        remove_subscription(ledger, ChannelStore(ledger.tables.alert_channels), args.subscription_id, utcnow())
     print(f"subscription {args.subscription_id} removed")
     return 0
 
@@ -171,7 +171,7 @@ def test_alert(args: argparse.Namespace) -> int:
         subscription = ledger.app.get_subscription(args.subscription_id)
         if subscription.removed:
             raise CommandError(f"subscription {subscription.id} is removed")
-        channel = ChannelStore(ledger.db).get(str(subscription.id))
+        channel = ChannelStore(ledger.tables.alert_channels).get(str(subscription.id))
     if channel is None:
         raise CommandError(f"subscription {subscription.id} has no channel on this ledger")
     body, headers = sample_message(str(subscription.id), utcnow())

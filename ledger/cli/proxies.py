@@ -11,7 +11,7 @@ from ledger.cli.errors import CommandError
 from ledger.cli.output import print_json, print_table
 from ledger.embedded import run_loop
 from ledger.settings import Settings
-from runtime.proxy_pool import ProxyStore, add_proxy, proxy_rows
+from runtime.proxy_pool import add_proxy, proxy_rows
 from workers.addresses import AddressGuard
 
 
@@ -63,7 +63,7 @@ def add_cmd(args: argparse.Namespace) -> int:
     url, settings = _url(args), Settings.from_env()
     with open_ledger(fresh=False, create=True) as ledger:
         guard = AddressGuard(settings.allow_networks)
-        proxy_id = run_loop(add_proxy(ledger, ProxyStore(ledger.db), guard, url, args.region,
+        proxy_id = run_loop(add_proxy(ledger, ledger.tables.proxies, guard, url, args.region,
                                       utcnow()))
         address = ledger.app.get_proxy(proxy_id).address
     if args.json:
@@ -75,7 +75,7 @@ def add_cmd(args: argparse.Namespace) -> int:
 
 def list_cmd(args: argparse.Namespace) -> int:
     with open_ledger() as ledger:
-        rows = proxy_rows(ledger, ProxyStore(ledger.db))
+        rows = proxy_rows(ledger, ledger.tables.proxies)
     if args.json:
         print_json([dict(r, id=r["proxy_id"]) for r in rows])
         return 0

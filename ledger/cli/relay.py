@@ -16,7 +16,7 @@ import time
 from functools import partial
 from typing import Any
 
-from ledger.bootstrap import Ledger, bootstrap, event_source
+from ledger.bootstrap import Ledger, bootstrap, event_source, wakeup_for
 from ledger.cli.arguments import number
 from ledger.cli.errors import CommandError
 from ledger.settings import Settings
@@ -28,9 +28,7 @@ from streams.relay import (
     kafka_producer,
     relay_status,
 )
-from streams.relay_position import RelayPositionStore
 from streams.topics import DEFAULT_PARTITIONS, Topics, ensure_topics
-from streams.wakeup import wakeup_for
 
 
 def register(sub: Any) -> None:
@@ -72,7 +70,7 @@ def run_relay(args: argparse.Namespace) -> int:
     wakeup = wakeup_for(ledger.app.recorder, settings.postgres.conninfo, stop)
     # a backlog is read ahead in a child process, off the producer's GIL (streams.relay_reader)
     reader = ProcessReader(partial(event_source, settings))
-    relay = Relay(ledger.source, RelayPositionStore(ledger.db), kafka_producer(servers),
+    relay = Relay(ledger.source, ledger.tables.relay_positions(), kafka_producer(servers),
                   batch_size=args.batch_size, gap_timeout=args.gap_timeout, reconnect=reconnect,
                   ledger_id=ledger.identity, topics=Topics(settings.deployment), reader=reader)
     try:
@@ -98,7 +96,7 @@ def _status_printer(every: float = 10.0) -> Any:
 def show_status(args: argparse.Namespace) -> int:
     ledger = _open(Settings.from_env())
     try:
-        status = relay_status(ledger.source, RelayPositionStore(ledger.db))
+        status = relay_status(ledger.source, ledger.tables.relay_positions())
     finally:
         ledger.close()
     if args.json:

@@ -20,7 +20,7 @@ from ledger.embedded import EmbeddedRunner, RunStats, run_loop
 from ledger.settings import Settings
 from runtime.clock import SystemClock
 from runtime.defaults import DEFAULTS
-from runtime.proxy_pool import ProxyKeeper, ProxyStore
+from runtime.proxy_pool import ProxyKeeper
 from workers.crawler import Crawler
 
 log = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ def keeper_for(ledger: Ledger, crawler: Crawler | CrawlProcess) -> ProxyKeeper |
     """The proxy pool's keeper (creates the tables beside the log; connects)."""
     if crawler.egress is None:
         return None
-    return ProxyKeeper(ledger, ProxyStore(ledger.db), crawler.egress.pool, SystemClock().now)
+    return ProxyKeeper(ledger, ledger.tables.proxies, crawler.egress.pool, SystemClock().now)
 
 
 class Stopping:

@@ -38,6 +38,9 @@ def register(sub: Any) -> None:
     serve.add_argument("--max-connections", type=number(1, 100_000, integer=True),
                        default=200, help="connections and requests in progress; the next "
                                          "request is answered 503 (default 200)")
+    serve.add_argument("--access-log", metavar="PATH", default=None,
+                       help="one JSON line per request, to this file (default "
+                            "<data dir>/access.log); '-' into the server's own log; 'off'")
     serve.set_defaults(handler=run_serve)
     tokens = sub.add_parser("tokens", help="API tokens: create (shown once), list, revoke")
     actions = tokens.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -67,12 +70,14 @@ def _loopback(host: str) -> bool:
 def run_serve(args: argparse.Namespace) -> int:
     from functools import partial
 
+    from api.access_log import AccessLog
     from api.app import create_app
     from api.auth import TokenStore
     from api.http_server import ServerLimits, run_server
     from ledger.bootstrap import notifier_for
     from ledger.crawlers import page_reader
     from ledger.in_use import using
+    from ledger.logs import access_logger
     from ledger.settings import Settings
     from runtime.clock import SystemClock
     from runtime.defaults import DEFAULTS
@@ -84,7 +89,7 @@ def run_serve(args: argparse.Namespace) -> int:
     with using(settings.data_dir), open_ledger(create=True) as ledger, closing(
             BotPages(ledger, page_reader(settings), SystemClock(), forget_after=4 * ttl)
     ) as bot_pages:
-        tokens = TokenStore(ledger.db)
+        tokens = TokenStore(ledger.tables.tokens)
         if not _loopback(args.host) and not tokens.any_live():
             raise CommandError(f"refusing to serve on {args.host} with no API token: create one "
                                "first (crawl-ledger tokens create --scope admin)")
@@ -95,12 +100,16 @@ def run_serve(args: argparse.Namespace) -> int:
                          alert_sender=partial(notifier_for, settings),
                          proxy_guard=AddressGuard(settings.allow_networks),
                          body_timeout=args.body_timeout, bot_pages=bot_pages)
+        access = access_logger(args.access_log or str(settings.data_dir / "access.log"))
+        served = AccessLog(app, access) if access is not None else app
         base = f"http://{args.host}:{args.port}"
         print(f"crawl-ledger on {base}: the dashboard at {base}/ (sign in with a token), the "
-              f"API under {base}/api/v1 (OpenAPI: {base}/openapi.json)", flush=True)
+              f"API under {base}/api/v1 (OpenAPI: {base}/openapi.json)"
+              + (f"; access log: {access.handlers[0].baseFilename}"  # type: ignore[attr-defined]
+                 if access is not None and access.handlers else ""), flush=True)
         # log_config=None: uvicorn's lines go through our structured logging (ledger/logs.py)
         limits = ServerLimits(args.head_timeout, args.keep_alive, args.max_connections)
-        run_server(app, args.host, args.port, limits, log_config=None)
+        run_server(served, args.host, args.port, limits, log_config=None)
     return 0
 
 
@@ -113,10 +122,8 @@ def _probes(ledger: Any) -> Any:
     if settings.broker is None:
         return Probes()
     servers = settings.broker_servers
-    from streams.relay_position import RelayPositionStore
 
-    positions = RelayPositionStore(ledger.db)
-    positions.create()
+    positions = ledger.tables.relay_positions()
 
     def broker() -> str | None:
         host, _, port = servers[0].rpartition(":")
@@ -129,15 +136,15 @@ def _probes(ledger: Any) -> Any:
     return Probes(relay_position=lambda: positions.load().position, broker=broker)
 
 
-def _tokens(db: Any) -> Any:
+def _tokens(ledger: Any) -> Any:
     from api.auth import TokenStore  # FastAPI's package is only imported by these commands
 
-    return TokenStore(db)
+    return TokenStore(ledger.tables.tokens)
 
 
 def create_token(args: argparse.Namespace) -> int:
     with open_ledger(fresh=False, create=True) as ledger:
-        secret, token = _tokens(ledger.db).create(args.scope, args.name, utcnow())
+        secret, token = _tokens(ledger).create(args.scope, args.name, utcnow())
     if args.json:
         print_json({"id": token.token_id, "name": token.name, "scope": token.scope,
                     "token": secret})
@@ -149,7 +156,7 @@ def create_token(args: argparse.Namespace) -> int:
 
 def list_tokens(args: argparse.Namespace) -> int:
     with open_ledger(fresh=False) as ledger:
-        found = _tokens(ledger.db).list()
+        found = _tokens(ledger).list()
     if args.json:
         print_json([vars(t) for t in found])
         return 0
@@ -161,7 +168,7 @@ def list_tokens(args: argparse.Namespace) -> int:
 
 def revoke_token(args: argparse.Namespace) -> int:
     with open_ledger(fresh=False) as ledger:
-        if not _tokens(ledger.db).revoke(args.token_id, utcnow()):
+        if not _tokens(ledger).revoke(args.token_id, utcnow()):
             raise CommandError(f"no live token {args.token_id}")
     print(f"token {args.token_id} revoked")
     return 0

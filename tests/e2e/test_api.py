@@ -36,7 +36,7 @@ T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 @contextmanager
 def serving(ledger: Ledger, **options: Any) -> Iterator[tuple[str, dict[str, str]]]:
     """`create_app(ledger, …, **options)` on a free loopback port, and a token of each scope."""
-    tokens = TokenStore(ledger.db)
+    tokens = TokenStore(ledger.tables.tokens)
     secrets = {scope: tokens.create(scope, scope, T0)[0]
                for scope in ("read", "operate", "admin", "bot")}
     with bot_pages(ledger, options.get("lease_ttl", DEFAULTS.lease_ttl)) as pages, api_server(

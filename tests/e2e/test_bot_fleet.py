@@ -89,7 +89,7 @@ class Serving:
         ledger = bootstrap(Settings.from_env({**LOOPBACK_ENV,
                                               "LEDGER_DATA_DIR": env["LEDGER_DATA_DIR"]}))
         try:
-            tokens = TokenStore(ledger.db)
+            tokens = TokenStore(ledger.tables.tokens)
             self.read = tokens.create("read", "read", T0)[0]
             self.bot = tokens.create("bot", "bot", T0)[0]
         finally:

@@ -90,7 +90,7 @@ def seed(ledger: Ledger, sim: SimulatorThread) -> str:
 def served(ledger: Ledger, pages: BotPages | None = None) -> Iterator[tuple[str, str]]:
     """The API on loopback (its bot path reading pages as `serve` does, or with
     `pages`), and a bot token."""
-    tokens = TokenStore(ledger.db)
+    tokens = TokenStore(ledger.tables.tokens)
     secret = tokens.create("bot", "fleet", T0)[0]
     with bot_pages(ledger) as default:
         app = create_app(ledger, tokens, SystemClock(), bot_pages=pages or default)

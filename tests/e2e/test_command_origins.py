@@ -41,12 +41,12 @@ def test_a_pause_from_each_driver_records_its_actor_surface_and_reason(
                                now=T0)
     jobs = [str(app.schedule_job(kind="catalog", url=f"https://shop.example/{n}.json", now=T0,
                                  store_id=store, every=3600)) for n in ("api", "dash", "cli")]
-    ops_secret = TokenStore(ledger.db).create("operate", "ops-api", T0)[0]
+    ops_secret = TokenStore(ledger.tables.tokens).create("operate", "ops-api", T0)[0]
     with serving(ledger) as (url, _), httpx.Client(base_url=url) as http:
         paused = http.post(f"/api/v1/jobs/{jobs[0]}/pause", params={"reason": "api: shop asked"},
                            headers=bearer(ops_secret))
         assert paused.status_code == 200, paused.text
-        secret = TokenStore(ledger.db).create("operate", "ops-dash", T0)[0]
+        secret = TokenStore(ledger.tables.tokens).create("operate", "ops-dash", T0)[0]
         assert http.post("/login", data={"token": secret, "next": "/"}).status_code == 303
         csrf = re.search(r'name="csrf" value="([^"]+)"', http.get(f"/jobs/{jobs[1]}").text)
         assert csrf is not None
@@ -73,7 +73,7 @@ def test_jobs_show_says_who_paused_a_job_from_the_dashboard(
                                now=T0)
     job = str(app.schedule_job(kind="catalog", url="https://shop.example/all.json", now=T0,
                                store_id=store, every=3600))
-    secret, _ = TokenStore(ledger.db).create("operate", "ops", T0)
+    secret, _ = TokenStore(ledger.tables.tokens).create("operate", "ops", T0)
     with serving(ledger) as (url, _), httpx.Client(base_url=url) as http:
         http.post("/login", data={"token": secret, "next": "/"})
         page = http.get(f"/jobs/{job}").text

@@ -18,7 +18,6 @@ from kafka_fixtures import KAFKA_WARNINGS, pg_store_url, read_topics, tansu_brok
 from ledger.demo import DemoConfig, run_embedded_demo
 from ledger.settings import Settings
 from streams.relay import Relay, kafka_producer
-from streams.relay_position import RelayPositionStore
 from streams.topics import PRODUCTS, ensure_topics
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, KAFKA_WARNINGS, pytest.mark.timeout(180)]
@@ -41,7 +40,7 @@ def published(pg_store_url: str, tansu_broker: str, tmp_path: Path) -> Iterator[
     ledger = run_embedded_demo(settings, DemoConfig(stores=2, cycles=4, seed=3, fault_rate=0.0))
     try:
         ensure_topics(settings.broker_servers, 4)
-        relay = Relay(ledger.source, RelayPositionStore(ledger.db),
+        relay = Relay(ledger.source, ledger.tables.relay_positions(),
                       kafka_producer(settings.broker_servers))
         relay.catch_up()
         relay.producer.close()

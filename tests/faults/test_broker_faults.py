@@ -25,7 +25,7 @@ from kafka_fixtures import (  # noqa: F401
 )
 
 from ledger.bootstrap import Ledger
-from streams.relay_position import RelayPositionStore
+from runtime.tables import RelayPositionTable
 from streams.topics import PUBLIC_TOPICS
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, KAFKA_WARNINGS, pytest.mark.timeout(240)]
@@ -45,8 +45,7 @@ def test_the_relay_process_survives_a_broker_restart(ledger: Ledger, pg_store_ur
     is all there) without exiting."""
     binary, port = require_tansu(), free_port()
     servers = [f"127.0.0.1:{port}"]
-    positions = RelayPositionStore(ledger.db)
-    positions.create()
+    positions = ledger.tables.relay_positions()
     broker = start_tansu(binary, port, tmp_path / "tansu.log")
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")} | {
         "LEDGER_STORE": pg_store_url, "LEDGER_BROKER": f"kafka://{servers[0]}",
@@ -83,7 +82,7 @@ def test_the_relay_process_survives_a_broker_restart(ledger: Ledger, pg_store_ur
         stop_process(broker)
 
 
-def _position(positions: RelayPositionStore) -> int:
+def _position(positions: RelayPositionTable) -> int:
     return positions.load().position
 
 

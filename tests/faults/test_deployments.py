@@ -15,9 +15,8 @@ from ledger.bootstrap import Ledger, bootstrap
 from ledger.settings import ConfigError, Settings
 from projections import read_models
 from streams.app import app_id
-from streams.kafka_projection import Consumed, apply_consumed, create_tables
+from streams.kafka_projection import Consumed, apply_consumed
 from streams.relay import Relay, kafka_producer
-from streams.relay_position import RelayPositionStore
 from streams.topics import Topics, ensure_topics
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, KAFKA_WARNINGS]
@@ -34,7 +33,7 @@ def two_ledgers(tmp_path: Path) -> Iterator[tuple[Ledger, Ledger]]:
 
 def relay_all(ledger: Ledger, servers: list[str], topics: Topics) -> None:
     ensure_topics(servers, 2, topics.all)
-    relay = Relay(ledger.source, RelayPositionStore(ledger.db), kafka_producer(servers),
+    relay = Relay(ledger.source, ledger.tables.relay_positions(), kafka_producer(servers),
                   ledger_id=ledger.identity, topics=topics)
     try:
         relay.catch_up()
@@ -94,11 +93,11 @@ def test_read_models_refuse_another_event_stores_envelopes(
     relay_all(b, servers, Topics())
     messages = read_topics(servers, Topics().public, total)
     assert len(messages) == total
-    create_tables(a.db, read_models())
     # every message on the stores topic, as one consumer would see them in one partition
     batch = [Consumed(topic, 0, offset, env) for offset, (topic, _, env) in enumerate(messages)]
     assert {m.topic for m in batch} == {Topics().stores}
-    assert apply_consumed(a.db, read_models(), "group", batch, a.identity) == total
+    assert apply_consumed(a.db, a.tables.kafka_offsets, read_models(), "group", batch,
+                          a.identity) == total
     stores = {row["store_id"] for row in a.read.stores()}
     own = {e.stream_id for e in a.source.read(0, 1000) if e.stream_type == "Store"}
     check("two deployments, shared topics", {

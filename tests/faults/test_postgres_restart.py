@@ -30,7 +30,7 @@ from kafka_fixtures import (
 from pg_server import private_postgres
 from psycopg.rows import dict_row
 
-from streams.relay_position import POSITION_TABLE
+from eventstore.side_tables.schema import RELAY_POSITION as POSITION_TABLE
 from streams.topics import PUBLIC_TOPICS
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.postgres]

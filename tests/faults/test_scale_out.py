@@ -29,7 +29,6 @@ from ledger.distributed import Cluster, run_until_idle, wait_caught_up
 from ledger.settings import Settings
 from runtime.clock import SystemClock
 from simulator import SimulatorThread
-from streams.resources import create_read_models
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, KAFKA_WARNINGS, pytest.mark.timeout(180)]
 
@@ -52,7 +51,6 @@ def settings(pg_store_url: str, tansu_broker: str, tmp_path: Path) -> Settings: 
 @pytest.fixture
 def ledger(settings: Settings) -> Iterator[Ledger]:
     opened = bootstrap(settings)
-    create_read_models(opened)
     try:
         yield opened
     finally:

@@ -85,7 +85,7 @@ def subscribe(ledger: Ledger, target_kind: str, target: str, triggers: list[dict
         async with build_client(guard=guard) as client:
             return await admit_channel(Notifier(client, guard), channel)
 
-    channels = ChannelStore(ledger.db)
+    channels = ChannelStore(ledger.tables.alert_channels)
     return str(add_subscription(ledger, channels, NewSubscription(
         "test", target_kind, target, triggers, asyncio.run(admitted())), T0))
 
@@ -138,7 +138,7 @@ def test_a_price_drop_sends_one_signed_webhook_once(ledger: Ledger, hook: Receiv
     assert hook.requests[0].key == body["delivery_id"]
 
     again = run(ledger, clock, turns=2)  # the handler again, and a fresh one from position 0
-    ChannelStore(ledger.db).move("alerts", 0)
+    ChannelStore(ledger.tables.alert_channels).move("alerts", 0)
     again += run(ledger, clock)
     assert all(b.triggered == b.delivered == 0 for b in again)
     assert len(hook.requests) == 1
@@ -258,7 +258,7 @@ def test_a_removed_subscription_triggers_nothing_more(ledger: Ledger, hook: Rece
     clock = SimulatedClock(T0 + timedelta(hours=1))
     shop.crawl(clock.now(), a=("30.00", "in_stock"))
     assert run(ledger, clock)[0].triggered == 0
-    assert ChannelStore(ledger.db).get(sub) is not None  # only the runtime helper forgets it
+    assert ChannelStore(ledger.tables.alert_channels).get(sub) is not None  # only the runtime helper forgets it
 
 
 def test_an_apprise_json_url_reaches_the_receiver(ledger: Ledger) -> None:
@@ -328,7 +328,7 @@ def test_a_subscription_recorded_with_a_whole_path_gets_its_channel_back(ledger:
     old = ledger.app.create_subscription(
         name="old", target_kind="search", target="hoodie", triggers=[{"kind": "back_in_stock"}],
         channel_kind="webhook", channel=url, now=T0)
-    channels = ChannelStore(ledger.db)
+    channels = ChannelStore(ledger.tables.alert_channels)
     restored = restore_channel(ledger, channels, str(old),
                                asyncio.run(admitted(Channel("webhook", url, "k"))))
     assert restored == old and channels.get(str(old)) == Channel("webhook", url, "k")

@@ -25,7 +25,7 @@ from ledger.bootstrap import crawler_for
 from ledger.crawl_process import ChildExited, CrawlProcess
 from ledger.settings import Settings
 from runtime.ledger import Ledger
-from runtime.proxy_pool import ProxyKeeper, ProxyStore, add_proxy
+from runtime.proxy_pool import ProxyKeeper, add_proxy
 from workers.addresses import AddressGuard
 
 T = TypeVar("T")
@@ -180,7 +180,7 @@ def test_the_childs_proxy_pool_is_kept_in_step_with_the_ledger(ledger: Ledger,
 
     async def scenario() -> list[str]:
         async with serving(server), CrawlProcess(settings(tmp_path)) as process:
-            keeper = ProxyKeeper(ledger, ProxyStore(ledger.db), process.egress.pool,
+            keeper = ProxyKeeper(ledger, ledger.tables.proxies, process.egress.pool,
                                  lambda: now)
             await add_proxy(ledger, keeper.store, AddressGuard(["127.0.0.0/8"]),
                             f"http://127.0.0.1:{closed_port()}", None, now)
@@ -232,7 +232,7 @@ def test_the_runners_heartbeat_counts_its_crawl_process(ledger: Ledger, tmp_path
 
     child_rss, child_cpu = run(scenario)
     own_rss, own_cpu = process_stats()  # this process's peak and CPU, after the beat
-    [row] = Heartbeats(ledger.db).latest().values()
+    [row] = Heartbeats(ledger.tables.heartbeats).latest().values()
     assert child_rss > 20 * 2**20 and child_cpu > 0  # an interpreter with the crawler loaded
     assert row["rss_bytes"] > own_rss  # its own peak then was at most its peak now
     assert 0 < row["cpu_seconds"] <= own_cpu + child_cpu

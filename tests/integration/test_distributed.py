@@ -29,8 +29,6 @@ from projections.search import index_faults
 from runtime.clock import FileClock, SimulatedClock, SystemClock
 from simulator import SimulatorThread
 from streams.relay import Relay, kafka_producer
-from streams.relay_position import RelayPositionStore
-from streams.resources import create_read_models
 from streams.topics import PUBLIC_TOPICS, ensure_topics
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, KAFKA_WARNINGS, pytest.mark.timeout(240)]
@@ -50,7 +48,6 @@ def dist_settings(pg_store_url: str, tansu_broker: str, tmp_path: Path) -> Setti
 @pytest.fixture
 def dist(dist_settings: Settings) -> Iterator[Ledger]:
     ledger = bootstrap(dist_settings)
-    create_read_models(ledger)
     try:
         yield ledger
     finally:
@@ -117,10 +114,10 @@ def test_projector_reads_again_what_its_consumer_lost(dist: Ledger, dist_setting
     servers = dist_settings.broker_servers
     ensure_topics(servers, 4)
     recorded = seed_stores(dist.app, 60, changes=3)
-    relay = Relay(dist.source, RelayPositionStore(dist.db), kafka_producer(servers))
+    relay = Relay(dist.source, dist.tables.relay_positions(), kafka_producer(servers))
     assert relay.catch_up() == recorded
     group = "crawl-ledger-project"
-    published = RelayPositionStore(dist.db).offsets()
+    published = dist.tables.relay_positions().offsets()
     assert commit_group_at(servers, group, published) == recorded
     args = ["--partitions", "4", "--stall-check", "0.5"]
     with Cluster(dist_settings, workers=[("project",)], worker_args=args, relay=False) as cluster:
@@ -239,7 +236,6 @@ def test_postgres_restart_under_the_distributed_workers(tansu_broker: str,  # no
     with private_postgres() as pg:
         settings = cluster_settings(f"{pg.url}?schema=dist", tansu_broker, tmp_path / "dist")
         ledger = bootstrap(settings)
-        create_read_models(ledger)
         ledger.close()
         with SimulatorThread(stores=3, seed=11) as sim, \
                 Cluster(settings, workers=[("all",), ("all",)], worker_args=args,

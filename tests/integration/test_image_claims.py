@@ -18,7 +18,6 @@ from test_images import T0, crawler, events_of, image_server, record_products
 from ledger.bootstrap import Ledger
 from runtime.clock import SimulatedClock
 from runtime.db_thread import DbThread
-from runtime.image_claims import ImageClaims
 from runtime.images import ImageBatch, ImageStep, image_requests
 
 
@@ -34,14 +33,14 @@ def test_a_url_claimed_by_another_step_is_left_to_it_until_the_claim_runs_out(
         "a": server.url("/a.png"), "a again": server.url("/a.png"), "b": server.url("/b.jpg")})
     clock = SimulatedClock(T0 + timedelta(hours=1))
     # a step in another process, downloading /a.png; claims last 60 s here (600 s live)
-    other = ImageClaims(ledger.db, ttl=60)
+    other = ledger.tables.claims(ttl=60)
     assert other.claim([server.url("/a.png")], clock.now()).urls == {server.url("/a.png")}
 
     async def run() -> list[ImageBatch]:
         db = DbThread(1)
         try:
             async with serving(server), crawler(tmp_path) as found:
-                step = ImageStep(ledger, found, clock, db, claims=ImageClaims(ledger.db, ttl=60))
+                step = ImageStep(ledger, found, clock, db, claims=ledger.tables.claims(ttl=60))
                 first = await step.run()  # leaves /a.png to its holder, and stops
                 assert stored(ledger, list(ids.values())) == [ids["b"]]
                 assert server.paths() == ["/b.jpg"]

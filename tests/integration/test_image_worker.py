@@ -25,7 +25,6 @@ from test_distributed import dist, dist_settings  # noqa: F401
 from ledger.bootstrap import Ledger
 from ledger.distributed import Cluster, cli_command, settings_env
 from ledger.settings import Settings
-from runtime.image_claims import ImageClaims
 from runtime.images import ImageStore
 from simulator import SimulatorThread
 
@@ -67,4 +66,4 @@ def test_the_image_role_and_images_fetch_download_each_image_once(
     assert downloads and set(downloads.values()) == {1}, downloads  # each image once
     assert len(downloads) == len(set(products.values()))
     assert all(ImageStore(settings.data_dir).has(e.payload["sha256"]) for e in recorded)
-    assert ImageClaims(dist.db).held() == {}
+    assert dist.tables.image_claims.held() == {}

@@ -17,7 +17,7 @@ from proxy_fixtures import LoopbackProxy, closed_port
 from domain.envelope import Envelope
 from domain.values import CrawlFailure, CrawlSuccess, CrawlTask, Observation, Policy
 from runtime.ledger import Ledger
-from runtime.proxy_pool import ProxyKeeper, ProxyStore, add_proxy, proxy_rows
+from runtime.proxy_pool import ProxyKeeper, add_proxy, proxy_rows
 from workers.adapters.base import Extraction, Page, Request
 from workers.adapters.registry import Registry
 from workers.addresses import AddressGuard
@@ -89,7 +89,7 @@ def crawling(tmp_path: Path, pool: ProxyPool,
 
 def keeper_for(ledger: Ledger, clock: Clock, max_failures: int = 3) -> ProxyKeeper:
     pool = ProxyPool(clock, max_failures=max_failures, cooldown=300.0)
-    return ProxyKeeper(ledger, ProxyStore(ledger.db), pool, clock.now)
+    return ProxyKeeper(ledger, ledger.tables.proxies, pool, clock.now)
 
 
 async def added(ledger: Ledger, keeper: ProxyKeeper, url: str, region: str | None = None
@@ -259,7 +259,7 @@ def test_a_distributed_crawl_worker_keeps_its_pool_in_step_with_the_ledger(
     settings = settings_for(store_url, tmp_path)
     ledger = bootstrap(settings)
     try:
-        store = ProxyStore(ledger.db)
+        store = ledger.tables.proxies
         proxy_id = str(asyncio.run(add_proxy(ledger, store, LOOPBACK,
                                              f"http://127.0.0.1:{closed_port()}", None, T0)))
         ledger.catch_up()  # the projectors' part

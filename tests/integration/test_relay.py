@@ -27,12 +27,12 @@ from kafka_fixtures import (  # noqa: F401
     wait_for_port,
 )
 
-from ledger.bootstrap import Ledger, event_source
+from eventstore.listen import NotifyWakeup
+from eventstore.side_tables.relay import RelayPositions
+from ledger.bootstrap import Ledger, event_source, wakeup_for
 from ledger.settings import parse_postgres
 from streams.relay import ProcessReader, Relay, kafka_producer
-from streams.relay_position import RelayPositionStore
 from streams.topics import PUBLIC_TOPICS, STORES, ensure_topics
-from streams.wakeup import NotifyWakeup, wakeup_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, KAFKA_WARNINGS]
 
@@ -44,7 +44,7 @@ def ledger(pg_store_url: str, tmp_path: Path) -> Iterator[Ledger]:  # noqa: F811
 
 
 def make_relay(ledger: Ledger, servers: list[str], **kwargs: object) -> Relay:
-    return Relay(ledger.source, RelayPositionStore(ledger.db), kafka_producer(servers),
+    return Relay(ledger.source, ledger.tables.relay_positions(), kafka_producer(servers),
                  **kwargs)  # type: ignore[arg-type]
 
 
@@ -129,7 +129,7 @@ def test_each_stream_lands_where_kafka_pythons_default_partitioner_puts_it(
     ensure_topics(servers, 4)
     seed_stores(ledger.app, 60, changes=2)
     producer = SentPartitions(kafka_producer(servers))
-    relay = Relay(ledger.source, RelayPositionStore(ledger.db), producer,
+    relay = Relay(ledger.source, ledger.tables.relay_positions(), producer,
                   batch_size=50)
     relay.catch_up()
     producer.close()
@@ -141,7 +141,7 @@ def test_each_stream_lands_where_kafka_pythons_default_partitioner_puts_it(
                             for topic, key, _ in acknowledged}
 
 
-class CrashAfterPublish(RelayPositionStore):
+class CrashAfterPublish(RelayPositions):
     """Fails to save the position once: the batch is in Kafka, the position is not."""
 
     crashed = False
@@ -207,7 +207,7 @@ def test_gap_waits_then_is_recorded_and_skipped(ledger: Ledger, tansu_broker: st
     relay.producer.close()
     metrics = relay.metrics()
     assert metrics.position == head and metrics.gaps_seen == 1
-    assert RelayPositionStore(ledger.db).gaps() == [metrics.pending_gap or _gap(ledger, head)]
+    assert ledger.tables.relay_positions().gaps() == [metrics.pending_gap or _gap(ledger, head)]
 
 
 def _hole_after(ledger: Ledger, stores: int, start: int) -> int:
@@ -240,11 +240,11 @@ def test_read_ahead_never_moves_the_position_past_a_gap(
     assert reader is None or reader.answered == 2  # the child read batches 2 and 3
     assert relay.position == hole - 1 and published == hole - 1 - 2 * size > 0
     assert relay.metrics().pending_gap == hole
-    assert RelayPositionStore(ledger.db).load().position == hole - 1
+    assert ledger.tables.relay_positions().load().position == hole - 1
     assert relay.step() == 0 and relay.position == hole - 1  # still waiting for it
     relay.catch_up(timeout=10)
     relay.producer.close()
-    assert relay.position == ledger.source.head() and RelayPositionStore(ledger.db).gaps() == [hole]
+    assert relay.position == ledger.source.head() and ledger.tables.relay_positions().gaps() == [hole]
     head = ledger.source.head()
     ids = {env.position for _, _, env in read_topics(servers, PUBLIC_TOPICS, head - 1)}
     assert ids == set(range(1, head + 1)) - {hole}
@@ -281,12 +281,12 @@ def test_a_failed_flush_discards_the_batch_read_ahead(
     ensure_topics(servers, 2)
     total = seed_stores(ledger.app, 100, changes=1)  # 200 events
     producer = FailingFlush(kafka_producer(servers), fail_on=2)
-    relay = Relay(ledger.source, RelayPositionStore(ledger.db), producer,
+    relay = Relay(ledger.source, ledger.tables.relay_positions(), producer,
                   batch_size=50, reader=reader)
     assert relay.step() == 50
     with pytest.raises(ConnectionError):
         relay.step()  # batch 2 (51..100) sent, not acknowledged; 101..150 read ahead
-    assert relay.position == 50 and RelayPositionStore(ledger.db).load().position == 50
+    assert relay.position == 50 and ledger.tables.relay_positions().load().position == 50
     assert relay.step() == 50 and relay.position == 100  # batch 2 again, from the store
     relay.catch_up()
     producer.close()

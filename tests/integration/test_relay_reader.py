@@ -31,7 +31,6 @@ from domain.envelope import Envelope
 from ledger.bootstrap import Ledger, event_source
 from projections.source import EventSource
 from streams.relay import ProcessReader, Relay, kafka_producer
-from streams.relay_position import RelayPositionStore
 from streams.topics import PUBLIC_TOPICS, ensure_topics
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, KAFKA_WARNINGS]
@@ -51,7 +50,7 @@ def reader_for(url: str, tmp_path: Path) -> ProcessReader:
 
 def relay_with(ledger: Ledger, servers: list[str], reader: ProcessReader,
                batch_size: int, source: EventSource | None = None) -> Relay:
-    return Relay(source or ledger.source, RelayPositionStore(ledger.db),
+    return Relay(source or ledger.source, ledger.tables.relay_positions(),
                  kafka_producer(servers), batch_size=batch_size, ledger_id=ledger.identity,
                  reader=reader)
 
@@ -136,8 +135,7 @@ def test_the_relay_command_stops_its_reader_process(
         tmp_path: Path) -> None:
     """`crawl-ledger relay` runs a reader process; SIGTERM stops both, none is left."""
     seed_stores(ledger.app, 600, changes=4)  # 3,000 events: a backlog of full batches
-    positions = RelayPositionStore(ledger.db)
-    positions.create()
+    positions = ledger.tables.relay_positions()
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")} | {
         "LEDGER_STORE": pg_store_url, "LEDGER_BROKER": f"kafka://{tansu_broker}",
         "LEDGER_DATA_DIR": str(tmp_path / "data")}

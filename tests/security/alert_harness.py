@@ -116,7 +116,7 @@ def opener(allow: list[str]) -> Callable[[], AbstractAsyncContextManager[Notifie
 @contextmanager
 def serving(ledger: Ledger, allow: list[str]) -> Iterator[tuple[str, dict[str, str]]]:
     """The API (alert sender allowing `allow`) on a free loopback port, a token per scope."""
-    tokens = TokenStore(ledger.db)
+    tokens = TokenStore(ledger.tables.tokens)
     secrets = {scope: tokens.create(scope, scope, T0)[0] for scope in ("read", "operate")}
     app = create_app(ledger, tokens, SystemClock(), alert_sender=opener(allow))
     with api_server(app) as url:

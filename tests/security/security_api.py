@@ -16,7 +16,7 @@ from runtime.clock import SystemClock
 @contextmanager
 def api_on_loopback(ledger: Ledger) -> Iterator[tuple[str, TokenStore]]:
     """(the API's base URL, its token store); the server stops on exit."""
-    tokens = TokenStore(ledger.db)
+    tokens = TokenStore(ledger.tables.tokens)
     with bot_pages(ledger) as pages, api_server(create_app(ledger, tokens, SystemClock(),
                                                            bot_pages=pages)) as url:
         yield url, tokens

@@ -308,8 +308,8 @@ def test_an_edited_export_is_refused_by_import_expect(
 @contextmanager
 def serving(ledger: Ledger) -> Iterator[tuple[str, str]]:
     """The API on a free loopback port; (its URL, an admin token)."""
-    secret = TokenStore(ledger.db).create("admin", "admin", T0)[0]
-    with api_server(create_app(ledger, TokenStore(ledger.db), SystemClock())) as url:
+    secret = TokenStore(ledger.tables.tokens).create("admin", "admin", T0)[0]
+    with api_server(create_app(ledger, TokenStore(ledger.tables.tokens), SystemClock())) as url:
         yield url, secret
 
 

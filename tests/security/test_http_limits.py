@@ -86,7 +86,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     data = tmp_path_factory.mktemp("httpsec")
     ledger = bootstrap(Settings.from_env({**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(data)}))
     try:
-        store = TokenStore(ledger.db)
+        store = TokenStore(ledger.tables.tokens)
         tokens = {scope: store.create(scope, scope, T0)[0] for scope in ("read", "bot", "admin")}
     finally:
         ledger.close()

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from projections.db import SQLiteDatabase, Tx, _pieces
+from eventstore.database import SQLiteDatabase, Tx, _pieces
 from projections.framework import Table
 from projections.search import index_faults, search_table
 

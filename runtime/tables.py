@@ -1,0 +1,26 @@
+"""The side tables as drivers see them: the port of `eventstore.side_tables`, reached
+through the ledger (`Ledger.tables`), never created or queried with SQL by a driver."""
+
+from __future__ import annotations
+
+from eventstore.side_tables import (
+    AlertChannelTable,
+    Claim,
+    Counters,
+    HeartbeatTable,
+    ImageClaimTable,
+    KafkaOffsetTable,
+    Offsets,
+    ProxyTable,
+    RelayPositionTable,
+    SideTables,
+    StoredChannel,
+    StoredPosition,
+    Token,
+    TokenTable,
+    WorkerOwnerTable,
+)
+
+__all__ = ["AlertChannelTable", "Claim", "Counters", "HeartbeatTable", "ImageClaimTable",
+           "KafkaOffsetTable", "Offsets", "ProxyTable", "RelayPositionTable", "SideTables",
+           "StoredChannel", "StoredPosition", "Token", "TokenTable", "WorkerOwnerTable"]
