@@ -201,7 +201,7 @@ class BotPages:
             self._forget_stale()
             crawl = self._crawls.pop(lease_id, None)
         taken = len(crawl.pages.pages) if crawl else 0
-        if index > taken or (index > 0 and crawl is None):
+        if index > taken:
             raise Conflict(f"page {index} of lease {lease_id} is out of order (the server "
                            f"has {taken}): start the crawl again")
         if crawl is not None and index < taken:  # a retried submit of a page
