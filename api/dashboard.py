@@ -23,6 +23,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from api.alerts import AlertSender
 from api.auth import Token, allows
 from api.chart import build_chart
 from api.dashboard_kit import PageKit, Refused, first_field
@@ -68,7 +69,8 @@ _env.filters["stock"] = stock
 
 
 def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: threading.RLock,
-                    relay_position: Callable[[], int] | None = None) -> APIRouter:
+                    relay_position: Callable[[], int] | None = None,
+                    alert_sender: AlertSender | None = None) -> APIRouter:
     router = APIRouter(include_in_schema=False)
     queries = DashboardQueries(ledger.db)
     heartbeats = Heartbeats(ledger.db)
@@ -382,7 +384,7 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         return render(request, "workers.html", who, rows=rows)
 
     add_tool_pages(router, PageKit(viewer, render, to_login, acting, refused, call),
-                   ledger, clock, lock)
+                   ledger, clock, lock, alert_sender)
 
     @router.get("/events")
     def events(request: Request, type: str = "", stream: str = "",  # noqa: A002
