@@ -21,7 +21,7 @@ from domain.errors import LedgerError
 from runtime.clock import Clock
 from runtime.ledger import Ledger
 from runtime.proxy_pool import ProxyStore, proxy_rows
-from runtime.slots import distribution, planned_jobs
+from runtime.slots import planned_load
 
 __all__ = ["SCHEDULE_HOURS", "SCHEDULE_SLOTS", "add_tool_pages"]
 
@@ -103,8 +103,7 @@ def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock
         slot = slot if slot in SCHEDULE_SLOTS else 900
         hours = hours if hours in SCHEDULE_HOURS else 24
         with lock:
-            jobs = planned_jobs(ledger)
-        found = distribution(jobs, clock.now(), slot, hours * 3600)
+            found, recurring = planned_load(ledger, clock.now(), slot, hours * 3600)
         return kit.render(request, "schedule.html", who, chart=slot_chart(found), slot=slot,
                       hours=hours, slots=SCHEDULE_SLOTS, horizons=SCHEDULE_HOURS,
-                      recurring=len(jobs))
+                      recurring=recurring)
