@@ -187,34 +187,58 @@ def test_a_new_event_appears_on_the_job_page_without_reload(
 
 def test_product_chart_hover_shows_the_observation(site: tuple[str, dict[str, str]],
                                                    browser: Any, demo: Ledger) -> None:
+    """The chart of the product whose price moved most: a series per option and pricing
+    type in a colour of its own, hover shows old → new with links to the job and the raw
+    page behind the point, the range picker narrows it on the server, and the keyboard
+    reaches every point."""
     url, secrets = site
     visit = Visit(browser, url)
     try:
         visit.sign_in(secrets["read"])
         changed = max(demo.read.products(), key=lambda p: (p["price_changes"] or 0,
                                                            p["observations"] or 0))
+        assert changed["price_changes"] > 0
         page = visit.page
         page.goto("/products?q=" + changed["name"].split()[0])
         page.click(f"a[href='/products/{changed['product_id']}']")
         points = page.locator("circle.point")
-        assert points.count() == changed["observations"]
-        points.nth(points.count() - 1).hover()
+        assert points.count() >= changed["observations"] >= 2
+        places = set(points.evaluate_all("ps => ps.map(p => `${p.getAttribute('cx')},"
+                                         "${p.getAttribute('cy')}`)"))
+        assert len(places) >= 2  # distinguishable points
+        series = page.locator("#chart g.series")
+        colours = series.evaluate_all("gs => gs.map(g => getComputedStyle("
+                                      "g.querySelector('path.price')).stroke)")
+        assert len(set(colours)) == len(colours) == page.locator(".legend .key[data-series]"
+                                                                 ).count()
+        moved = page.locator("circle.point:not([data-old=''])").first
+        old, new = moved.get_attribute("data-old"), moved.get_attribute("data-price")
+        moved.hover()
         tip = page.locator("#tip")
         tip.wait_for(state="visible")
-        assert str(changed["min_price"]) in tip.inner_text()
-        assert tip.locator("a").get_attribute("href", timeout=2000).startswith("/jobs/")
-        page.reload()  # keyboard only: Tab reaches the chart's points and shows the first
-        for _ in range(100):
+        assert f"{old} → {new}" in tip.locator(".tip-change").inner_text()  # old → new
+        assert tip.locator("a.tip-job").get_attribute("href").startswith("/jobs/")
+        raw = page.request.get(tip.locator("a.tip-raw").get_attribute("href"))
+        assert raw.status == 200 and raw.headers["content-type"].startswith("text/plain")
+        assert "sandbox" in raw.headers["content-security-policy"] and raw.body()
+        visit.shot("product")
+        page.click(".ranges a[href$='range=7d']")  # the range picker: a server-side query
+        page.wait_for_url(re.compile(r".*range=7d$"))
+        assert page.get_attribute(".ranges a[aria-current=page]", "href").endswith("range=7d")
+        labels = page.locator("#chart text.xtick").evaluate_all(
+            "ts => ts.map(t => t.textContent)")
+        assert labels and len(labels) == len(set(labels))  # no date label repeats
+        page.goto(f"/products/{changed['product_id']}")
+        for _ in range(100):  # keyboard only: Tab reaches the chart's points, shows the first
             page.keyboard.press("Tab")
             if page.evaluate("document.activeElement.tagName") == "circle":
                 break
         assert page.evaluate("document.activeElement.tagName") == "circle"
         tip.wait_for(state="visible")
         assert points.first.get_attribute("data-price") in tip.inner_text()
-        visit.shot("product")
         page.goto("/products")
         visit.shot("products")
-        assert visit.outside() == []
+        assert visit.outside() == [] and visit.errors == []
     finally:
         visit.close()
 
