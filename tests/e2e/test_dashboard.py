@@ -4,7 +4,9 @@ its executable path) against `serve`'s pages over the demo's data.
 Flows: sign in; filter jobs; bulk-pause three jobs (after a confirmation) and find
 `Paused` in each timeline; pause one job from its page (only the actions its state
 accepts are enabled) and find who did it on the timeline; a bulk cancel asks first and
-"No" changes nothing; hover a point of a product's chart; a new event appears on a job page
+"No" changes nothing; hover a point of a product's chart (old → new, the job and raw
+page behind it, the range picker); add an alert subscription, test it against a
+loopback webhook and remove it (after a confirmation), each showing who did it; a new event appears on a job page
 without a reload; a read-scope user sees no action and is refused if it posts one;
 every page is usable at 1280 px and 390 px, logs no console error or CSP violation
 and loads nothing from outside the server. Each page is screenshotted: into `LEDGER_SCREENSHOTS` when it is set (`make
@@ -24,7 +26,9 @@ from typing import Any
 
 import pytest
 from backends import LOOPBACK_ENV
+from test_alerts_api import loopback_sender
 from test_api import serving
+from webhook_receiver import Receiver, receiver
 
 from ledger.bootstrap import Ledger
 from ledger.demo import DemoConfig, run_embedded_demo
@@ -65,8 +69,15 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ledger]:
 
 
 @pytest.fixture(scope="module")
-def site(demo: Ledger) -> Iterator[tuple[str, dict[str, str]]]:
-    with serving(demo) as served:
+def hook() -> Iterator[Receiver]:
+    """A webhook receiver on loopback: the alert channel the dashboard's test sends to."""
+    with receiver() as found:
+        yield found
+
+
+@pytest.fixture(scope="module")
+def site(demo: Ledger, hook: Receiver) -> Iterator[tuple[str, dict[str, str]]]:
+    with serving(demo, alert_sender=loopback_sender) as served:
         yield served
 
 
@@ -323,8 +334,7 @@ def test_every_page_at_desktop_and_phone_width(site: tuple[str, dict[str, str]],
                 assert visit.page.locator("#changes-drop h2").is_visible()
             if name == "search":  # the product searched for by its name is found
                 assert visit.page.locator(f"#results a[href='/products/{product}']").count()
-            if width == 1280 and name in ("overview", "stores", "workers", "schedule",
-                                          "events", "search", "changes"):
+            if width == 1280:  # every page, into the screenshots folder
                 visit.shot(name)
             if width == 390 and name in ("overview", "jobs"):
                 visit.shot(f"{name}-phone")
@@ -479,6 +489,55 @@ def test_the_overview_counters_follow_the_event_stream(site: tuple[str, dict[str
         finally:
             demo.app.resume(job, datetime.now(UTC))
         visit.shot("overview-live")
+        assert visit.errors == [] and visit.outside() == []
+    finally:
+        visit.close()
+
+
+def test_an_alert_added_tested_and_removed_from_the_dashboard_names_who_did_it(
+        site: tuple[str, dict[str, str]], browser: Any, demo: Ledger, hook: Receiver) -> None:
+    url, secrets = site
+    visit = Visit(browser, url)
+    try:
+        visit.sign_in(secrets["operate"])
+        page = visit.page
+        page.goto("/alerts")
+        form = page.locator("#new-alert")
+        form.locator("input[name=name]").fill("cheaper caps")
+        form.locator("select[name=target_kind]").select_option("search")
+        form.locator("input[name=target]").fill("cap")
+        form.locator("input[name=trigger][value=price_drop]").check()
+        form.locator("input[name=value_price_drop]").fill("5")
+        form.locator("input[name=trigger][value=back_in_stock]").check()
+        form.locator("input[name=url]").fill(hook.url)
+        form.locator("input[name=secret]").fill(hook.secret)
+        form.locator("input[name=reason]").fill("the buyer asked")
+        page.click("#add-alert")
+        page.wait_for_url(f"{url}/alerts")  # redirected after the POST
+        row = page.locator("#subscriptions tbody tr", has_text="cheaper caps")
+        assert row.count() == 1 and "added" in page.inner_text("#flash")
+        assert "by token:operate (operate) via dashboard" in row.inner_text()
+        assert hook.secret not in page.content()
+
+        row.locator("button.test-alert").click()
+        page.wait_for_url(f"{url}/alerts")
+        assert "test delivered" in page.inner_text("#flash")
+        assert any(r.signature_ok for r in hook.requests)
+        assert "by token:operate" in row.locator(".last-test").inner_text()
+        visit.shot("alerts-actions")
+
+        row.locator("button.remove-alert").click()  # asks first; "No" changes nothing
+        page.wait_for_selector("#confirm-yes")
+        page.click("#confirm-no")
+        page.wait_for_url(f"{url}/alerts")
+        assert row.count() == 1
+        row.locator("button.remove-alert").click()
+        page.fill("#confirm input[name=reason]", "season over")
+        page.click("#confirm-yes")
+        page.wait_for_url(f"{url}/alerts")
+        assert row.count() == 0
+        removed = page.locator("#removed tbody tr", has_text="cheaper caps")
+        assert "by token:operate (operate)" in removed.inner_text()
         assert visit.errors == [] and visit.outside() == []
     finally:
         visit.close()
