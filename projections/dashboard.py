@@ -21,6 +21,8 @@ JOB_SORTS = ("next_run_at", "state", "kind", "url", "last_run_at", "runs", "fail
 #: the slot of `DashboardQueries.upcoming` that holds the runs already due
 OVERDUE = "overdue"
 PRODUCT_SORTS = ("name", "min_price", "availability", "last_seen_at", "store_id")
+#: a name filter's matches counted exactly up to this many (beyond: "more")
+TEXT_SCAN = 5000
 
 
 def _like(text: str) -> str:
@@ -63,7 +65,8 @@ class DashboardQueries:
                       max_price: Decimal | None = None, sort: str = "name",
                       offset: int = 0, limit: int = 50) -> tuple[list[Row], int | None]:
         """One page of products and how many match (None when a price bound is set:
-        prices are decimal strings, compared exactly over at most `PRICE_SCAN` rows)."""
+        prices are decimal strings, compared exactly over at most `PRICE_SCAN` rows; and
+        when a name text matches more than `TEXT_SCAN`)."""
         if sort not in PRODUCT_SORTS:
             raise ValueError(f"cannot sort products by {sort!r}: "
                              f"use one of {', '.join(PRODUCT_SORTS)}")
@@ -75,6 +78,14 @@ class DashboardQueries:
         params: list[Any] = [value for _, value in wanted]
         # prices are decimal strings: sorted as numbers
         order = f"{'CAST(min_price AS REAL)' if sort == 'min_price' else sort}, product_id"
+        if min_price is None and max_price is None and text and offset + limit <= TEXT_SCAN:
+            # one scan for the count and the page: the matching ids in order (from the
+            # name index alone when the text is the only filter), whole rows for the page
+            ids = [r["product_id"] for r in self.db.query(
+                f"SELECT product_id FROM current_products WHERE {where} ORDER BY {order} "
+                "LIMIT ?", [*params, TEXT_SCAN + 1])]
+            return (self._products(ids[offset:offset + limit]),
+                    len(ids) if len(ids) <= TEXT_SCAN else None)
         if min_price is None and max_price is None:
             total = self.db.query(f"SELECT COUNT(*) AS n FROM current_products WHERE {where}",
                                   params)
@@ -84,14 +95,17 @@ class DashboardQueries:
         # ids and prices first (from an index in name order), whole rows for the page only
         scanned = self.db.query(f"SELECT product_id, min_price FROM current_products WHERE "
                                 f"{where} ORDER BY {order} LIMIT ?", [*params, PRICE_SCAN])
-        ids = [r["product_id"] for r in scanned
-               if price_within(r["min_price"], min_price, max_price)][offset:offset + limit]
+        return self._products([r["product_id"] for r in scanned if price_within(
+            r["min_price"], min_price, max_price)][offset:offset + limit]), None
+
+    def _products(self, ids: list[str]) -> list[Row]:
+        """These products' rows, in this order."""
         if not ids:
-            return [], None
+            return []
         found = {r["product_id"]: r for r in self.db.query(
             f"SELECT * FROM current_products WHERE product_id IN "
             f"({', '.join('?' for _ in ids)})", ids)}
-        return [_product(found[i]) for i in ids if i in found], None
+        return [_product(found[i]) for i in ids if i in found]
 
     def failing_reasons(self) -> dict[str, int]:
         rows = self.db.query("SELECT last_error_kind AS reason, COUNT(*) AS n FROM job_status "

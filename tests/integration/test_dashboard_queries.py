@@ -46,6 +46,10 @@ def test_dashboard_queries_on_both_backends(ledger: Ledger) -> None:
     assert names(rows) == ["Alpha Kush", "Echo Alpha"] and total == 2  # any case
     rows, total = queries.product_table(text="50%")  # a LIKE wildcard is a character
     assert rows == [] and total == 0
+    rows, total = queries.product_table(text="a", offset=1, limit=2)
+    assert names(rows) == ["Bravo Haze", "Charlie"] and total == 5
+    rows, total = queries.product_table(text="A", sort="min_price")
+    assert names(rows) == ["Charlie", "Alpha Kush", "Delta", "Bravo Haze", "Echo Alpha"]
     rows, total = queries.product_table(min_price=Decimal("7.50"), max_price=Decimal("12"))
     assert names(rows) == ["Alpha Kush", "Bravo Haze", "Charlie", "Delta"] and total is None
     rows, _ = queries.product_table(min_price=Decimal("7.50"), max_price=Decimal("12"),
