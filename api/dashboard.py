@@ -76,6 +76,8 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
     router = APIRouter(include_in_schema=False)
     queries = DashboardQueries(ledger.db)
     heartbeats = Heartbeats(ledger.db)
+    #: the overview's results per hour and the log head they were read at
+    hourly_at: list[Any] = [-1, []]
 
     def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         with lock:
@@ -168,15 +170,16 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         with lock:
             ledger.catch_up()
             head = ledger.source.head()
-            recent = ledger.source.read_types(max(0, head - RECENT_EVENTS), RECENT_EVENTS,
-                                              _HOURLY_TYPES)
+            if hourly_at[0] != head:  # the same log head: the same hours
+                hourly_at[:] = [head, _hourly(ledger.source.read_types(
+                    max(0, head - RECENT_EVENTS), RECENT_EVENTS, _HOURLY_TYPES))]
+            hourly = hourly_at[1]
             counts = ledger.read.job_counts()
             failing = queries.failing_reasons()
             upcoming = queries.upcoming(now)
             workers = registry(ledger, heartbeats, now)
             lag = head - ledger.projection_position()
         relay_lag = None if relay_position is None else max(0, head - relay_position())
-        hourly = _hourly(recent)
         return render(request, "overview.html", who, counts=counts, failing=failing,
                       hourly=hourly, hourly_chart=hourly_chart(hourly), upcoming=upcoming,
                       head=head, lag=lag,
