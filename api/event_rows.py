@@ -34,7 +34,7 @@ def timeline_row(env: Envelope, links: dict[str, tuple[str, str]] | None = None
     reason = payload.get("reason") or payload.get("error_kind") or payload.get("message")
     outcome = payload.get("outcome")
     if isinstance(outcome, dict) and not reason:
-        reason = outcome.get("error_kind") or outcome.get("message")
+        reason = outcome.get("error_kind") or outcome.get("message") or _no_store(outcome)
     if env.event_type.endswith(".PriceChanged"):
         reason = price_change(payload)
     lineage = {k: payload[k] for k in _LINEAGE if payload.get(k)}
@@ -43,6 +43,15 @@ def timeline_row(env: Envelope, links: dict[str, tuple[str, str]] | None = None
             "position": env.position, "stream": env.stream_id, "reason": reason,
             "actor": payload.get("actor"), "surface": payload.get("surface"),
             "lineage": lineage, "payload": payload, "href": href, "name": name}
+
+
+def _no_store(outcome: dict[str, Any]) -> str | None:
+    """A feed result's links to origins with no registered store (not crawled)."""
+    found = outcome.get("no_store")
+    if not isinstance(found, dict):
+        return None
+    return (f"{found.get('links')} link(s) to origins with no registered store, not crawled: "
+            + ", ".join(str(o) for o in found.get("origins") or ()))
 
 
 def price_change(payload: dict[str, Any]) -> str:

@@ -3,10 +3,11 @@
     .venv/bin/python bench/corpus_first_sight.py
 
 For every entry of tests/corpus/manifest.json (product pages) and
-tests/corpus/dispensary/manifest.json (menu payloads) that is not yet committed (not
-in HEAD's manifest) and has no `first_sight`, scores it with the extraction code of
-the checked-out commit and writes the result into the entry. Entries committed
-without one (those added before the rule) and recorded ones are never touched:
+tests/corpus/dispensary/manifest.json (menu payloads) whose `first_sight` is
+`"pending"` (committed so, unseen by any test or bench), or that is not yet committed
+(not in HEAD's manifest) and has none, scores it with the extraction code of the
+checked-out commit and writes the result into the entry. Entries committed without one
+(those added before the rule) and recorded ones are never touched:
 
 - a page: `{"commit": sha, "price": bool, "availability": bool}` (a field only when the
   truth can score it, as in tests/corpus_scoring.judge);
@@ -70,9 +71,7 @@ def record(name: str, first_sight: Any, commit: str, indent: int) -> int:
     """Records the first sight of manifest `name`'s new entries; how many there were."""
     path = corpus_files.MANIFESTS / name
     entries = json.loads(path.read_text(encoding="utf-8"))
-    committed = committed_ids(path)
-    new = [entry for entry in entries
-           if "first_sight" not in entry and entry["id"] not in committed]
+    new = corpus_files.awaiting_first_sight(entries, committed_ids(path))
     missing = corpus_files.presence(new, name).missing
     if missing:  # scoring absent bytes would record a miss the extractor never made
         raise SystemExit(f"no bytes for {', '.join(e['id'] for e in missing)}: "

@@ -9,7 +9,8 @@ then .corpus-cache: see tests/corpus_files.py) (price + currency, availability) 
 `--rounds` timed passes over every page, after one warm-up pass; the passes
 alternate between the two), then the ratios. Then, for the entries that record a
 `first_sight` (pages and menu payloads added since the rule; tests/corpus/README.md),
-how the extractor scored them when each was added beside how it scores them now. Last,
+how the extractor scored them when each was added beside how it scores them now.
+Entries whose first sight is still pending are counted, never scored. Last,
 the generic menu reader alone (platform adapters switched off) on every menu payload of
 tests/corpus/dispensary: the share of the truth's options it finds at their effective
 price, and how far it agrees with the platform adapters.
@@ -58,7 +59,7 @@ def pages_per_second(extractors: dict[str, cs.Extractor], pages: list[tuple[byte
 
 def first_sight_lines(entries: list[dict[str, Any]]) -> list[str]:
     """Per slice of the pages that record a first sight: right at first sight, right now."""
-    seen = [entry for entry in entries if "first_sight" in entry]
+    seen = list(filter(corpus_files.has_first_sight, entries))
     _, now = cs.score(cs.ours, seen)
     rows: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
     for entry in seen:
@@ -85,7 +86,7 @@ def first_sight_lines(entries: list[dict[str, Any]]) -> list[str]:
 def menu_first_sight_lines() -> list[str]:
     """Per platform of the menu payloads that record a first sight: options right then, now."""
     rows: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
-    seen = [entry for entry in ms.manifest() if "first_sight" in entry]
+    seen = list(filter(corpus_files.has_first_sight, ms.manifest()))
     for entry in corpus_files.presence(seen, ms.MENUS).present:
         _, _, prices = ms.found(entry)
         row = rows[entry["platform"]]
@@ -108,7 +109,7 @@ def main() -> None:
     print(found.line())
     if not found.present:
         raise SystemExit("no corpus bytes here: set LEDGER_CORPUS_DIR (see tests/corpus/README.md)")
-    entries = found.present
+    entries = found.scorable
     pages = [(cs.body(e), e["url"]) for e in entries]
     named: dict[str, cs.Extractor] = {"ours": cs.ours, "baseline": cs.baseline}
     scores = {name: cs.score(extract, entries)[0] for name, extract in named.items()}
@@ -134,12 +135,12 @@ def menu_section() -> None:
 
     found = corpus_files.presence(ms.manifest(), ms.MENUS)
     print(f"\nmenu payloads: {found.line()}")
-    if not found.present:
+    if not found.scorable:
         return
-    rows = ms.generic_alone(found.present)
+    rows = ms.generic_alone(found.scorable)
     print(f"{'payload':<16}{'platform':<14}{'products':>10}{'options':>14}{'as written':>12}"
           f"  cross-check with the adapter")
-    for row, entry in zip(rows, found.present, strict=True):
+    for row, entry in zip(rows, found.scorable, strict=True):
         page = Page(url=f"https://corpus.invalid/{entry['id']}", text=ms.text(entry))
         checked = menu_cross_check(page, extract_page(page)[1])
         print(f"{row.entry_id:<16}{row.platform:<14}{row.products:>5}/{row.truth_products:<4}"

@@ -59,6 +59,8 @@ class Chain:
         self.max_new_jobs = max_new_jobs
         #: links/stores left out because the result already chained `max_new_jobs` new jobs
         self.dropped = 0
+        #: feed links to origins where no store is registered, by origin (not crawled)
+        self.unmatched: dict[str, int] = {}
         self.stores: dict[str, Store] = {}
         self.jobs: dict[str, CrawlJob] = {}
 
@@ -121,9 +123,12 @@ class Chain:
         self._child("catalog", catalog_url or self.parent.url, store)
 
     def _feed_link(self, link: str) -> None:
-        store = self._store(str(ids.store_id(ids.origin(link))))
-        if store is not None:
-            self._child("product_page", link, store)
+        origin = ids.origin(link)
+        store = self._store(str(ids.store_id(origin)))
+        if store is None:
+            self.unmatched[origin] = self.unmatched.get(origin, 0) + 1
+            return
+        self._child("product_page", link, store)
 
     def _child(self, kind: str, url: str, store: Store) -> None:
         if store.refuses_work():

@@ -7,7 +7,7 @@ outcomes recorded before it have none and are left out of that figure.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from domain.values import CrawlSuccess, Observation
@@ -20,7 +20,14 @@ def unique_observations(observations: Iterable[Observation]) -> dict[str, Observ
     return seen
 
 
-def outcome_payload(outcome: CrawlSuccess, chain_dropped: int = 0) -> dict[str, Any]:
+#: origins named in a result's `no_store` field (the count covers them all)
+NO_STORE_ORIGINS = 5
+
+
+def outcome_payload(outcome: CrawlSuccess, chain_dropped: int = 0,
+                    unmatched: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """The `Succeeded.outcome` of a result; `unmatched`: feed links whose origin has no
+    registered store, by origin (recorded as `no_store`, so they are not dropped unseen)."""
     dropped = outcome.links_dropped + chain_dropped
     return {
         "http_status": outcome.http_status,
@@ -37,7 +44,13 @@ def outcome_payload(outcome: CrawlSuccess, chain_dropped: int = 0) -> dict[str, 
         # links/stores left out by the fan-out caps (only when there were some)
         **({"dropped": dropped} if dropped else {}),
         **({"extraction": extraction_counts(outcome.observations)} if outcome.observations else {}),
+        **({"no_store": _no_store(unmatched)} if unmatched else {}),
     }
+
+
+def _no_store(unmatched: Mapping[str, int]) -> dict[str, Any]:
+    return {"links": sum(unmatched.values()),
+            "origins": sorted(unmatched)[:NO_STORE_ORIGINS]}
 
 
 #: `workers.adapters.merge`'s price source for a price picked from the page's visible text

@@ -234,7 +234,7 @@ class ResultRecording:
         products, loaded, new_ids = self._product_events(job, outcome, now, loading)
         chain = Chain(cast(Aggregates, self), job, now, self.options.catalog_interval, self.options.max_new_jobs)
         chain.follow(outcome)
-        job.succeed(lease_id, outcome_payload(outcome, chain.dropped), new_ids, now)
+        job.succeed(lease_id, outcome_payload(outcome, chain.dropped, chain.unmatched), new_ids, now)
         aggregates = [job, *products, *chain.aggregates()]
         events = sum(len(a.pending_events) for a in aggregates)
         return Prepared(RecordResult(str(job.id), events=events, products=len(outcome.observations),

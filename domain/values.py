@@ -25,6 +25,20 @@ AVAILABILITIES = (
 #: Availabilities that mean "the store says you cannot buy it now".
 UNAVAILABLE = frozenset({"out_of_stock", "discontinued"})
 
+
+
+def shown_in_stock(in_stock: bool, availability: str | None) -> bool | None:
+    """What readers are told about stock: False once out of stock (the store said so or the
+    product went missing), None while the store has not said (`unknown`), True otherwise.
+
+    The aggregate's own flag starts true and only a miss or an unavailable answer clears
+    it; shown as is, a product whose pages never state stock would read "in stock".
+    """
+    if not in_stock:
+        return False
+    return None if (availability or "unknown") == "unknown" else True
+
+
 JOB_KINDS = ("store_discovery", "entry_point", "catalog", "product_page", "feed")
 
 

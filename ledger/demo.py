@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -24,6 +24,7 @@ from ledger.settings import ConfigError, Settings, parse_postgres
 from runtime.clock import SimulatedClock
 from simulator import FaultConfig, SimulatorThread
 
+#: the simulated clock's start when a caller names none (tests pin it for fixed dates)
 DEMO_START = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 DEMO_SCHEMA = "crawl_ledger_demo"
 MARKER = ".crawl-ledger-demo"
@@ -38,6 +39,22 @@ class DemoConfig:
     concurrency: int = 8
     cycle_seconds: int = 4 * 3600
     crawl_delay: float = 0.02  # the simulator is ours: no need to wait a second between pages
+    start: datetime = DEMO_START
+
+    @property
+    def end(self) -> datetime:
+        """The simulated clock after the last cycle (one interval after its crawl)."""
+        return self.start + timedelta(seconds=self.cycles * self.cycle_seconds)
+
+
+def start_ending_now(config: DemoConfig, now: datetime | None = None) -> datetime:
+    """The start that ends the demo's simulated clock at `now` (the wall clock by default).
+
+    `crawl-ledger demo` uses it, so the dashboard served right after shows the history
+    ending at the moment the demo finished rather than months ago.
+    """
+    wall = (now or datetime.now(UTC)).replace(microsecond=0)
+    return wall - timedelta(seconds=config.cycles * config.cycle_seconds)
 
 
 def demo_settings(base: Settings, config: DemoConfig, store: str | None = None,
@@ -128,7 +145,7 @@ def run_distributed_demo(settings: Settings, config: DemoConfig,
     from streams.resources import create_read_models
 
     settings = allow_simulator(settings)
-    clock = SimulatedClock(DEMO_START)
+    clock = SimulatedClock(config.start)
     clock_file = FileClock(settings.data_dir / "clock.txt")
     clock_file.set(clock.now())
     ledger = bootstrap(settings)
@@ -153,7 +170,7 @@ def run_embedded_demo(settings: Settings, config: DemoConfig,
                       on_cycle: Callable[[int], None] = lambda c: None) -> Ledger:
     """Run the demo on the embedded runner; returns the (open) ledger for reporting."""
     settings = allow_simulator(settings)
-    clock = SimulatedClock(DEMO_START)
+    clock = SimulatedClock(config.start)
     ledger = bootstrap(settings)
     with SimulatorThread(stores=config.stores, seed=config.seed, faults=demo_faults(config)) \
             as sim:

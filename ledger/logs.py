@@ -20,8 +20,10 @@ one-shot commands. Lines go to stderr, which `ledger.redact` masks for secrets.
 
 from __future__ import annotations
 
+import json
 import logging
 import logging.config
+import logging.handlers
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -30,7 +32,7 @@ import structlog
 
 from ledger.settings import ConfigError
 
-__all__ = ["DRIVERS", "configure_logging", "logging_config"]
+__all__ = ["DRIVERS", "access_logger", "configure_logging", "logging_config"]
 
 #: commands that run until stopped and log what they do at INFO by default
 DRIVERS = frozenset({"run", "worker", "relay", "serve", "bot"})
@@ -98,3 +100,39 @@ def configure_logging(env: Mapping[str, str], command: str | None = None) -> Non
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,
     )
+
+
+#: `serve --access-log` values that are not a path
+ACCESS_TO_LOGS, ACCESS_OFF = "-", "off"
+
+
+def access_logger(target: str) -> logging.Logger | None:
+    """The logger `serve`'s access log writes to: a file of JSON lines at `target` (reopened
+    when it is moved, so logrotate works), the process's own logs for `-`, none for `off`.
+
+    A file keeps request lines apart from the server's own log and never blocks the
+    server on a log reader that does not keep up."""
+    if target == ACCESS_OFF:
+        return None
+    logger = logging.getLogger("crawl_ledger.access")
+    logger.setLevel(logging.INFO)
+    for old in list(logger.handlers):
+        logger.removeHandler(old)
+        old.close()
+    if target == ACCESS_TO_LOGS:
+        logger.propagate = True
+        return logger
+    try:
+        handler = logging.handlers.WatchedFileHandler(target, encoding="utf-8")
+    except OSError as refused:
+        raise ConfigError(f"cannot open the access log {target}: {refused.strerror}") from None
+    handler.setFormatter(_JsonLine())
+    logger.addHandler(handler)
+    logger.propagate = False
+    return logger
+
+
+class _JsonLine(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return json.dumps(getattr(record, "access", {"event": record.getMessage()}),
+                          separators=(",", ":"))

@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 from domain.timeutil import iso
+from domain.values import shown_in_stock
 from projections import images
 from projections.db import Database, Row
 from projections.framework import loads
@@ -255,5 +256,5 @@ def _job(row: Row) -> Row:
 
 def _product(row: Row) -> Row:
     out: dict[str, Any] = dict(row, offers=loads(row.get("offers")) or [])
-    out["in_stock"] = bool(row.get("in_stock"))
+    out["in_stock"] = shown_in_stock(bool(row.get("in_stock")), row.get("availability"))
     return out

@@ -14,6 +14,7 @@ from typing import Any
 
 from domain.errors import NotFound
 from domain.timeutil import iso
+from domain.values import shown_in_stock
 from runtime.history import known_at
 from runtime.ledger import Ledger
 
@@ -30,7 +31,8 @@ _JOB = ("kind", "url", "state", "attempt", "interval", "next_run_at", "priority"
 
 def product_as_of(ledger: Ledger, product: Any, at: datetime) -> dict[str, Any]:
     return _as_of(ledger, product, at, _PRODUCT,
-                  lambda found: {"offers": list(found.offers.values())})
+                  lambda found: {"offers": list(found.offers.values()),
+                                 "in_stock": shown_in_stock(found.in_stock, found.availability)})
 
 
 def job_as_of(ledger: Ledger, job: Any, at: datetime) -> dict[str, Any]:

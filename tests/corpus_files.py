@@ -15,7 +15,10 @@ are found at all they skip with one line; under `CI=true` they fail when fewer t
 `CI_PRESENCE` of the entries the shared folder is expected to hold have bytes (in either
 root). Entries with a `first_sight` were added after the shared folder was filled: their
 bytes are copied there only after their change lands, so until then a clean checkout has
-none of them and they are scored where present, counted where not.
+none of them and they are scored where present, counted where not. An entry whose
+`first_sight` is `"pending"` counts the same way, but no test or bench scores it (its
+bytes are still checked against the holdout list and its `sha256`) until
+bench/corpus_first_sight.py has recorded how the extractor saw it first.
 """
 
 from __future__ import annotations
@@ -36,6 +39,27 @@ SHARED = PROJECT.parent / "shared" / "corpus"
 CI_PRESENCE = 0.95
 #: manifest (relative to tests/corpus) -> folder its entries' `file` paths are relative to
 MANIFEST_FOLDERS = {"manifest.json": "", "dispensary/manifest.json": "dispensary"}
+
+
+#: an entry's `first_sight` from when it is added until bench/corpus_first_sight.py records it
+PENDING = "pending"
+
+
+def pending(entry: dict[str, Any]) -> bool:
+    """Whether the entry waits for its first sight: nothing may score it before then."""
+    return entry.get("first_sight") == PENDING
+
+
+def has_first_sight(entry: dict[str, Any]) -> bool:
+    """Whether the entry records a first sight (not one still pending)."""
+    return isinstance(entry.get("first_sight"), dict)
+
+
+def awaiting_first_sight(entries: list[dict[str, Any]], committed: set[str]) -> list[dict[str, Any]]:
+    """The entries bench/corpus_first_sight.py scores: those pending, and those not yet
+    committed (id not in `committed`) that record none."""
+    return [entry for entry in entries if pending(entry)
+            or ("first_sight" not in entry and entry["id"] not in committed)]
 
 
 def expected_in_shared(entry: dict[str, Any]) -> bool:
@@ -97,11 +121,18 @@ class Presence:
             return 1.0 if self.present else 0.0
         return sum(expected_in_shared(e) for e in self.present) / len(expected)
 
+    @property
+    def scorable(self) -> list[dict[str, Any]]:
+        """The present entries a test or bench may score: all but those pending a first sight."""
+        return [entry for entry in self.present if not pending(entry)]
+
     def line(self) -> str:
         total = len(self.present) + len(self.missing)
         said = f"corpus bytes: {len(self.present)} of {total} entries present, {len(self.missing)} without bytes"
         added = [e for e in self.missing if not expected_in_shared(e)]
-        return said + (f" ({len(added)} of them added since, with a first sight)" if added else "")
+        waiting = sum(map(pending, self.present))
+        return (said + (f" ({len(added)} of them added since, with a first sight)" if added else "")
+                + (f"; {waiting} present pending their first sight, not scored" if waiting else ""))
 
 
 def presence(entries: list[dict[str, Any]], manifest_name: str = "manifest.json",
@@ -129,7 +160,8 @@ def verdict(found: Presence, environ: Mapping[str, str] = os.environ) -> str | N
 
 def present_or_skip(entries: list[dict[str, Any]], manifest_name: str = "manifest.json"
                     ) -> list[dict[str, Any]]:
-    """The entries whose bytes are present, for a test; skips or fails as `verdict` says."""
+    """The entries whose bytes are present and whose first sight is not pending, for a test;
+    skips or fails as `verdict` says."""
     import pytest
 
     found = presence(entries, manifest_name)
@@ -138,4 +170,4 @@ def present_or_skip(entries: list[dict[str, Any]], manifest_name: str = "manifes
         pytest.skip(why.removeprefix("skip: "))
     if why is not None:
         pytest.fail(why.removeprefix("fail: "))
-    return found.present
+    return found.scorable

@@ -23,10 +23,21 @@ import corpus_files
 
 from domain.values import Observation
 
-__all__ = ["MENUS", "Row", "extraction", "found", "generic_alone", "hits", "key", "manifest",
+__all__ = ["ADAPTER_FOR", "MENUS", "Row", "extraction", "found", "generic_alone", "hits", "key", "manifest",
            "prices_by_key", "priced", "text", "total"]
 
 MENUS = "dispensary/manifest.json"
+
+#: corpus platform -> the adapter that must claim its payloads; a platform not named here
+#: has no adapter, and its payloads are read by the generic menu reader alone
+ADAPTER_FOR = {
+    "weedmaps": "weedmaps",
+    "dutchie_plus": "dutchie-plus",
+    "dutchie": "dispensary",
+    "sweed": "sweed",
+    "dispense": "dispense",
+    "jane": "jane",
+}
 
 Key = tuple[str, str]
 

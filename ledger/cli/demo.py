@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from datetime import timedelta
+from dataclasses import replace
 from typing import Any
 
 from rich.console import Console
@@ -15,12 +15,12 @@ from ledger.cli.errors import CommandError
 from ledger.cli.output import print_table
 from ledger.cli.progress import LiveStats
 from ledger.demo import (
-    DEMO_START,
     DemoConfig,
     chart_path,
     demo_settings,
     run_distributed_demo,
     run_embedded_demo,
+    start_ending_now,
 )
 from ledger.demo_report import all_envelopes, draw_chart, summarize
 from ledger.in_use import DataDirInUse
@@ -49,6 +49,7 @@ def run_demo(args: argparse.Namespace) -> int:
         raise CommandError("--fault-rate must be between 0 and 1")
     config = DemoConfig(stores=args.stores, cycles=args.cycles, seed=args.seed,
                         fault_rate=args.fault_rate, concurrency=args.concurrency)
+    config = replace(config, start=start_ending_now(config))
     if bool(args.broker) != bool(args.store and args.store.startswith("postgres")):
         raise CommandError("the distributed demo needs both --store postgresql://… and --broker")
     try:
@@ -80,8 +81,7 @@ def spread(ledger: Ledger, config: DemoConfig, console: Console) -> None:
     clock's end) and show the spread score before and after."""
     from runtime.slots import rebalance
 
-    now = DEMO_START + timedelta(seconds=config.cycles * config.cycle_seconds)
-    moves, before, after = rebalance(ledger, now, apply=True)
+    moves, before, after = rebalance(ledger, config.end, apply=True)
     console.print(f"schedule spread (busiest 15-min slot / mean over the next 24 h): "
                   f"{before.score} before rebalance, {after.score} after "
                   f"({len(moves)} next runs moved)", highlight=False)

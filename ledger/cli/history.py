@@ -48,9 +48,12 @@ def describe(env: Envelope) -> str:
     kind = env.event_type.split(".", 1)[1]
     if kind == "Succeeded":
         o = p["outcome"]
+        no_store = o.get("no_store")
         return (f"HTTP {o['http_status']}, {o['items']} items, {o['pages']} page(s), "
                 f"{o['bytes']} bytes, {o['duration']:.2f}s, changed={o['changed']}, "
-                f"{o['extractor_version']}, {len(p['new_products'])} new products")
+                f"{o['extractor_version']}, {len(p['new_products'])} new products"
+                + (f"; {no_store['links']} link(s) to origins with no registered store, not"
+                   f" crawled ({', '.join(no_store['origins'])})" if no_store else ""))
     if kind == "Observed":
         offers = "; ".join(offer_line(o) for o in p["offers"]) or "no offers"
         return f"{p['availability']}: {offers}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from domain.values import shown_in_stock
 from ledger.cli.arguments import number
 from ledger.cli.context import open_ledger
 from ledger.cli.history import (
@@ -62,9 +63,15 @@ def _print_products(rows: list[dict[str, Any]], as_json: bool, wide: bool) -> in
     print_table("products", ["id", "name", "brand", "price", "in stock", "misses", "last seen"],
                 ([shown_id(r["product_id"], wide), r["name"], r["brand"] or "",
                   f"{r['min_price'] or '-'} {r['currency'] or ''}",
-                  "yes" if r["in_stock"] else f"no (since {(r['out_of_stock_since'] or '')[:10]})",
+                  _stock_cell(r["in_stock"], r["out_of_stock_since"]),
                   r["consecutive_misses"], (r["last_seen_at"] or "")[:19]] for r in rows), wide)
     return 0
+
+
+def _stock_cell(in_stock: bool | None, since: str | None) -> str:
+    if in_stock is None:
+        return "unknown"
+    return "yes" if in_stock else f"no (since {(since or '')[:10]})"
 
 
 def show_product(args: argparse.Namespace) -> int:
@@ -81,7 +88,8 @@ def show_product(args: argparse.Namespace) -> int:
           f" {product.category or 'no category'})" + (f"  as of {args.as_of}" if args.as_of else ""))
     print(f"  store {product.store_id}, provider id {product.provider_product_id}"
           + (f", {product.url}" if product.url else ""))
-    stock = ("in stock" if product.in_stock else "OUT OF STOCK"
+    known = shown_in_stock(product.in_stock, product.availability)
+    stock = ("in stock" if known else "stock not stated" if known is None else "OUT OF STOCK"
              + (f" since {product.out_of_stock_since}" if product.out_of_stock_since else ""))
     print(f"  {stock}; {product.observations} observations; misses {product.consecutive_misses}")
     for offer in product.offers.values():

@@ -37,6 +37,9 @@ def register(sub: Any) -> None:
     serve.add_argument("--max-connections", type=number(1, 100_000, integer=True),
                        default=200, help="connections and requests in progress; the next "
                                          "request is answered 503 (default 200)")
+    serve.add_argument("--access-log", metavar="PATH", default=None,
+                       help="one JSON line per request, to this file (default "
+                            "<data dir>/access.log); '-' into the server's own log; 'off'")
     serve.set_defaults(handler=run_serve)
     tokens = sub.add_parser("tokens", help="API tokens: create (shown once), list, revoke")
     actions = tokens.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -66,11 +69,13 @@ def _loopback(host: str) -> bool:
 def run_serve(args: argparse.Namespace) -> int:
     from functools import partial
 
+    from api.access_log import AccessLog
     from api.app import create_app
     from api.auth import TokenStore
     from api.http_server import ServerLimits, run_server
     from ledger.bootstrap import notifier_for
     from ledger.in_use import using
+    from ledger.logs import access_logger
     from ledger.settings import Settings
     from runtime.clock import SystemClock
     from workers.addresses import AddressGuard
@@ -88,12 +93,16 @@ def run_serve(args: argparse.Namespace) -> int:
                          alert_sender=partial(notifier_for, settings),
                          proxy_guard=AddressGuard(settings.allow_networks),
                          body_timeout=args.body_timeout)
+        access = access_logger(args.access_log or str(settings.data_dir / "access.log"))
+        served = AccessLog(app, access) if access is not None else app
         base = f"http://{args.host}:{args.port}"
         print(f"crawl-ledger on {base}: the dashboard at {base}/ (sign in with a token), the "
-              f"API under {base}/api/v1 (OpenAPI: {base}/openapi.json)", flush=True)
+              f"API under {base}/api/v1 (OpenAPI: {base}/openapi.json)"
+              + (f"; access log: {access.handlers[0].baseFilename}"  # type: ignore[attr-defined]
+                 if access is not None and access.handlers else ""), flush=True)
         # log_config=None: uvicorn's lines go through our structured logging (ledger/logs.py)
         limits = ServerLimits(args.head_timeout, args.keep_alive, args.max_connections)
-        run_server(app, args.host, args.port, limits, log_config=None)
+        run_server(served, args.host, args.port, limits, log_config=None)
     return 0
 
 

@@ -1,7 +1,8 @@
 """`crawl-ledger demo` as a user runs it: a child process, its own data dir.
 
-It exits 0, prints the summary and writes a real PNG chart; a second run replaces
-the demo dir cleanly; a `demo` dir it did not create is refused and left alone.
+It exits 0, prints the summary and writes a real PNG chart; its simulated history
+ends when it finishes (a dashboard served afterwards shows today); a second run
+replaces the demo dir cleanly; a `demo` dir it did not create is refused and left alone.
 """
 
 from __future__ import annotations
@@ -9,11 +10,13 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from backends import LOOPBACK_ENV
 from PIL import Image
 
+from domain.timeutil import parse_iso
 from ledger.bootstrap import bootstrap
 from ledger.demo import MARKER
 from ledger.demo_report import all_envelopes
@@ -31,9 +34,13 @@ def _demo(binary: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 
 def _events_in(demo_dir: Path) -> int:
+    return len(_recorded_times(demo_dir))
+
+
+def _recorded_times(demo_dir: Path) -> list[datetime]:
     ledger = bootstrap(Settings.from_env({**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(demo_dir)}))
     try:
-        return sum(1 for _ in all_envelopes(ledger))
+        return [parse_iso(e.recorded_at) for e in all_envelopes(ledger)]
     finally:
         ledger.close()
 
@@ -47,13 +54,20 @@ def _printed_events(stdout: str) -> int:
 def test_demo_prints_a_summary_and_draws_a_png_then_replaces_itself(
         tmp_path: Path, crawl_ledger_bin: str, cli_env: Callable[..., dict[str, str]]) -> None:
     env = cli_env(tmp_path)
+    started = datetime.now(UTC).replace(microsecond=0)
     first = _demo(crawl_ledger_bin, env)
+    finished = datetime.now(UTC)
     assert first.returncode == 0, first.stdout + first.stderr
     for row in SUMMARY_ROWS:
         assert row in first.stdout, (row, first.stdout)
     assert re.search(r"stores discovered\D+3\b", first.stdout), first.stdout
     demo_dir = tmp_path / "demo"
     assert _printed_events(first.stdout) == _events_in(demo_dir) > 0
+    # the simulated clock ends at the wall clock of the demo's start (its cycles lie one
+    # catalog interval, 4 h, apart before it), so nothing is recorded in the future
+    times = _recorded_times(demo_dir)
+    assert started - timedelta(hours=4) <= max(times) <= finished, (started, max(times))
+    assert min(times) >= started - timedelta(hours=4 * 3), min(times)
 
     chart = demo_dir / "price-history.png"
     data = chart.read_bytes()

@@ -48,7 +48,7 @@ def first_sight_and_now(entries: list[dict[str, Any]], verdicts: dict[str, dict[
                         ) -> dict[str, tuple[int, int]]:
     """field -> (right at first sight, right now) over the entries that record one."""
     counts: dict[str, tuple[int, int]] = {}
-    for entry in (e for e in entries if "first_sight" in e):
+    for entry in filter(corpus_files.has_first_sight, entries):
         was = cs.first_sight(entry)
         for field, right in verdicts[entry["id"]].items():
             first, now = counts.get(field, (0, 0))

@@ -61,6 +61,11 @@ def test_failing_crawls_make_stock_unknown_until_a_good_crawl(ledger: Ledger) ->
         assert "http_5xx" in str(payload["last_error"])
     ledger.catch_up()
     assert {r["availability"] for r in ledger.read.products(store_id=str(store_id))} == {"unknown"}
+    # readers are not told "in stock" while the store's stock cannot be seen; the product
+    # last seen out of stock stays out
+    stock = {r["provider_product_id"]: r["in_stock"]
+             for r in ledger.read.products(store_id=str(store_id))}
+    assert stock == {"p0": None, "p1": False}
     statuses = ledger.db.query("SELECT status FROM stock_status")
     assert {r["status"] for r in statuses} == {"unknown"}
 
@@ -72,6 +77,8 @@ def test_failing_crawls_make_stock_unknown_until_a_good_crawl(ledger: Ledger) ->
     rows = {r["provider_product_id"]: r["availability"]
             for r in ledger.read.products(store_id=str(store_id))}
     assert rows == {"p0": "in_stock", "p1": "out_of_stock"}
+    assert {r["provider_product_id"]: r["in_stock"]
+            for r in ledger.read.products(store_id=str(store_id))} == {"p0": True, "p1": False}
     statuses = ledger.db.query("SELECT status FROM stock_status ORDER BY status")
     assert [r["status"] for r in statuses] == ["in_stock", "out_of_stock"]
     assert ledger.runner().catch_up() == 0  # nothing new; a rebuild is checked elsewhere

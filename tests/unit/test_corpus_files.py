@@ -100,3 +100,32 @@ def test_under_ci_missing_tuned_entries_still_fail_beside_added_ones(tmp_path: P
     (tmp_path / listed[1]["file"]).unlink()
     why = cf.verdict(cf.presence(listed, environ=env), env)
     assert why is not None and why.startswith("fail: corpus bytes: 38 of 40 entries present")
+
+
+def test_entries_pending_their_first_sight_count_like_added_ones_but_are_never_scored(tmp_path: Path) -> None:
+    """An entry committed with `"first_sight": "pending"` waits for bench/corpus_first_sight.py:
+    CI does not expect its bytes in the shared folder, and no test is handed it to score."""
+    tuned = entries(19)
+    waiting = [{**entry, "first_sight": cf.PENDING} for entry in entries(22)[19:]]
+    for entry in tuned + waiting[:1]:
+        store(tmp_path, entry)
+    env = {"LEDGER_CORPUS_DIR": str(tmp_path), "CI": "true"}
+    found = cf.presence(tuned + waiting, environ=env)
+    assert cf.verdict(found, env) is None
+    assert [e["id"] for e in found.present][-1] == "t19"
+    assert [e["id"] for e in found.scorable] == [e["id"] for e in tuned]
+    assert found.line() == ("corpus bytes: 20 of 22 entries present, 2 without bytes "
+                            "(2 of them added since, with a first sight); "
+                            "1 present pending their first sight, not scored")
+    assert [cf.pending(e) for e in (tuned[0], waiting[0])] == [False, True]
+    assert not cf.has_first_sight(waiting[0])
+    assert cf.has_first_sight({**tuned[0], "first_sight": {"commit": "0" * 40, "price": True}})
+
+
+def test_the_first_sight_script_scores_pending_and_uncommitted_entries_only() -> None:
+    recorded = {"commit": "0" * 40, "price": False}
+    listed: list[dict[str, Any]] = [{"id": "tuned"}, {"id": "recorded", "first_sight": recorded},
+                                    {"id": "waiting", "first_sight": cf.PENDING}, {"id": "new"}]
+    chosen = cf.awaiting_first_sight(listed, committed={"tuned", "recorded", "waiting"})
+    assert [e["id"] for e in chosen] == ["waiting", "new"]
+    assert cf.awaiting_first_sight(listed, committed={"tuned", "recorded", "waiting", "new"}) == [listed[2]]
