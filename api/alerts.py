@@ -1,7 +1,9 @@
 """`/api/v1/alerts`: price and stock alert subscriptions over HTTP (`runtime/alerts.py`).
 
 `GET /alerts` (read), `POST /alerts` (operate), `GET /alerts/{id}` with its latest
-deliveries (read), `DELETE /alerts/{id}` and `POST /alerts/{id}/test` (operate). A
+deliveries (read), `DELETE /alerts/{id}` and `POST /alerts/{id}/test` (operate). Each
+change is a command of the one dispatcher (`runtime.commands`) whose events name the
+token as the actor, `api` as the surface and the optional `reason`. A
 channel's URL and secret go in and never come out: responses show the channel's
 display form only. A channel is refused unless the sender's egress policy
 admits it (`workers.channels`).
@@ -14,23 +16,23 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Query
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field
 
+from api.auth import Token
 from domain.errors import InvalidInput, NotFound
 from runtime.alert_channels import (
     Channel,
-    ChannelStore,
     NewSubscription,
     SenderPort,
-    add_subscription,
     admit_channel,
-    remove_subscription,
+    channel_to_test,
     sample_message,
     shown_subscription,
 )
 from runtime.clock import Clock
+from runtime.commands import AddSubscription, Origin, RemoveSubscription, TestAlert, token_origin
 from runtime.ledger import Ledger
 
 __all__ = ["AlertSender", "build_alerts_router"]
@@ -62,12 +64,12 @@ def build_alerts_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
                         read: Callable[..., Any], operate: Callable[..., Any],
                         sender: AlertSender | None) -> APIRouter:
     router = APIRouter(prefix="/alerts", tags=["alerts"])
-    channels: list[ChannelStore] = []
+    # defaults, not `Annotated`: the annotations are strings resolved in module scope
+    operator = Depends(operate)
+    why = Query(None, max_length=500)
 
-    def store() -> ChannelStore:
-        if not channels:
-            channels.append(ChannelStore(ledger.tables.alert_channels))
-        return channels[0]
+    def by(token: Token, reason: str | None) -> Origin:
+        return token_origin(token.name, token.scope, "api", reason)
 
     def shown(subscription_id: str) -> dict[str, Any]:
         ledger.catch_up()
@@ -83,8 +85,9 @@ def build_alerts_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
             ledger.catch_up()
             return [shown_subscription(r) for r in ledger.alerts.subscriptions()]
 
-    @router.post("", dependencies=[Depends(operate)], status_code=201)
-    async def create(body: SubscriptionIn) -> dict[str, Any]:
+    @router.post("", status_code=201)
+    async def create(body: SubscriptionIn, token: Token = operator,
+                     reason: str | None = why) -> dict[str, Any]:
         if sender is None:
             raise InvalidInput("this server has no alert sender: alerts cannot be added here")
         async with sender() as notifier:
@@ -92,33 +95,42 @@ def build_alerts_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
                 body.channel.kind, body.channel.url, body.channel.secret))
         new = NewSubscription(body.name, body.target_kind, body.target,
                               [t.model_dump() for t in body.triggers], admitted)
-        return await run_in_threadpool(_add, new)
+        return await run_in_threadpool(_add, new, by(token, reason))
 
-    def _add(new: NewSubscription) -> dict[str, Any]:
+    def _add(new: NewSubscription, origin: Origin) -> dict[str, Any]:
         with lock:
-            return shown(str(add_subscription(ledger, store(), new, clock.now())))
+            made = ledger.commands.send(AddSubscription(new, origin), clock.now())
+            return shown(str(made))
 
     @router.get("/{subscription_id}", dependencies=[Depends(read)])
     def show(subscription_id: str) -> dict[str, Any]:
         with lock:
             return shown(str(ledger.app.get_subscription(subscription_id).id))
 
-    @router.delete("/{subscription_id}", dependencies=[Depends(operate)])
-    def remove(subscription_id: str) -> dict[str, Any]:
+    @router.delete("/{subscription_id}")
+    def remove(subscription_id: str, token: Token = operator,
+               reason: str | None = why) -> dict[str, Any]:
         with lock:
-            remove_subscription(ledger, store(), subscription_id, clock.now())
+            ledger.commands.send(RemoveSubscription(subscription_id, by(token, reason)),
+                                 clock.now())
             return shown(str(ledger.app.get_subscription(subscription_id).id))
 
-    @router.post("/{subscription_id}/test", dependencies=[Depends(operate)])
-    async def test(subscription_id: str) -> dict[str, Any]:
+    @router.post("/{subscription_id}/test")
+    async def test(subscription_id: str, token: Token = operator,
+                   reason: str | None = why) -> dict[str, Any]:
+        """Send a sample alert to the subscription's channel; the outcome is recorded
+        (`Subscription.Tested`) with who asked."""
         with lock:
-            subscription = ledger.app.get_subscription(subscription_id)
-            channel = store().get(str(subscription.id))
-        if subscription.removed or channel is None or sender is None:
-            raise InvalidInput(f"subscription {subscription.id} has no channel to test here")
-        body, headers = sample_message(str(subscription.id), clock.now())
+            found, channel = channel_to_test(ledger.app, ledger.commands.channels(),
+                                             subscription_id)
+        if sender is None:
+            raise InvalidInput(f"subscription {found} has no channel to test here")
+        body, headers = sample_message(str(found), clock.now())
         async with sender() as notifier:
             outcome = await notifier.send(channel, body, headers)
+        with lock:
+            ledger.commands.send(TestAlert(found, outcome.ok, outcome.status, outcome.error,
+                                           by(token, reason)), clock.now())
         return {"delivered": outcome.ok, "status": outcome.status, "error": outcome.error}
 
     return router

@@ -235,7 +235,8 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
                        prefix="/api/v1")
     app.include_router(build_images_router(ImageStore(ledger.data_dir),
                                            requirement(tokens, sessions)))
-    app.include_router(build_dashboard(ledger, sessions, clock, lock, probes.relay_position))
+    app.include_router(build_dashboard(ledger, sessions, clock, lock, probes.relay_position,
+                                       alert_sender))
     app.mount("/static", StaticFiles(packages=[("api", "static")]), name="static")
     add_docs(app)
     return app

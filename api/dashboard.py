@@ -14,17 +14,19 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from api.alerts import AlertSender
 from api.auth import Token, allows
-from api.chart import build_chart
+from api.chart import RANGES, build_chart
 from api.dashboard_kit import PageKit, Refused, first_field
 from api.dashboard_tools import add_tool_pages
 from api.event_rows import event_page, stream_links, timeline_row
@@ -47,6 +49,7 @@ from runtime.commands import (
 )
 from runtime.history import stream_history
 from runtime.ledger import Ledger
+from runtime.raw_pages import page_behind
 from runtime.registry import Heartbeats, registry
 
 __all__ = ["FORM_MAX_BYTES", "STATIC", "build_dashboard"]
@@ -68,10 +71,13 @@ _env.filters["stock"] = stock
 
 
 def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: threading.RLock,
-                    relay_position: Callable[[], int] | None = None) -> APIRouter:
+                    relay_position: Callable[[], int] | None = None,
+                    alert_sender: AlertSender | None = None) -> APIRouter:
     router = APIRouter(include_in_schema=False)
     queries = DashboardQueries(ledger.db)
     heartbeats = Heartbeats(ledger.tables.heartbeats)
+    #: the overview's results per hour and the log head they were read at
+    hourly_at: list[Any] = [-1, []]
 
     def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         with lock:
@@ -164,15 +170,16 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         with lock:
             ledger.catch_up()
             head = ledger.source.head()
-            recent = ledger.source.read_types(max(0, head - RECENT_EVENTS), RECENT_EVENTS,
-                                              _HOURLY_TYPES)
+            if hourly_at[0] != head:  # the same log head: the same hours
+                hourly_at[:] = [head, _hourly(ledger.source.read_types(
+                    max(0, head - RECENT_EVENTS), RECENT_EVENTS, _HOURLY_TYPES))]
+            hourly = hourly_at[1]
             counts = ledger.read.job_counts()
             failing = queries.failing_reasons()
             upcoming = queries.upcoming(now)
             workers = registry(ledger, heartbeats, now)
             lag = head - ledger.projection_position()
         relay_lag = None if relay_position is None else max(0, head - relay_position())
-        hourly = _hourly(recent)
         return render(request, "overview.html", who, counts=counts, failing=failing,
                       hourly=hourly, hourly_chart=hourly_chart(hourly), upcoming=upcoming,
                       head=head, lag=lag,
@@ -294,6 +301,24 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         who[0].flash = {job_id: f"{action}: done"}
         return RedirectResponse(f"/jobs/{job_id}", status_code=303)
 
+    @router.get("/jobs/{job_id}/raw")
+    def raw_page(request: Request, job_id: str, at: str = "") -> Response:
+        """The page a run of this job stored (the chart's points link here), as plain
+        text in a sandbox: a crawled page is never rendered on this origin."""
+        who = viewer(request)
+        if who is None:
+            return to_login(request)
+        try:
+            when = datetime.fromisoformat(at) if at else clock.now()
+            with lock:
+                found = page_behind(ledger, job_id, when)
+        except (LedgerError, ValueError) as error:
+            return refused(request, Refused(404, str(error)))
+        return Response(found.body, media_type="text/plain; charset=utf-8", headers={
+            **_HEADERS, "Content-Security-Policy": "default-src 'none'; sandbox",
+            "X-Crawl-Ledger-Raw-Ref": found.raw_ref,
+            "Content-Disposition": f'inline; filename="{found.raw_ref.split(":")[-1]}.txt"'})
+
     @router.get("/stores")
     def stores(request: Request) -> Response:
         who = viewer(request)
@@ -354,7 +379,8 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
                       sorts=PRODUCT_SORTS, query=_query(filters))
 
     @router.get("/products/{product_id}")
-    def product(request: Request, product_id: str) -> Response:
+    def product(request: Request, product_id: str,
+                chart_range: str = Query("all", alias="range")) -> Response:
         who = viewer(request)
         if who is None:
             return to_login(request)
@@ -367,9 +393,10 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
                 history = stream_history(ledger, found.id)
         except (LedgerError, ValueError) as error:
             return refused(request, Refused(404, str(error)))
+        chart_range = chart_range if chart_range in RANGES else "all"
         return render(request, "product.html", who, product=status, product_id=str(found.id),
-                      image=image,
-                      chart=build_chart(history),
+                      image=image, chart=build_chart(history, chart_range),
+                      chart_range=chart_range, ranges=_RANGE_LABELS,
                       history=[timeline_row(e) for e in history[-50:]])
 
     @router.get("/workers")
@@ -382,7 +409,7 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         return render(request, "workers.html", who, rows=rows)
 
     add_tool_pages(router, PageKit(viewer, render, to_login, acting, refused, call),
-                   ledger, clock, lock)
+                   ledger, clock, lock, alert_sender)
 
     @router.get("/events")
     def events(request: Request, type: str = "", stream: str = "",  # noqa: A002
@@ -427,6 +454,9 @@ def _decimal(text: str) -> Decimal | None:
 def _query(filters: dict[str, str]) -> str:
     return urlencode({k: v for k, v in filters.items() if v})
 
+
+#: the product chart's ranges as its picker names them
+_RANGE_LABELS = [("7d", "7 days"), ("30d", "30 days"), ("all", "all")]
 
 #: the event types `_hourly` counts
 _HOURLY_TYPES = frozenset({"CrawlJob.Succeeded", "CrawlJob.Failed"})

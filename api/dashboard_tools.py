@@ -1,6 +1,6 @@
 """The dashboard's tool pages: the proxy pool (`/proxies`: addresses only, disable with
-a reason, enable), alert subscriptions and their deliveries (`/alerts`, read only),
-full-text product search (`/search`) and the schedule's runs per time slot
+a reason, enable), alert subscriptions and their deliveries (`/alerts`, with its actions:
+`api.dashboard_alerts`), full-text product search (`/search`) and the schedule's runs per time slot
 (`/schedule`), over the same read models and application as the API's `api.proxies`,
 `api.alerts`, product search and `api.schedule`."""
 
@@ -12,15 +12,16 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
+from api.alerts import AlertSender
+from api.dashboard_alerts import add_alert_pages
 from api.dashboard_changes import add_changes_page
 from api.dashboard_kit import PageKit, Refused, first_field
 from api.schedule_chart import slot_chart
 from domain.errors import LedgerError
-from runtime.alert_channels import shown_subscription
 from runtime.clock import Clock
 from runtime.ledger import Ledger
 from runtime.proxy_pool import proxy_rows
-from runtime.slots import distribution, planned_jobs
+from runtime.slots import planned_load
 from runtime.tables import ProxyTable
 
 __all__ = ["SCHEDULE_HOURS", "SCHEDULE_SLOTS", "add_tool_pages"]
@@ -28,12 +29,12 @@ __all__ = ["SCHEDULE_HOURS", "SCHEDULE_SLOTS", "add_tool_pages"]
 #: the schedule page's slot lengths (seconds) and horizons (hours)
 SCHEDULE_SLOTS = (300, 900, 1800, 3600)
 SCHEDULE_HOURS = (6, 24, 48, 168)
-#: search results shown; deliveries shown on the alerts page
-RESULTS = DELIVERIES = 50
+#: search results shown
+RESULTS = 50
 
 
 def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock,
-                   lock: threading.RLock) -> None:
+                   lock: threading.RLock, alert_sender: AlertSender | None = None) -> None:
     proxy_stores: list[ProxyTable] = []
 
     def proxy_store() -> ProxyTable:
@@ -42,6 +43,7 @@ def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock
         return proxy_stores[0]
 
     add_changes_page(router, kit, ledger, lock)
+    add_alert_pages(router, kit, ledger, clock, lock, alert_sender)
 
     @router.get("/proxies")
     def proxies(request: Request) -> Response:
@@ -74,19 +76,6 @@ def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock
         who[0].flash = {proxy_id: f"{change}: done"}
         return RedirectResponse("/proxies", status_code=303)
 
-    @router.get("/alerts")
-    def alerts(request: Request) -> Response:
-        who = kit.viewer(request)
-        if who is None:
-            return kit.to_login(request)
-        with lock:
-            ledger.catch_up()
-            subscriptions = [shown_subscription(r) for r in ledger.alerts.subscriptions()]
-            deliveries = ledger.alerts.deliveries(limit=DELIVERIES)
-        names = {s["subscription_id"]: s["name"] or s["target"] for s in subscriptions}
-        return kit.render(request, "alerts.html", who, subscriptions=subscriptions,
-                          deliveries=deliveries, names=names)
-
     @router.get("/search")
     def search(request: Request, q: str = "", store: str = "") -> Response:
         who = kit.viewer(request)
@@ -115,8 +104,7 @@ def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock
         slot = slot if slot in SCHEDULE_SLOTS else 900
         hours = hours if hours in SCHEDULE_HOURS else 24
         with lock:
-            jobs = planned_jobs(ledger)
-        found = distribution(jobs, clock.now(), slot, hours * 3600)
+            found, recurring = planned_load(ledger, clock.now(), slot, hours * 3600)
         return kit.render(request, "schedule.html", who, chart=slot_chart(found), slot=slot,
                       hours=hours, slots=SCHEDULE_SLOTS, horizons=SCHEDULE_HOURS,
-                      recurring=len(jobs))
+                      recurring=recurring)

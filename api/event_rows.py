@@ -71,19 +71,13 @@ def price_change(payload: dict[str, Any]) -> str:
 
 def stream_links(read: ReadModel, envelopes: list[Envelope]) -> dict[str, tuple[str, str]]:
     """Per stream of a product or a job: its page and its name (product name, job URL)."""
-    links: dict[str, tuple[str, str]] = {}
-    for env in envelopes:
-        if env.stream_id in links:
-            continue
-        if env.stream_type == "Product":
-            product = read.product(env.stream_id)
-            links[env.stream_id] = (f"/products/{env.stream_id}",
-                                    str(product["name"]) if product else env.stream_id[:8])
-        elif env.stream_type == "CrawlJob":
-            job = read.job(env.stream_id)
-            links[env.stream_id] = (f"/jobs/{env.stream_id}",
-                                    str(job["url"]) if job else env.stream_id[:8])
-    return links
+    pages = {"Product": "/products", "CrawlJob": "/jobs"}
+    linked = {env.stream_id: pages[env.stream_type] for env in envelopes
+              if env.stream_type in pages}
+    labels = read.labels([s for s, page in linked.items() if page == "/products"],
+                         [s for s, page in linked.items() if page == "/jobs"])
+    return {stream: (f"{page}/{stream}", labels.get(stream) or stream[:8])
+            for stream, page in linked.items()}
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ currency code babel cannot read is shown as it was recorded rather than hidden.
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 from typing import Any
 
 from babel.numbers import format_currency, is_currency
@@ -25,12 +26,19 @@ def money(value: Any, currency: str | None) -> str:
     """`17.6, "USD"` -> "$17.60"; "—" when there is no price."""
     if value is None or value == "":
         return "—"
+    return _formatted(str(value), currency or "")
+
+
+@lru_cache(maxsize=8192)
+def _formatted(value: str, currency: str) -> str:
+    """`money` of one recorded amount: prices repeat across rows and pages, and babel's
+    formatting is most of a page's rendering (a product page of 50 rows: ~7 of 15 ms)."""
     try:
-        amount = Decimal(str(value))
+        amount = Decimal(value)
     except InvalidOperation:
-        return f"{value} {currency or ''}".strip()
+        return f"{value} {currency}".strip()
     if not currency or not amount.is_finite() or not is_currency(currency.upper()):
-        return f"{amount:f} {currency or ''}".strip()
+        return f"{amount:f} {currency}".strip()
     return str(format_currency(amount, currency.upper(), locale=LOCALE))
 
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from runtime.clock import Clock
 from runtime.ledger import Ledger
-from runtime.slots import HORIZON, SLOT, Distribution, distribution, planned_jobs, rebalance
+from runtime.slots import HORIZON, SLOT, Distribution, planned_load, rebalance
 
 __all__ = ["build_schedule_router"]
 
@@ -42,8 +42,8 @@ def build_schedule_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
         if slot_seconds > hours * 3600:
             raise ValueError("slot_seconds must not be longer than the horizon (hours)")
         with lock:
-            jobs = planned_jobs(ledger)
-        return _shown(distribution(jobs, clock.now(), slot_seconds, hours * 3600))
+            found, _ = planned_load(ledger, clock.now(), slot_seconds, hours * 3600)
+        return _shown(found)
 
     @router.post("/rebalance", dependencies=[Depends(operate)])
     def move(body: Rebalance) -> dict[str, Any]:

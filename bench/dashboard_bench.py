@@ -1,9 +1,10 @@
 """Dashboard page times with 100,000 products and 10,000 jobs (issue budget: every
-page's server time < 300 ms).
+page's p99 < 150 ms).
 
 Seeds a ledger through the application exactly as `bench/api_bench.py` does (the
 same `seed`), starts `crawl-ledger serve` as its own process, signs in with a read
-token like a browser (the session cookie) and requests each page N times. A page's
+token like a browser (the session cookie) and requests each page N times (after one
+untimed request: `timed`). A page's
 time is the full HTTP round trip on loopback, which bounds its server time from
 above. The peer, measured in the same run, is the JSON API call that reads the same
 data (the page's cost over the bare query is its rendering).
@@ -32,10 +33,14 @@ from api_seed import STORES, open_ledger, seed, serve  # noqa: E402
 
 from api.auth import TokenStore  # noqa: E402
 
-BUDGET = 0.300
+BUDGET = 0.150
 
 
 def timed(client: httpx.Client, path: str, requests: int) -> list[float]:
+    """`requests` timed reads of `path` after one untimed one: what a server does once
+    per process (compiling the page's template, loading a locale's data) is not a
+    page's steady cost."""
+    client.get(path)
     seconds = []
     for _ in range(requests):
         started = time.perf_counter()

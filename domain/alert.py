@@ -24,6 +24,7 @@ from eventsourcing.domain import event
 from domain.aggregate import LedgerAggregate
 from domain.errors import InvalidInput, InvalidTransition
 from domain.snapshot_event import LedgerSnapshot
+from domain.values import Origin
 
 __all__ = ["CHANNEL_KINDS", "TARGET_KINDS", "TRIGGER_EVENTS", "TRIGGER_KINDS",
            "ProductFacts", "Subscription", "check_triggers", "effective_prices"]
@@ -109,14 +110,27 @@ def effective_prices(payload: dict[str, Any]) -> tuple[Decimal | None, Decimal |
 
 
 class Subscription(LedgerAggregate):
-    """An alert subscription: target, triggers, channel; removed once, never revived."""
+    """An alert subscription: target, triggers, channel; removed once, never revived.
+
+    Who created or removed it (`Origin`: actor, surface, reason) is recorded on those
+    events when the command carried it, and so is every test send with its outcome
+    (`Tested`); subscriptions recorded before these optional fields existed have none.
+    """
 
     Snapshot = LedgerSnapshot
+
+    #: class defaults: a snapshot or a history from before these fields existed has none
+    created_by: str | None = None
+    created_via: str | None = None
+    removed_by: str | None = None
+    #: the latest test send: at, delivered, status, error, actor
+    last_test: dict[str, Any] | None = None
 
     @event("Created")
     def __init__(self, name: str, target_kind: str, target: str,
                  triggers: list[dict[str, Any]], channel_kind: str, channel: str,
-                 at: datetime) -> None:
+                 at: datetime, actor: str | None = None, surface: str | None = None,
+                 reason: str | None = None) -> None:
         self.name = name
         self.target_kind = target_kind
         self.target = target
@@ -124,27 +138,44 @@ class Subscription(LedgerAggregate):
         self.channel_kind = channel_kind
         self.channel = channel
         self.removed = False
+        self.created_by, self.created_via = actor, surface
 
     @classmethod
     def create(cls, *, name: str, target_kind: str, target: str,
                triggers: list[dict[str, Any]], channel_kind: str, channel: str,
-               at: datetime) -> Subscription:
+               at: datetime, origin: Origin | None = None) -> Subscription:
         """Validate, then create (the only way commands make one)."""
         target = check_target(target_kind, target)
         checked = check_triggers(triggers)
         check_channel(channel_kind, channel)
         return cls(name=name.strip() or f"{target_kind} {target}", target_kind=target_kind,
                    target=target, triggers=checked, channel_kind=channel_kind,
-                   channel=channel, at=at)
+                   channel=channel, at=at, **_by(origin))
 
-    def remove(self, at: datetime) -> None:
+    def remove(self, at: datetime, origin: Origin | None = None) -> None:
         if self.removed:
             raise InvalidTransition(f"subscription {self.id} is already removed")
-        self._removed(at)
+        self._removed(at, **_by(origin))
+
+    def tested(self, at: datetime, delivered: bool, status: int | None, error: str,
+               origin: Origin | None = None) -> None:
+        """Record a test send's outcome (the send itself happens outside the aggregate)."""
+        if self.removed:
+            raise InvalidTransition(f"subscription {self.id} is removed")
+        self._tested(at, delivered, status, error[:500], **_by(origin))
 
     @event("Removed")
-    def _removed(self, at: datetime) -> None:
+    def _removed(self, at: datetime, actor: str | None = None, surface: str | None = None,
+                 reason: str | None = None) -> None:
         self.removed = True
+        self.removed_by = actor
+
+    @event("Tested")
+    def _tested(self, at: datetime, delivered: bool, status: int | None, error: str,
+                actor: str | None = None, surface: str | None = None,
+                reason: str | None = None) -> None:
+        self.last_test = {"at": at.isoformat(), "delivered": delivered, "status": status,
+                          "error": error, "actor": actor, "surface": surface}
 
     # matching -------------------------------------------------------------
     def targets(self, product: ProductFacts) -> bool:
@@ -164,6 +195,11 @@ class Subscription(LedgerAggregate):
             if fires(trigger, event_type, payload):
                 return dict(trigger)
         return None
+
+
+def _by(origin: Origin | None) -> dict[str, str | None]:
+    """The event fields that record who asked (none when no origin was given)."""
+    return origin.fields() if origin is not None else {}
 
 
 def fires(trigger: dict[str, Any], event_type: str, payload: dict[str, Any]) -> bool:

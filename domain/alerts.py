@@ -21,6 +21,7 @@ from domain.delivery import Delivery
 from domain.errors import Conflict, NotFound
 from domain.persistence import as_uuid
 from domain.timeutil import command, utc
+from domain.values import Origin
 
 __all__ = ["Alerts"]
 
@@ -46,11 +47,11 @@ class Alerts:
     @command
     def create_subscription(self, *, name: str, target_kind: str, target: str,
                             triggers: list[dict[str, Any]], channel_kind: str, channel: str,
-                            now: datetime) -> UUID:
+                            now: datetime, origin: Origin | None = None) -> UUID:
         """A new subscription; `channel` is the channel's display form (no credentials)."""
         subscription = Subscription.create(
             name=name, target_kind=target_kind, target=target, triggers=triggers,
-            channel_kind=channel_kind, channel=channel, at=utc(now))
+            channel_kind=channel_kind, channel=channel, at=utc(now), origin=origin)
         self._save(subscription)
         return subscription.id
 
@@ -61,9 +62,19 @@ class Alerts:
         return found
 
     @command
-    def remove_subscription(self, subscription_id: UUID | str, now: datetime) -> None:
+    def remove_subscription(self, subscription_id: UUID | str, now: datetime,
+                            origin: Origin | None = None) -> None:
         subscription = self.get_subscription(subscription_id)
-        subscription.remove(utc(now))
+        subscription.remove(utc(now), origin)
+        self._save(subscription)
+
+    @command
+    def record_alert_test(self, subscription_id: UUID | str, delivered: bool,
+                          status: int | None, error: str, now: datetime,
+                          origin: Origin | None = None) -> None:
+        """Record a test send's outcome and who asked for it."""
+        subscription = self.get_subscription(subscription_id)
+        subscription.tested(utc(now), delivered, status, error, origin)
         self._save(subscription)
 
     # deliveries -------------------------------------------------------------

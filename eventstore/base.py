@@ -92,6 +92,17 @@ class Backend(ABC):
         """(position, originator id, version, topic, state) after `after`, in order."""
 
     @abstractmethod
+    def notification_heads(self, recorder: Any, after: int, limit: int
+                           ) -> list[tuple[int, UUID | str, str]]:
+        """(position, originator id, topic) after `after`, in order: `notification_rows`
+        without the states (a reader that keeps a few types of a window reads only
+        theirs, `rows_at`)."""
+
+    @abstractmethod
+    def rows_at(self, recorder: Any, positions: Sequence[int]) -> list[StoredRow]:
+        """The `notification_rows` of these positions, in order."""
+
+    @abstractmethod
     def stream_rows(self, recorder: Any, stream_id: UUID) -> list[StoredRow]:
         """One stream's (position, originator id, version, topic, state), by version."""
 

@@ -104,6 +104,19 @@ class PostgresBackend(Backend):
         return _stored_rows(recorder, "notification_id > %s ORDER BY notification_id LIMIT %s",
                             (after, limit))
 
+    def notification_heads(self, recorder: Any, after: int, limit: int
+                           ) -> list[tuple[int, UUID | str, str]]:
+        statement = SQL(
+            "SELECT notification_id, originator_id::text, topic FROM {schema}.{table} "
+            "WHERE notification_id > %s ORDER BY notification_id LIMIT %s"
+        ).format(schema=Identifier(recorder.datastore.schema),
+                 table=Identifier(recorder.events_table_name))
+        return [tuple(row) for row in _rows(recorder, statement, [after, limit])]
+
+    def rows_at(self, recorder: Any, positions: Sequence[int]) -> list[StoredRow]:
+        return _stored_rows(recorder, "notification_id = ANY(%s) ORDER BY notification_id",
+                            (list(positions),))
+
     def stream_rows(self, recorder: Any, stream_id: UUID) -> list[StoredRow]:
         return _stored_rows(recorder, "originator_id = %s ORDER BY originator_version",
                             (stream_id,))

@@ -141,6 +141,22 @@ class SQLiteBackend(Backend):
             cursor.execute(statement, (after, limit))
             return [tuple(row) for row in cursor.fetchall()]
 
+    def notification_heads(self, recorder: Any, after: int, limit: int
+                           ) -> list[tuple[int, UUID | str, str]]:
+        return [tuple(row) for row in _query(
+            recorder, f"SELECT rowid, originator_id, topic FROM {recorder.events_table_name} "
+            "WHERE rowid > ? ORDER BY rowid LIMIT ?", [after, limit])]
+
+    def rows_at(self, recorder: Any, positions: Sequence[int]) -> list[StoredRow]:
+        found: list[StoredRow] = []
+        for start in range(0, len(positions), 500):
+            part = list(positions[start:start + 500])
+            found += [tuple(row) for row in _query(
+                recorder, f"SELECT rowid, originator_id, originator_version, topic, state FROM "
+                f"{recorder.events_table_name} WHERE rowid IN ({', '.join('?' for _ in part)}) "
+                "ORDER BY rowid", part)]
+        return found
+
     def stream_rows(self, recorder: Any, stream_id: UUID) -> list[StoredRow]:
         statement = (f"SELECT rowid, originator_id, originator_version, topic, state FROM "
                      f"{recorder.events_table_name} WHERE originator_id = ? "

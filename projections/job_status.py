@@ -25,7 +25,15 @@ JOB_STATUS = Table(
     # the due jobs' query (`ReadModel.due_jobs`) sorts by priority + boost, then next run and
     # id: with those in the index the sort reads index entries and looks up only the rows
     # it returns (100,000 due jobs in a SQLite file with its 512 KiB cache: ~107 -> ~19 ms)
-    indexes=(("state", "next_run_at", "priority", "boost", "job_id"), ("store_id",)),
+    # (state, interval_s, next_run_at): the schedule's load per slot (`runtime.slots.
+    # planned_load`) counts recurring jobs from index entries alone (10,000 jobs: 40 -> 6 ms)
+    # (next_run_at, job_id): the dashboard's job table unfiltered in its default order
+    # reads the page's index entries (a deep page: no sort of every job)
+    # (store_id, last_status, last_error_kind, last_run_at): a store's jobs, and the
+    # stores page's results per store counted from index entries alone
+    indexes=(("state", "next_run_at", "priority", "boost", "job_id"),
+             ("store_id", "last_status", "last_error_kind", "last_run_at"),
+             ("state", "interval_s", "next_run_at"), ("next_run_at", "job_id")),
 )
 
 

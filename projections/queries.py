@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -202,6 +203,19 @@ class ReadModel:
     def product(self, product_id: str) -> Row | None:
         rows = self.db.query("SELECT * FROM current_products WHERE product_id = ?", (product_id,))
         return _product(rows[0]) if rows else None
+
+    def labels(self, products: Collection[str], jobs: Collection[str]) -> dict[str, str]:
+        """Each known product's name and job's URL by id (two queries, whatever the count)."""
+        found: dict[str, str] = {}
+        for table, key, label, ids in (("current_products", "product_id", "name", products),
+                                       ("job_status", "job_id", "url", jobs)):
+            wanted = sorted(set(ids))
+            for start in range(0, len(wanted), 500):
+                part = wanted[start:start + 500]
+                found.update((str(r["id"]), str(r["label"])) for r in self.db.query(
+                    f"SELECT {key} AS id, {label} AS label FROM {table} WHERE {key} IN "
+                    f"({', '.join('?' for _ in part)})", part))
+        return found
 
     def pending_images(self, limit: int) -> list[Row]:
         return images.pending_images(self.db, limit)

@@ -56,9 +56,11 @@ class NotificationLogSource:
                    ) -> list[Envelope]:
         """`read`, keeping only the rows for which `keep(stream id, event type)` holds,
         decided before anything is decoded."""
-        rows = self._select(self.recorder, after, limit)
-        return from_stored_rows([row for row in rows
-                                 if keep(str(row[1]), row[3].split(":", 1)[-1])],
+        # the window's heads, then the states of the rows kept only (a window of
+        # thousands of which a few are kept: their states were most of the read)
+        heads = self.backend.notification_heads(self.recorder, after, limit)
+        kept = [row[0] for row in heads if keep(str(row[1]), row[2].split(":", 1)[-1])]
+        return from_stored_rows(self.backend.rows_at(self.recorder, kept) if kept else [],
                                 self._canonical)
 
     def head(self) -> int:

@@ -19,18 +19,22 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
+from domain.application import CrawlLedger
 from domain.errors import InvalidInput
-from runtime.ledger import Ledger
+from domain.values import Origin
 from runtime.tables import AlertChannelTable
 from workers.channels import Channel, display_url
 from workers.notify import SendOutcome
 
+if TYPE_CHECKING:  # runtime.ledger builds the command dispatcher, which imports this module
+    from runtime.ledger import Ledger
+
 __all__ = ["AdmittedChannel", "Channel", "ChannelStore", "NewSubscription", "SenderPort", "add_subscription",
-           "admit_channel", "remove_subscription", "restore_channel", "sample_message",
-           "shown_subscription"]
+           "admit_channel", "forget_subscription", "record_subscription", "remove_subscription",
+           "restore_channel", "sample_message", "shown_subscription", "channel_to_test"]
 
 DELIVERY_HEADER = "X-Crawl-Ledger-Delivery"
 
@@ -94,19 +98,25 @@ class NewSubscription:
 
 
 def add_subscription(ledger: Ledger, channels: ChannelStore, new: NewSubscription,
-                     now: datetime) -> UUID:
+                     now: datetime, origin: Origin | None = None) -> UUID:
     """Validate everything first (a refusal records nothing), record the subscription,
     then keep its (admitted) channel; if that fails the subscription is removed again."""
+    return record_subscription(ledger.app, channels, new, now, origin)
+
+
+def record_subscription(app: CrawlLedger, channels: ChannelStore, new: NewSubscription,
+                        now: datetime, origin: Origin | None = None) -> UUID:
+    """`add_subscription` on the application itself (the command dispatcher's handler)."""
     channel = new.channel.channel
     fields: dict[str, Any] = {"name": new.name, "target_kind": new.target_kind,
                               "target": new.target, "triggers": new.triggers,
                               "channel_kind": channel.kind, "channel": new.channel.display}
-    ledger.app.check_subscription(**fields, now=now)
-    subscription_id = ledger.app.create_subscription(**fields, now=now)
+    app.check_subscription(**fields, now=now)
+    subscription_id = app.create_subscription(**fields, now=now, origin=origin)
     try:
         channels.put(str(subscription_id), channel)
     except Exception:
-        ledger.app.remove_subscription(subscription_id, now)
+        app.remove_subscription(subscription_id, now, origin)
         raise
     return subscription_id
 
@@ -131,10 +141,27 @@ def restore_channel(ledger: Ledger, channels: ChannelStore, subscription_id: str
 
 
 def remove_subscription(ledger: Ledger, channels: ChannelStore, subscription_id: str,
-                        now: datetime) -> None:
+                        now: datetime, origin: Origin | None = None) -> None:
     """Record the removal, then forget the channel's credentials."""
-    ledger.app.remove_subscription(subscription_id, now)
-    channels.delete(str(ledger.app.get_subscription(subscription_id).id))
+    forget_subscription(ledger.app, channels, subscription_id, now, origin)
+
+
+def forget_subscription(app: CrawlLedger, channels: ChannelStore, subscription_id: str,
+                        now: datetime, origin: Origin | None = None) -> None:
+    """`remove_subscription` on the application itself (the command dispatcher's handler)."""
+    app.remove_subscription(subscription_id, now, origin)
+    channels.delete(str(app.get_subscription(subscription_id).id))
+
+
+def channel_to_test(app: CrawlLedger, channels: ChannelStore,
+                 subscription_id: str) -> tuple[UUID, Channel]:
+    """The subscription's id and channel for a test send; `InvalidInput` when it is
+    removed or has no channel on this ledger."""
+    subscription = app.get_subscription(subscription_id)
+    channel = channels.get(str(subscription.id))
+    if subscription.removed or channel is None:
+        raise InvalidInput(f"subscription {subscription.id} has no channel to test here")
+    return subscription.id, channel
 
 
 def shown_subscription(row: dict[str, Any]) -> dict[str, Any]:

@@ -21,10 +21,17 @@ from uuid import UUID
 from domain.application import CrawlLedger
 from domain.retry import RetryPolicy
 from domain.values import Origin
+from runtime.alert_channels import (
+    ChannelStore,
+    NewSubscription,
+    forget_subscription,
+    record_subscription,
+)
 
-__all__ = ["JOB_CONTROLS", "CancelJob", "Command", "DisableStore", "Dispatcher", "EnableStore",
-           "ForceRunJob", "JobCommand", "Origin", "PauseJob", "ReopenJob", "RequeueDead",
-           "ResumeJob", "RetryJob", "ScheduleJob", "Scheduling", "cli_origin", "token_origin"]
+__all__ = ["JOB_CONTROLS", "AddSubscription", "CancelJob", "Command", "DisableStore",
+           "Dispatcher", "EnableStore", "ForceRunJob", "JobCommand", "Origin", "PauseJob",
+           "RemoveSubscription", "ReopenJob", "RequeueDead", "ResumeJob", "RetryJob",
+           "ScheduleJob", "Scheduling", "TestAlert", "cli_origin", "token_origin"]
 
 
 @dataclass(frozen=True)
@@ -103,7 +110,42 @@ class EnableStore:
     origin: Origin
 
 
-Command = JobCommand | ScheduleJob | RequeueDead | DisableStore | EnableStore
+@dataclass(frozen=True)
+class AddSubscription:
+    """Record an alert subscription and keep its (admitted) channel beside the log;
+    answers the new subscription's id."""
+
+    new: NewSubscription
+    origin: Origin
+
+
+@dataclass(frozen=True)
+class RemoveSubscription:
+    """Remove a subscription for good and forget its channel's credentials."""
+
+    subscription_id: UUID | str
+    origin: Origin
+
+
+@dataclass(frozen=True)
+class TestAlert:
+    """Record a test send to a subscription's channel and what came back.
+
+    The send itself is the driver's (it is asynchronous network I/O and must not hold
+    the ledger while it waits; `runtime.alert_channels.channel_to_test` and
+    `sample_message` give it what to send), so the command carries its outcome."""
+
+    __test__ = False  # a command, not a pytest test class
+
+    subscription_id: UUID | str
+    delivered: bool
+    status: int | None
+    error: str
+    origin: Origin
+
+
+Command = (JobCommand | ScheduleJob | RequeueDead | DisableStore | EnableStore | AddSubscription
+           | RemoveSubscription | TestAlert)
 
 #: the job commands by the name drivers accept (CLI subcommand, API path, dashboard button)
 JOB_CONTROLS: dict[str, type[JobCommand]] = {
@@ -116,8 +158,11 @@ C = TypeVar("C")
 class Dispatcher:
     """Sends each command to its one handler."""
 
-    def __init__(self, app: CrawlLedger) -> None:
+    def __init__(self, app: CrawlLedger,
+                 channels: Callable[[], ChannelStore] | None = None) -> None:
         self._app = app
+        self._open_channels = channels
+        self._channels: ChannelStore | None = None
         self._handlers: dict[type[Any], Callable[[Any, datetime], Any]] = {
             PauseJob: lambda c, now: app.pause(c.job_id, now, c.origin),
             ResumeJob: lambda c, now: app.resume(c.job_id, now, c.origin),
@@ -129,7 +174,21 @@ class Dispatcher:
             RequeueDead: lambda c, now: app.requeue_dead(c.job_ids, now, c.origin),
             DisableStore: self._disable_store,
             EnableStore: lambda c, now: app.enable_store(c.store_id, now, c.origin),
+            AddSubscription: lambda c, now: record_subscription(
+                app, self.channels(), c.new, now, c.origin),
+            RemoveSubscription: lambda c, now: forget_subscription(
+                app, self.channels(), c.subscription_id, now, c.origin),
+            TestAlert: lambda c, now: app.record_alert_test(
+                c.subscription_id, c.delivered, c.status, c.error, now, c.origin),
         }
+
+    def channels(self) -> ChannelStore:
+        """Where subscriptions' channels are kept (opened on first use)."""
+        if self._channels is None:
+            if self._open_channels is None:
+                raise RuntimeError("this dispatcher was built without an alert channel store")
+            self._channels = self._open_channels()
+        return self._channels
 
     def send(self, command: Command, now: datetime) -> Any:
         """Carry the command out at `now`; the domain's refusal propagates."""

@@ -20,6 +20,7 @@ from projections.framework import create_all
 from projections.queries import ReadModel
 from projections.runner import ProjectionRunner
 from projections.source import NotificationLogSource
+from runtime.alert_channels import ChannelStore
 from runtime.commands import Dispatcher
 from runtime.defaults import DEFAULTS
 
@@ -59,7 +60,7 @@ class Ledger:
     def commands(self) -> Dispatcher:
         """The dispatcher every driver sends its operator commands to."""
         if self._commands is None:
-            self._commands = Dispatcher(self.app)
+            self._commands = Dispatcher(self.app, lambda: ChannelStore(self.tables.alert_channels))
         return self._commands
 
     @property

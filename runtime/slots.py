@@ -6,7 +6,10 @@ run in the slots of those times. The **spread score** is the busiest slot's runs
 over the mean per slot (1.0: perfectly flat; 4.0: the busiest slot carries four
 times the mean).
 
-- `distribution` counts runs per slot and scores them.
+- `distribution` counts runs per slot and scores them; `planned_load` does so for the
+  scheduled recurring jobs without reading them one by one (the dashboard's and the
+  API's schedule view): the read model groups them by interval and minute of their
+  next run, and the runs are counted per group, vectorized.
 - `place` picks the first run of a new recurring job: the least-loaded slot its
   interval allows (within one interval from now).
 - `plan` rebalances: the jobs in the busiest slots first, each job's next run goes to
@@ -24,10 +27,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+import numpy as np
+
+from domain.timeutil import iso
 from runtime.ledger import Ledger
 
 __all__ = ["Distribution", "Move", "Planned", "distribution", "place", "plan", "planned_jobs",
-           "rebalance"]
+           "planned_load", "rebalance"]
 
 SLOT = 900
 HORIZON = 86400
@@ -85,11 +91,29 @@ def distribution(jobs: Sequence[Planned], now: datetime, slot: int = SLOT,
                  horizon: int = HORIZON) -> Distribution:
     _check(slot, horizon)
     start, slots = _aligned(now, slot), -(-horizon // slot)
-    counts = [0] * slots
-    for job in jobs:
-        for index in _runs(job.next_run_at, job.interval, start, slot, slots):
-            counts[index] += 1
-    return Distribution(start, slot, counts)
+    groups = [(job.next_run_at, job.interval, 1) for job in jobs]
+    return Distribution(start, slot, _counts(groups, start, slot, slots))
+
+
+_US = 1_000_000
+
+
+def _counts(groups: Sequence[tuple[datetime, int, int]], start: datetime, slot: int,
+            slots: int) -> list[int]:
+    """Runs per slot of (first run, interval, jobs) groups, as `_runs` places them: each
+    group's runs at first + k * interval (an overdue first run now), in microseconds."""
+    if not groups:
+        return [0] * slots
+    span, tick = slots * slot * _US, timedelta(microseconds=1)
+    offset = np.array([max(0, (first - start) // tick) for first, _, _ in groups], np.int64)
+    step = np.array([max(interval, 1) * _US for _, interval, _ in groups], np.int64)
+    weight = np.array([jobs for _, _, jobs in groups], np.int64)
+    runs = np.where(offset < span, (span - offset + step - 1) // step, 0)
+    which = np.repeat(np.arange(len(groups)), runs)
+    nth = np.arange(int(runs.sum())) - np.repeat(np.cumsum(runs) - runs, runs)
+    index = (offset[which] + nth * step[which]) // (slot * _US)
+    found = np.bincount(index, weights=weight[which], minlength=slots)
+    return [int(n) for n in found[:slots]]
 
 
 def _cost(runs: list[int], counts: list[int]) -> tuple[int, int]:
@@ -193,6 +217,37 @@ def planned_jobs(ledger: Ledger) -> list[Planned]:
                            "ORDER BY created_at, job_id")
     return [Planned(str(r["job_id"]), datetime.fromisoformat(str(r["next_run_at"])),
                     int(r["interval_s"])) for r in rows]
+
+
+def planned_load(ledger: Ledger, now: datetime, slot: int = SLOT,
+                 horizon: int = HORIZON) -> tuple[Distribution, int]:
+    """The distribution of every scheduled recurring job's runs (as `distribution` of
+    `planned_jobs` counts them) and how many such jobs there are.
+
+    The read model answers groups, not jobs: a job whose interval is whole minutes lands
+    in the same slots whatever second of its minute it starts at (slots start on whole
+    minutes), and every overdue job runs now, so jobs are counted per (interval, minute
+    of the next run) and only jobs of another interval are read one by one."""
+    _check(slot, horizon)
+    ledger.catch_up()
+    start, slots = _aligned(now, slot), -(-horizon // slot)
+    begin, end = iso(start), iso(start + timedelta(seconds=slots * slot))
+    recurring = "state = 'scheduled' AND interval_s > 0"
+    # '' overdue (runs now), '~' after the horizon (counted as jobs, no run), else the minute
+    minute = ("CASE WHEN next_run_at < ? THEN '' WHEN next_run_at >= ? THEN '~' "
+              "ELSE substr(next_run_at, 1, 16) END")
+    grouped = ledger.db.query(
+        f"SELECT interval_s, minute, count(*) AS n FROM (SELECT interval_s, {minute} AS minute "
+        f"FROM job_status WHERE {recurring} AND interval_s = interval_s / 60 * 60) AS planned "
+        "GROUP BY interval_s, minute", (begin, end))
+    odd = ledger.db.query(f"SELECT interval_s, next_run_at FROM job_status WHERE {recurring} "
+                          "AND interval_s <> interval_s / 60 * 60")
+    groups = [(datetime.fromisoformat(f"{r['minute']}:00+00:00") if r["minute"] else start,
+               int(r["interval_s"]), int(r["n"])) for r in grouped if r["minute"] != "~"]
+    groups += [(datetime.fromisoformat(str(r["next_run_at"])), int(r["interval_s"]), 1)
+               for r in odd]
+    total = sum(int(r["n"]) for r in grouped) + len(odd)
+    return Distribution(start, slot, _counts(groups, start, slot, slots)), total
 
 
 def rebalance(ledger: Ledger, now: datetime, apply: bool, slot: int = SLOT,

@@ -112,24 +112,32 @@ function liveTimeline() {
 function chartTips() {
   const tip = document.getElementById("tip");
   if (!tip) return;
+  const line = (text, className) => {
+    const div = document.createElement("div");
+    div.textContent = text;
+    if (className) div.className = className;
+    tip.append(div);
+  };
+  const link = (href, text, className) => {
+    const a = document.createElement("a");
+    a.href = href;
+    a.textContent = text;
+    a.className = className;
+    tip.append(a, " ");
+  };
   const show = (point) => {
     const d = point.dataset;
     tip.replaceChildren();
     const when = new Date(d.at);
-    const lines = [
-      `${d.price} ${d.currency}` + (d.regular ? ` (regular ${d.regular})` : ""),
-      `${d.availability} · ${isNaN(when) ? d.at : when.toLocaleString()}`,
-    ];
-    for (const text of lines) {
-      const div = document.createElement("div");
-      div.textContent = text;
-      tip.append(div);
-    }
+    line(d.series || "", "tip-series");
+    // old → new when the series' price moved at this point
+    line((d.old ? `${d.old} → ${d.price}` : d.price) + ` ${d.currency}`, d.old ? "tip-change" : "tip-price");
+    if (d.regular) line(`regular ${d.regular} ${d.currency}`);
+    line(`${d.availability} · ${isNaN(when) ? d.at : when.toLocaleString()}`);
     if (d.job) {
-      const link = document.createElement("a");
-      link.href = `/jobs/${encodeURIComponent(d.job)}`;
-      link.textContent = `seen by job ${d.job.slice(0, 8)}`;
-      tip.append(link);
+      const job = encodeURIComponent(d.job);
+      link(`/jobs/${job}`, `seen by job ${d.job.slice(0, 8)}`, "tip-job");
+      link(`/jobs/${job}/raw?at=${encodeURIComponent(d.at)}`, "raw page", "tip-raw");
     }
     tip.hidden = false;
     for (const other of document.querySelectorAll("circle.point.active")) other.classList.remove("active");

@@ -17,13 +17,12 @@ from runtime.alert_channels import (
     AdmittedChannel,
     ChannelStore,
     NewSubscription,
-    add_subscription,
     admit_channel,
-    remove_subscription,
     restore_channel,
     sample_message,
     shown_subscription,
 )
+from runtime.commands import AddSubscription, RemoveSubscription, TestAlert, cli_origin
 from workers.notify import Channel, SendOutcome
 
 
@@ -122,9 +121,8 @@ def add_alert(args: argparse.Namespace) -> int:
             target = str(ledger.app.get_product(target).id)
         elif kind == "store":
             target = str(ledger.app.get_store(target).id)
-        made = add_subscription(ledger, ChannelStore(ledger.tables.alert_channels),
-                                NewSubscription(args.name, kind, target, triggers, channel),
-                                utcnow())
+        made = ledger.commands.send(AddSubscription(
+            NewSubscription(args.name, kind, target, triggers, channel), cli_origin()), utcnow())
     if args.json:
         print_json({"id": str(made)})
     else:
@@ -160,7 +158,7 @@ def set_channel(args: argparse.Namespace) -> int:
 
 def remove_alert(args: argparse.Namespace) -> int:
     with open_ledger(fresh=False) as ledger:
-        remove_subscription(ledger, ChannelStore(ledger.tables.alert_channels), args.subscription_id, utcnow())
+        ledger.commands.send(RemoveSubscription(args.subscription_id, cli_origin()), utcnow())
     print(f"subscription {args.subscription_id} removed")
     return 0
 
@@ -176,6 +174,9 @@ def test_alert(args: argparse.Namespace) -> int:
         raise CommandError(f"subscription {subscription.id} has no channel on this ledger")
     body, headers = sample_message(str(subscription.id), utcnow())
     outcome = run_loop(_send(settings, channel, body, headers))
+    with open_ledger(fresh=False) as ledger:  # the outcome, and who asked
+        ledger.commands.send(TestAlert(subscription.id, outcome.ok, outcome.status,
+                                       outcome.error, cli_origin()), utcnow())
     if not outcome.ok:
         print(f"crawl-ledger: test alert not delivered: {outcome.error}", file=sys.stderr)
         return 1

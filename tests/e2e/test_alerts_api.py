@@ -59,5 +59,10 @@ def test_alerts_over_http(ledger: Ledger) -> None:
         assert http.get("/api/v1/alerts", headers=read).json() == []
         assert http.delete(f"/api/v1/alerts/{found['id']}", headers=operate).status_code == 409
         assert http.get("/api/v1/alerts/nope", headers=read).status_code == 404
-    assert [e.event_type for e in ledger.source.read(0, 100)] == [
-        "Subscription.Created", "Subscription.Removed"]
+    events = ledger.source.read(0, 100)
+    assert [e.event_type for e in events] == [
+        "Subscription.Created", "Subscription.Tested", "Subscription.Removed"]
+    # each a command of the dispatcher, naming the token that asked
+    assert {(e.payload["actor"], e.payload["surface"]) for e in events} == {
+        ("token:operate (operate)", "api")}
+    assert events[1].payload["delivered"] is True

@@ -4,7 +4,9 @@ its executable path) against `serve`'s pages over the demo's data.
 Flows: sign in; filter jobs; bulk-pause three jobs (after a confirmation) and find
 `Paused` in each timeline; pause one job from its page (only the actions its state
 accepts are enabled) and find who did it on the timeline; a bulk cancel asks first and
-"No" changes nothing; hover a point of a product's chart; a new event appears on a job page
+"No" changes nothing; hover a point of a product's chart (old → new, the job and raw
+page behind it, the range picker); add an alert subscription, test it against a
+loopback webhook and remove it (after a confirmation), each showing who did it; a new event appears on a job page
 without a reload; a read-scope user sees no action and is refused if it posts one;
 every page is usable at 1280 px and 390 px, logs no console error or CSP violation
 and loads nothing from outside the server. Each page is screenshotted: into `LEDGER_SCREENSHOTS` when it is set (`make
@@ -24,7 +26,9 @@ from typing import Any
 
 import pytest
 from backends import LOOPBACK_ENV
+from test_alerts_api import loopback_sender
 from test_api import serving
+from webhook_receiver import Receiver, receiver
 
 from ledger.bootstrap import Ledger
 from ledger.demo import DemoConfig, run_embedded_demo
@@ -65,8 +69,15 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ledger]:
 
 
 @pytest.fixture(scope="module")
-def site(demo: Ledger) -> Iterator[tuple[str, dict[str, str]]]:
-    with serving(demo) as served:
+def hook() -> Iterator[Receiver]:
+    """A webhook receiver on loopback: the alert channel the dashboard's test sends to."""
+    with receiver() as found:
+        yield found
+
+
+@pytest.fixture(scope="module")
+def site(demo: Ledger, hook: Receiver) -> Iterator[tuple[str, dict[str, str]]]:
+    with serving(demo, alert_sender=loopback_sender) as served:
         yield served
 
 
@@ -187,34 +198,58 @@ def test_a_new_event_appears_on_the_job_page_without_reload(
 
 def test_product_chart_hover_shows_the_observation(site: tuple[str, dict[str, str]],
                                                    browser: Any, demo: Ledger) -> None:
+    """The chart of the product whose price moved most: a series per option and pricing
+    type in a colour of its own, hover shows old → new with links to the job and the raw
+    page behind the point, the range picker narrows it on the server, and the keyboard
+    reaches every point."""
     url, secrets = site
     visit = Visit(browser, url)
     try:
         visit.sign_in(secrets["read"])
         changed = max(demo.read.products(), key=lambda p: (p["price_changes"] or 0,
                                                            p["observations"] or 0))
+        assert changed["price_changes"] > 0
         page = visit.page
         page.goto("/products?q=" + changed["name"].split()[0])
         page.click(f"a[href='/products/{changed['product_id']}']")
         points = page.locator("circle.point")
-        assert points.count() == changed["observations"]
-        points.nth(points.count() - 1).hover()
+        assert points.count() >= changed["observations"] >= 2
+        places = set(points.evaluate_all("ps => ps.map(p => `${p.getAttribute('cx')},"
+                                         "${p.getAttribute('cy')}`)"))
+        assert len(places) >= 2  # distinguishable points
+        series = page.locator("#chart g.series")
+        colours = series.evaluate_all("gs => gs.map(g => getComputedStyle("
+                                      "g.querySelector('path.price')).stroke)")
+        assert len(set(colours)) == len(colours) == page.locator(".legend .key[data-series]"
+                                                                 ).count()
+        moved = page.locator("circle.point:not([data-old=''])").first
+        old, new = moved.get_attribute("data-old"), moved.get_attribute("data-price")
+        moved.hover()
         tip = page.locator("#tip")
         tip.wait_for(state="visible")
-        assert str(changed["min_price"]) in tip.inner_text()
-        assert tip.locator("a").get_attribute("href", timeout=2000).startswith("/jobs/")
-        page.reload()  # keyboard only: Tab reaches the chart's points and shows the first
-        for _ in range(100):
+        assert f"{old} → {new}" in tip.locator(".tip-change").inner_text()  # old → new
+        assert tip.locator("a.tip-job").get_attribute("href").startswith("/jobs/")
+        raw = page.request.get(tip.locator("a.tip-raw").get_attribute("href"))
+        assert raw.status == 200 and raw.headers["content-type"].startswith("text/plain")
+        assert "sandbox" in raw.headers["content-security-policy"] and raw.body()
+        visit.shot("product")
+        page.click(".ranges a[href$='range=7d']")  # the range picker: a server-side query
+        page.wait_for_url(re.compile(r".*range=7d$"))
+        assert page.get_attribute(".ranges a[aria-current=page]", "href").endswith("range=7d")
+        labels = page.locator("#chart text.xtick").evaluate_all(
+            "ts => ts.map(t => t.textContent)")
+        assert labels and len(labels) == len(set(labels))  # no date label repeats
+        page.goto(f"/products/{changed['product_id']}")
+        for _ in range(100):  # keyboard only: Tab reaches the chart's points, shows the first
             page.keyboard.press("Tab")
             if page.evaluate("document.activeElement.tagName") == "circle":
                 break
         assert page.evaluate("document.activeElement.tagName") == "circle"
         tip.wait_for(state="visible")
         assert points.first.get_attribute("data-price") in tip.inner_text()
-        visit.shot("product")
         page.goto("/products")
         visit.shot("products")
-        assert visit.outside() == []
+        assert visit.outside() == [] and visit.errors == []
     finally:
         visit.close()
 
@@ -299,8 +334,7 @@ def test_every_page_at_desktop_and_phone_width(site: tuple[str, dict[str, str]],
                 assert visit.page.locator("#changes-drop h2").is_visible()
             if name == "search":  # the product searched for by its name is found
                 assert visit.page.locator(f"#results a[href='/products/{product}']").count()
-            if width == 1280 and name in ("overview", "stores", "workers", "schedule",
-                                          "events", "search", "changes"):
+            if width == 1280:  # every page, into the screenshots folder
                 visit.shot(name)
             if width == 390 and name in ("overview", "jobs"):
                 visit.shot(f"{name}-phone")
@@ -455,6 +489,55 @@ def test_the_overview_counters_follow_the_event_stream(site: tuple[str, dict[str
         finally:
             demo.app.resume(job, datetime.now(UTC))
         visit.shot("overview-live")
+        assert visit.errors == [] and visit.outside() == []
+    finally:
+        visit.close()
+
+
+def test_an_alert_added_tested_and_removed_from_the_dashboard_names_who_did_it(
+        site: tuple[str, dict[str, str]], browser: Any, demo: Ledger, hook: Receiver) -> None:
+    url, secrets = site
+    visit = Visit(browser, url)
+    try:
+        visit.sign_in(secrets["operate"])
+        page = visit.page
+        page.goto("/alerts")
+        form = page.locator("#new-alert")
+        form.locator("input[name=name]").fill("cheaper caps")
+        form.locator("select[name=target_kind]").select_option("search")
+        form.locator("input[name=target]").fill("cap")
+        form.locator("input[name=trigger][value=price_drop]").check()
+        form.locator("input[name=value_price_drop]").fill("5")
+        form.locator("input[name=trigger][value=back_in_stock]").check()
+        form.locator("input[name=url]").fill(hook.url)
+        form.locator("input[name=secret]").fill(hook.secret)
+        form.locator("input[name=reason]").fill("the buyer asked")
+        page.click("#add-alert")
+        page.wait_for_url(f"{url}/alerts")  # redirected after the POST
+        row = page.locator("#subscriptions tbody tr", has_text="cheaper caps")
+        assert row.count() == 1 and "added" in page.inner_text("#flash")
+        assert "by token:operate (operate) via dashboard" in row.inner_text()
+        assert hook.secret not in page.content()
+
+        row.locator("button.test-alert").click()
+        page.wait_for_url(f"{url}/alerts")
+        assert "test delivered" in page.inner_text("#flash")
+        assert any(r.signature_ok for r in hook.requests)
+        assert "by token:operate" in row.locator(".last-test").inner_text()
+        visit.shot("alerts-actions")
+
+        row.locator("button.remove-alert").click()  # asks first; "No" changes nothing
+        page.wait_for_selector("#confirm-yes")
+        page.click("#confirm-no")
+        page.wait_for_url(f"{url}/alerts")
+        assert row.count() == 1
+        row.locator("button.remove-alert").click()
+        page.fill("#confirm input[name=reason]", "season over")
+        page.click("#confirm-yes")
+        page.wait_for_url(f"{url}/alerts")
+        assert row.count() == 0
+        removed = page.locator("#removed tbody tr", has_text="cheaper caps")
+        assert "by token:operate (operate)" in removed.inner_text()
         assert visit.errors == [] and visit.outside() == []
     finally:
         visit.close()

@@ -10,7 +10,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from ledger.bootstrap import Ledger
-from runtime.slots import Planned, distribution, place, plan, planned_jobs, rebalance
+from runtime.slots import (
+    Planned,
+    distribution,
+    place,
+    plan,
+    planned_jobs,
+    planned_load,
+    rebalance,
+)
 
 NOW = datetime(2026, 3, 2, 9, 7, tzinfo=UTC)
 
@@ -71,3 +79,36 @@ def test_plan_rules() -> None:
         distribution(jobs, NOW, slot=5)
     with pytest.raises(ValueError, match="horizon"):
         distribution(jobs, NOW, slot=900, horizon=60)
+
+
+def _one_by_one(jobs: list[Planned], now: datetime, slot: int, horizon: int) -> list[int]:
+    """Runs per slot counted job by job, run by run (the rule `distribution` follows)."""
+    start = datetime.fromtimestamp(now.timestamp() - now.timestamp() % slot, now.tzinfo)
+    counts = [0] * -(-horizon // slot)
+    for job in jobs:
+        at = max(job.next_run_at, start)
+        while at < start + timedelta(seconds=len(counts) * slot):
+            counts[int((at - start).total_seconds() // slot)] += 1
+            at += timedelta(seconds=job.interval)
+    return counts
+
+
+def test_planned_load_counts_what_the_jobs_one_by_one_count(ledger: Ledger) -> None:
+    """Overdue jobs, jobs past the horizon, seconds inside a minute and intervals that are
+    not whole minutes: the grouped read (`planned_load`) counts as job by job does."""
+    app = ledger.app
+    starts = [NOW - timedelta(hours=3), NOW + timedelta(seconds=59.5), NOW + timedelta(hours=5,
+              seconds=17), NOW + timedelta(hours=30), NOW + timedelta(minutes=52, seconds=1)]
+    for i, (start, every) in enumerate((s, e) for s in starts for e in (900, 3600, 4000, 86400)):
+        app.schedule_job(kind="catalog", url=f"https://s{i}.example/c", now=NOW - timedelta(
+            hours=4), every=every, start_at=start)
+    app.schedule_job(kind="product_page", url="https://once.example/p", now=NOW)  # one-shot
+    ledger.catch_up()
+    jobs = planned_jobs(ledger)
+    assert len(jobs) == 20
+    for slot, hours in ((900, 24), (300, 6), (3600, 48)):
+        found, recurring = planned_load(ledger, NOW, slot, hours * 3600)
+        assert recurring == 20
+        assert found.counts == _one_by_one(jobs, NOW, slot, hours * 3600)
+        assert found.counts == distribution(jobs, NOW, slot, hours * 3600).counts
+        assert sum(found.counts) > 20
