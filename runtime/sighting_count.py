@@ -51,18 +51,28 @@ def unchanged_sightings(ledger: Ledger, history: list[Envelope], at: datetime | 
 
 
 def _spans(history: list[Envelope]) -> list[Span]:
-    """Each `Observed` and the product event that ends its run of unchanged sightings
-    (None: still running)."""
+    """Each `Observed` that left the product in stock (after its crawl's other events)
+    and the product event that ends its run of unchanged sightings (None: still
+    running). An out-of-stock product's sightings are per product, and a crawl that
+    does not list it records nothing for it: no run starts there."""
     spans: list[Span] = []
     start: Envelope | None = None
+    in_stock = ok = True
     for env in history:
         kind = env.event_type.rsplit(".", 1)[-1]
         if kind in _ENDS and start is not None:
-            spans.append((start, env))
+            if ok:
+                spans.append((start, env))
             start = None
+        if kind == "WentOutOfStock":
+            in_stock = False
+        elif kind == "BackInStock":
+            in_stock = True
         if kind == "Observed":
-            start = env
-    if start is not None:
+            start, ok = env, in_stock
+        elif start is not None and env.occurred_at == start.occurred_at:
+            ok = in_stock  # its crawl's own stock events
+    if start is not None and ok:
         spans.append((start, None))
     return spans
 
