@@ -141,7 +141,7 @@ class Product(LedgerAggregate):
         by the job that saw it last: in stock, stock known, no misses, the same offers
         (to the digit), availability, quantity and details. (Another job's sighting is
         recorded per product, so a product's unchanged sightings between two of its
-        events are all the crawls of one job: `runtime.as_of` counts them.)"""
+        events are all the crawls of one job: `runtime.sighting_count` counts them.)"""
         return (self.last_seen_by == job_id and self.in_stock and self.stock_known
                 and not self.consecutive_misses and obs.availability == self.availability
                 and obs.availability not in UNAVAILABLE and obs.quantity == self.quantity
