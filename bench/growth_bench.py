@@ -39,6 +39,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,8 @@ from projections import audit  # noqa: E402
 from projections.datasets import DatasetWriter  # noqa: E402
 from projections.rebuild import rebuild  # noqa: E402
 
-FLEET_EVENTS_A_DAY = 1_000 * 500 * 6
+#: observations a day of the 1,000-store fleet (500 products, 6 crawls a day)
+FLEET_OBSERVATIONS_A_DAY = 1_000 * 500 * 6
 DAILY_AVERAGE = "SELECT date, category, avg(price) FROM price_observations GROUP BY ALL"
 Row = tuple[str, float, str]  # label, value, unit
 
@@ -104,28 +106,56 @@ def measure_record(ledger: Ledger, history: History, store: int = 0,
     return statistics.median(steady), steady[max(int(len(steady) * 0.95) - 1, 0)]
 
 
+#: a stored row's bytes besides its state and topic: tuple header (24) and line pointer
+#: (4), originator id (16), version (8), notification id (8)
+ROW_OVERHEAD = 60
+SIGHTINGS_TOPIC = "%Sightings.Recorded"
+
+
 def measure_bytes(pg: str, schema: str, table: str) -> dict[str, float]:
-    """Bytes a stored event and an `Observed` row take, indexes included."""
+    """Bytes a stored event, an observation and an unchanged one take, indexes included.
+
+    The table's bytes (heap and TOAST) are shared out by each row's own bytes (its
+    state as stored, `pg_column_size`: compressed and TOASTed where PostgreSQL did,
+    its topic and `ROW_OVERHEAD`), the indexes' bytes by rows. An unchanged
+    observation's bytes are its crawl's `Sightings.Recorded` row's share divided by
+    the products in it; every observation's, the whole table's bytes divided by the
+    observations (`Observed` rows plus sighted products)."""
     name = f'"{schema}"."{table}"'
     with psycopg.connect(pg, autocommit=True) as conn:
         conn.execute(f"VACUUM ANALYZE {name}")
         total, heap, indexes = conn.execute(
             f"SELECT pg_total_relation_size('{name}'), pg_table_size('{name}'), "
             f"pg_indexes_size('{name}')").fetchone()  # type: ignore[misc]
-        rows = conn.execute(
-            f"SELECT topic LIKE '%Product.Observed', count(*), sum(pg_column_size(t.*)) "
-            f"FROM {name} t GROUP BY 1").fetchall()
+        rows = {kind: (n, row_bytes or 0, state or 0) for kind, n, row_bytes, state in conn.execute(
+            f"SELECT CASE WHEN topic LIKE '%Product.Observed' THEN 'observed' "
+            f"WHEN topic LIKE '{SIGHTINGS_TOPIC}' THEN 'sightings' ELSE 'other' END, count(*), "
+            f"sum(pg_column_size(state) + pg_column_size(topic) + {ROW_OVERHEAD}), "
+            f"sum(pg_column_size(state)) FROM {name} GROUP BY 1").fetchall()}
+        sighted = conn.execute(
+            f"SELECT coalesce(sum(json_array_length(convert_from(state, 'UTF8')::json "
+            f"-> 'products')), 0) FROM {name} WHERE topic LIKE '{SIGHTINGS_TOPIC}'"
+        ).fetchone()[0]  # type: ignore[index]
         snapshots = conn.execute(
             f"SELECT pg_total_relation_size(format('%I.%I', '{schema}', table_name)) FROM "
             f"information_schema.tables WHERE table_schema = '{schema}' "
             "AND table_name LIKE '%snapshots'").fetchone()
-    count = sum(r[1] for r in rows)
-    observed = next((r for r in rows if r[0]), (True, 0, 0))
-    row_bytes = sum(r[2] for r in rows)
-    per_observation = (heap * observed[2] / row_bytes + indexes * observed[1] / count) / max(
-        observed[1], 1)
-    return {"events": count, "observed": observed[1], "per_event": total / count,
-            "per_observation": per_observation, "observed_state": observed[2] / max(observed[1], 1),
+    count = sum(r[0] for r in rows.values())
+    all_bytes = sum(r[1] for r in rows.values())
+
+    def share(kind: str) -> float:
+        n, row_bytes, _ = rows.get(kind, (0, 0, 0))
+        return heap * row_bytes / all_bytes + indexes * n / count
+
+    observed = rows.get("observed", (0, 0, 0))
+    sightings = rows.get("sightings", (0, 0, 0))
+    observations = observed[0] + sighted
+    return {"events": count, "observed": observed[0], "sighted": sighted,
+            "per_event": total / count, "per_observation": total / max(observations, 1),
+            "per_unchanged": share("sightings") / max(sighted, 1),
+            "per_observed_row": share("observed") / max(observed[0], 1),
+            "observed_state": observed[2] / max(observed[0], 1),
+            "sightings_state": sightings[2] / max(sightings[0], 1),
             "table_bytes": total, "snapshot_bytes": snapshots[0] if snapshots else 0}
 
 
@@ -154,11 +184,12 @@ def measure_duckdb(ledger: Ledger, product: str) -> tuple[float, float, float]:
     return rate, history, daily
 
 
-def measure_size(pg: str, size: int, keep: bool) -> list[Row]:
+def measure_size(pg: str, size: int, keep: bool, compact: bool = True) -> list[Row]:
     schema = f"growth_{uuid.uuid4().hex[:8]}"
     data = Path(tempfile.mkdtemp(prefix="crawl-ledger-growth-"))
     store = f"{pg}?schema={schema}"
     ledger = bootstrap(Settings(data_dir=data, store=store))
+    ledger.app.options = replace(ledger.app.options, compact_sightings=compact)
     try:
         shape = fleet_for(size)
         print(f"\n{size:,} events: {shape.stores} stores x {shape.products} products, "
@@ -201,9 +232,14 @@ def measure_size(pg: str, size: int, keep: bool) -> list[Row]:
         ("DuckDB datasets catch-up from 0", datasets, "ev/s"),
         ("DuckDB price_history (one product)", price * 1000, "ms"),
         ("DuckDB daily average price per category", daily * 1000, "ms"),
+        ("observations (Observed rows + sighted)", sizes["observed"] + sizes["sighted"], ""),
+        ("  of which unchanged (in Sightings)", sizes["sighted"], ""),
         ("bytes per event (table + indexes)", sizes["per_event"], "B"),
-        ("bytes per unchanged observation", sizes["per_observation"], "B"),
-        ("Observed row (pg_column_size)", sizes["observed_state"], "B"),
+        ("bytes per observation, every event included", sizes["per_observation"], "B"),
+        ("bytes per unchanged observation", sizes["per_unchanged"], "B"),
+        ("bytes per Observed row (table + indexes)", sizes["per_observed_row"], "B"),
+        ("Observed state (pg_column_size)", sizes["observed_state"], "B"),
+        ("Sightings state (pg_column_size, a crawl)", sizes["sightings_state"], "B"),
         ("snapshot table per event", sizes["snapshot_bytes"] / events, "B"),
     ]
 
@@ -234,12 +270,14 @@ def report(sizes: list[int], results: list[list[Row]]) -> None:
         print(f"{label + (f' ({unit})' if unit else ''):<44}"
               + "".join(f"{v:>14,.1f}" for v in values) + f"   {ratios or '(one size)'}")
     last = {label: value for label, value, _ in results[-1]}
+    per_observation = last["bytes per observation, every event included"]
     per_event = last["bytes per event (table + indexes)"]
-    year = FLEET_EVENTS_A_DAY * 365 * per_event
-    print(f"\na year of the 1,000-store fleet ({FLEET_EVENTS_A_DAY:,} events a day): "
-          f"{year / 1e12:.2f} TB of events table with indexes at {per_event:.0f} B an event "
-          f"(+{FLEET_EVENTS_A_DAY * 365 * last['snapshot table per event'] / 1e12:.2f} TB "
-          "of snapshots)")
+    year = FLEET_OBSERVATIONS_A_DAY * 365 * per_observation
+    snapshots = year / per_event * last["snapshot table per event"]
+    print(f"\na year of the 1,000-store fleet ({FLEET_OBSERVATIONS_A_DAY:,} observations a "
+          f"day): {year / 1e12:.3f} TB of events table with indexes at {per_observation:.0f} B "
+          f"an observation (every event included; {per_event:.0f} B an event), "
+          f"+{snapshots / 1e12:.3f} TB of snapshots")
     print(f"bytes per unchanged observation: {last['bytes per unchanged observation']:.0f}")
 
 
@@ -248,6 +286,9 @@ def main() -> None:
     parser.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432/test")
     parser.add_argument("--sizes", default="100000,1000000,10000000")
     parser.add_argument("--keep", action="store_true", help="keep each size's schema")
+    parser.add_argument("--per-product", action="store_true",
+                        help="record every observation as a Product.Observed (no Sightings), "
+                             "as the ledger did before compact sightings")
     args = parser.parse_args()
     try:
         sizes = [int(s) for s in args.sizes.split(",")]
@@ -255,7 +296,7 @@ def main() -> None:
         raise SystemExit(f"bad --sizes {args.sizes!r}: use numbers, e.g. 100000,1000000") from None
     if not sizes or min(sizes) < 10_000:
         raise SystemExit("bad --sizes: each size is at least 10000 events")
-    results = [measure_size(args.pg, size, args.keep) for size in sizes]
+    results = [measure_size(args.pg, size, args.keep, not args.per_product) for size in sizes]
     report(sizes, results)
 
 

@@ -56,6 +56,9 @@ class LedgerOptions:
     store_cache_size: int = 10_000
     #: new jobs one result may chain (the excess is counted in the Succeeded event)
     max_new_jobs: int = DEFAULT_MAX_NEW_JOBS
+    #: a catalog crawl's unchanged observations go into one `Sightings` event, not one
+    #: `Product.Observed` each (`domain.sightings`); False records every one per product
+    compact_sightings: bool = True
 
 
 class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, WorkerRegistry,

@@ -10,7 +10,9 @@ once (`feed_says`), and so does its product page answering 404/410 (`gone`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
+from decimal import Decimal
 from operator import attrgetter
 from typing import Any
 from uuid import UUID
@@ -34,6 +36,12 @@ def offer_key(offer: dict[str, Any]) -> str:
     return f"{offer.get('pricing_type') or 'regular'}:{offer['option']}"
 
 
+def _exact(offers: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Offers compared to the digit: Decimal("10.5") equals Decimal("10.50"), their
+    stored text does not."""
+    return [{k: str(v) if isinstance(v, Decimal) else v for k, v in o.items()} for o in offers]
+
+
 class Product(LedgerAggregate):
     """A store's product; its id is derived from (store, provider product id)."""
 
@@ -47,6 +55,9 @@ class Product(LedgerAggregate):
     image: dict[str, Any] | None = None
     #: (class default: products and snapshots from before descriptions were read)
     description: str | None = None
+    #: the job of its latest `Observed` (class default: snapshots from before it was kept);
+    #: only that job's sightings can be unchanged (`domain.sightings`)
+    last_seen_by: str | None = None
 
     @staticmethod
     def create_id(store_id: str, provider_product_id: str, **_: Any) -> UUID:
@@ -102,9 +113,16 @@ class Product(LedgerAggregate):
 
     # commands ---------------------------------------------------------------
     def observe(self, obs: Observation, job_id: str, attempt: int, content_hash: str,
-                extractor_version: str, at: datetime) -> None:
-        """Record one crawl's sighting and every change it implies."""
+                extractor_version: str, at: datetime, compact: bool = False
+                ) -> list[dict[str, Any]] | None:
+        """Record one crawl's sighting and every change it implies.
+
+        With `compact`, a sighting that would change nothing but the time it was last
+        seen records no event: its offers are returned for the crawl's `Sightings`
+        (`domain.sightings`). Else (or when something changed) None."""
         offers = [o.to_payload() for o in obs.offers]
+        if compact and self._unchanged(obs, offers, job_id):
+            return offers
         self._record_detail_changes(obs, job_id, at)
         self._record_price_changes(offers, job_id, at)
         self._observed(job_id, attempt, at, offers, obs.availability, obs.quantity,
@@ -116,6 +134,19 @@ class Product(LedgerAggregate):
             self._back_in_stock(job_id, at)
         if not self.stock_known:
             self._stock_known(job_id, obs.availability, self.in_stock, at)
+        return None
+
+    def _unchanged(self, obs: Observation, offers: list[dict[str, Any]], job_id: str) -> bool:
+        """True when `observe` would record only an `Observed` repeating the state, seen
+        by the job that saw it last: in stock, stock known, no misses, the same offers
+        (to the digit), availability, quantity and details. (Another job's sighting is
+        recorded per product, so a product's unchanged sightings between two of its
+        events are all the crawls of one job: `runtime.sighting_count` counts them.)"""
+        return (self.last_seen_by == job_id and self.in_stock and self.stock_known
+                and not self.consecutive_misses and obs.availability == self.availability
+                and obs.availability not in UNAVAILABLE and obs.quantity == self.quantity
+                and _exact(offers) == _exact(self.offers.values())
+                and not self._detail_changes(obs))
 
     def lose_sight(self, job_id: str, consecutive_failures: int, last_error: str | None,
                    at: datetime) -> None:
@@ -139,13 +170,16 @@ class Product(LedgerAggregate):
             self._went_out_of_stock("misses", job_id, at)
 
     def _record_detail_changes(self, obs: Observation, job_id: str, at: datetime) -> None:
-        seen, held = _details(obs), _details(self)
-        if seen == held:  # most sightings change none of them
-            return
-        changed = {name: value for name, value, old in zip(DETAIL_FIELDS, seen, held, strict=True)
-                   if value is not None and value != old}
+        changed = self._detail_changes(obs)
         if changed:
             self._details_changed(changed, job_id, at)
+
+    def _detail_changes(self, obs: Observation) -> dict[str, Any]:
+        seen, held = _details(obs), _details(self)
+        if seen == held:  # most sightings change none of them
+            return {}
+        return {name: value for name, value, old in zip(DETAIL_FIELDS, seen, held, strict=True)
+                if value is not None and value != old}
 
     def _record_price_changes(self, offers: list[dict[str, Any]], job_id: str,
                               at: datetime) -> None:
@@ -214,6 +248,7 @@ class Product(LedgerAggregate):
         self.availability = availability
         self.quantity = quantity
         self.last_seen_at = observed_at
+        self.last_seen_by = job_id
         self.consecutive_misses = 0
         self.observations += 1
 

@@ -39,6 +39,7 @@ from domain.outcome import outcome_payload, unique_observations
 from domain.persistence import current_through
 from domain.ports import Storage
 from domain.product import FAILURES_FOR_UNKNOWN_STOCK, Product
+from domain.sightings import SightingColumns
 from domain.timeutil import command, command_time, utc
 from domain.values import CrawlFailure, CrawlSuccess, Observation, Origin
 
@@ -235,7 +236,7 @@ class ResultRecording:
         if job.already_recorded(lease_id):
             return Prepared(Recorded(str(job.id), duplicate=True))
         job.require_lease(lease_id, "record a result for")
-        products, loaded, new_ids = self._product_events(job, outcome, now, loading)
+        products, loaded, new_ids = self._product_events(job, lease_id, outcome, now, loading)
         chain = Chain(cast(Aggregates, self), job, now, self.options.catalog_interval, self.options.max_new_jobs)
         chain.follow(outcome)
         job.succeed(lease_id, outcome_payload(outcome, chain.dropped, chain.unmatched), new_ids,
@@ -246,31 +247,46 @@ class ResultRecording:
                                      new_products=len(new_ids), children=chain.children()),
                         aggregates, loaded, recurs=not job.one_shot, as_of=loading.position)
 
-    def _product_events(self, job: CrawlJob, outcome: CrawlSuccess, now: datetime,
-                        loading: Loading) -> tuple[list[Product], list[Product], list[str]]:
+    def _product_events(self, job: CrawlJob, lease_id: str, outcome: CrawlSuccess,
+                        now: datetime, loading: Loading
+                        ) -> tuple[list[Aggregate], list[Product], list[str]]:
+        """The products a result changes, then its `Sightings` (the observations that
+        changed nothing, one event: catalog jobs, `LedgerOptions.compact_sightings`);
+        the products loaded; the new product ids."""
         if job.kind not in PRODUCT_KINDS or job.store_id is None:
             return [], [], []
         seen, keys = (loading.observed.get((job.id, id(outcome)))
                       or _observed_products(job.store_id, outcome))
         wanted, absent, wanted_text = _touched(job, keys, outcome)
         loaded = self._load_products(wanted | absent, loading)
-        changed: list[Product] = []
+        changed: list[Aggregate] = []
+        unchanged = SightingColumns()
+        compact = job.kind == "catalog" and self.options.compact_sightings
         job_ref = str(job.id)
         for pid, obs in seen.items():
             product_uuid = keys[pid]
             if product_uuid not in loaded:
                 loaded[product_uuid] = Product.discover(job.store_id, obs, job_ref, now)
             product = loaded[product_uuid]
-            product.observe(obs, job_ref, job.attempt, outcome.content_hash,
-                            outcome.extractor_version, now)
-            changed.append(product)
+            offers = product.observe(obs, job_ref, job.attempt, outcome.content_hash,
+                                     outcome.extractor_version, now, compact)
+            if offers is None:
+                changed.append(product)
+            else:
+                unchanged.add(str(product_uuid), product.version, offers, obs.availability,
+                              obs.quantity, dict(obs.attributes))
         for product_uuid in absent & loaded.keys():
             product = loaded[product_uuid]
             lapse = product.gone if outcome.gone else product.miss
             lapse(job_ref, now)
             changed.append(product)
         new_ids = sorted(wanted_text.difference(job.products))
-        return [p for p in changed if p.pending_events], list(loaded.values()), new_ids
+        changed = [p for p in changed if p.pending_events]
+        sightings = unchanged.record(job_ref, lease_id, job.attempt, now, outcome.content_hash,
+                                     outcome.extractor_version)
+        if sightings is not None:
+            changed.append(sightings)
+        return changed, list(loaded.values()), new_ids
 
     def _load_products(self, product_ids: set[UUID], loading: Loading) -> dict[UUID, Product]:
         """The products, from those `record_many` loaded for its group first, then the

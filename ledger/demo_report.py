@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from domain.envelope import Envelope
+from domain.sightings import RECORDED
 from runtime.ledger import Ledger
 
 
@@ -30,6 +31,8 @@ class Summary:
     stores: int = 0
     products: int = 0
     jobs: int = 0
+    #: observations that changed nothing, in the crawls' `Sightings.Recorded` events
+    sighted: int = 0
 
     @property
     def runs(self) -> int:
@@ -43,7 +46,7 @@ class Summary:
                             f" {t['CrawlJob.Failed']} failed)"),
             ("events recorded", self.events),
             ("products", self.products),
-            ("observations", t["Product.Observed"]),
+            ("observations", t["Product.Observed"] + self.sighted),
             ("price changes", t["Product.PriceChanged"]),
             ("misses", t["Product.Missed"]),
             ("went out of stock", t["Product.WentOutOfStock"]),
@@ -62,6 +65,8 @@ def summarize(envelopes: Iterable[Envelope]) -> Summary:
             summary.failures[env.payload["error_kind"]] += 1
         elif env.event_type == "CrawlJob.LeaseExpired":
             summary.failures["lease_expired"] += 1
+        elif env.event_type == RECORDED:
+            summary.sighted += len(env.payload["products"])
     summary.stores = summary.by_type["Store.Registered"]
     summary.products = summary.by_type["Product.Discovered"]
     summary.jobs = summary.by_type["CrawlJob.Scheduled"]

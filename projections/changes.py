@@ -40,7 +40,7 @@ CHANGES_CLOCK = Table(
     columns={"clock": "text", "latest_at": "text"},
 )
 
-_CLOCK_EVENTS = ("Observed", "Missed", "PriceChanged", "BackInStock", "WentOutOfStock")
+_CLOCK_EVENTS = ("Observed", "Sighted", "Missed", "PriceChanged", "BackInStock", "WentOutOfStock")
 
 
 def _effective(price: Any, special: Any) -> Decimal | None:

@@ -2,8 +2,10 @@
 
 Datasets (see `parquet_writer` for the schemas and the crash-safe layout):
 
-- `price_observations`: one row per `Product.Observed` offer, denormalised
-  with the store name and the product's details, with lineage;
+- `price_observations`: one row per observed offer (`Product.Observed`, and each
+  product of a `Sightings.Recorded`: `domain.sightings`), denormalised with the
+  store name and the product's details, with lineage (a sighting's `event_id` is
+  its crawl event's id and the product id);
 - `stock_events`: `Product.Missed` / `WentOutOfStock` / `BackInStock`;
 - `price_changes`: one row per `Product.PriceChanged` whose regular price
   moved (both old and new set), with the previous observation's time — so
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from domain.envelope import Envelope
+from domain.sightings import RECORDED, SIGHTED, sighted
 from projections.checksums import verify as verify_checksums
 from projections.compaction import compact, discard_superseded
 from projections.dataset_jobs import JOB_STATE_EVENTS, JobRows
@@ -109,8 +112,11 @@ class DatasetRows(JobRows):
             self._discovered(env)
         elif kind == "Product.DetailsChanged":
             self._details_changed(env)
-        elif kind == "Product.Observed":
+        elif kind == "Product.Observed" or kind == SIGHTED:
             self._observed(env)
+        elif kind == RECORDED:  # a crawl's unchanged observations: a row set each
+            for one in sighted(env):
+                self._observed(one)
         elif kind == "Product.PriceChanged":
             self._price_changed(env)
         elif kind in _STOCK_TYPES:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from domain.envelope import Envelope
+from domain.sightings import expand
 from projections.db import Database, Row, Tx
 from projections.search import search_table
 
@@ -156,7 +157,7 @@ class Projection(ABC):
         """
         get = self.handlers().get
         rows = Rows(tx, self.table_map(), self.prefix)
-        work = [(handler, env) for env in envelopes
+        work = [(handler, env) for env in expand(envelopes)  # a crawl's sightings: per product
                 if (handler := get(env.event_type)) is not None]
         streams = [env.stream_id for _, env in work]
         for table in self.tables:

@@ -7,8 +7,9 @@ from decimal import Decimal
 from typing import Any
 
 from domain.envelope import Envelope
+from domain.sightings import SIGHTED
 from projections.db import Row
-from projections.framework import Handler, Projection, Table, creator, dumps, updater
+from projections.framework import Handler, Projection, Rows, Table, creator, dumps, updater
 
 CURRENT_PRODUCTS = Table(
     name="current_products",
@@ -70,7 +71,23 @@ class CurrentProductsProjection(Projection):
             f"Product.{k}": updater("current_products", v) for k, v in changes.items()
         }
         handlers["Product.Discovered"] = creator("current_products", _discovered)
+        handlers[SIGHTED] = _sighted
         return handlers
+
+
+def _sighted(env: Envelope, rows: Rows) -> None:
+    """An unchanged sighting (`domain.sightings`): seen again, nothing else changed. It
+    applies once, to a row no later than the product version it confirms (the row skips
+    versions of events it ignores); a redelivered one is not later than the row's
+    `last_seen_at`."""
+    row = rows.get("current_products", env.stream_id)
+    at = env.payload["observed_at"]
+    if (row is None or int(row.get("version") or 0) > env.version
+            or (row["last_seen_at"] or "") >= at):
+        return
+    row.update(last_seen_at=at, observations=int(row["observations"] or 0) + 1,
+               last_job=env.payload["job_id"])
+    rows.put("current_products", row)
 
 
 def _discovered(env: Envelope) -> Row:

@@ -12,11 +12,13 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from domain.envelope import Envelope
 from domain.errors import NotFound
 from domain.timeutil import iso
 from domain.values import shown_in_stock
 from runtime.history import known_at
 from runtime.ledger import Ledger
+from runtime.sighting_count import unchanged_sightings
 
 __all__ = ["job_as_of", "product_as_of"]
 
@@ -30,23 +32,29 @@ _JOB = ("kind", "url", "state", "attempt", "interval", "next_run_at", "priority"
 
 
 def product_as_of(ledger: Ledger, product: Any, at: datetime) -> dict[str, Any]:
-    return _as_of(ledger, product, at, _PRODUCT,
-                  lambda found: {"offers": list(found.offers.values()),
-                                 "in_stock": shown_in_stock(found.in_stock, found.availability)})
+    """Its state and events at `at`; its observation count and last sighting include
+    the unchanged sightings in its catalog crawls' `Sightings` (`runtime.sighting_count`)."""
+    def more(found: Any, history: list[Envelope]) -> dict[str, Any]:
+        count, last = unchanged_sightings(ledger, history, at)
+        seen = [t for t in (found.last_seen_at, last) if t is not None]
+        return {"offers": list(found.offers.values()), "observations": found.observations + count,
+                "last_seen_at": _plain(max(seen)) if seen else None,
+                "in_stock": shown_in_stock(found.in_stock, found.availability)}
+    return _as_of(ledger, product, at, _PRODUCT, more)
 
 
 def job_as_of(ledger: Ledger, job: Any, at: datetime) -> dict[str, Any]:
     return _as_of(ledger, job, at, _JOB,
-                  lambda found: {"max_attempts": found.policy.max_attempts})
+                  lambda found, _: {"max_attempts": found.policy.max_attempts})
 
 
 def _as_of(ledger: Ledger, aggregate: Any, at: datetime, fields: tuple[str, ...],
-           more: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+           more: Callable[[Any, list[Envelope]], dict[str, Any]]) -> dict[str, Any]:
     known = known_at(ledger, aggregate, at)
     if known is None:
         raise NotFound(f"{aggregate.id} was not yet recorded at {at.isoformat()}")
     found, history = known
-    state = {name: _plain(getattr(found, name, None)) for name in fields} | more(found)
+    state = {name: _plain(getattr(found, name, None)) for name in fields} | more(found, history)
     return {"id": str(found.id), "as_of": at.isoformat(), "version": found.version,
             "state": state, "events": [e.to_dict() for e in history]}
 

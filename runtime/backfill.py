@@ -19,6 +19,7 @@ from typing import Any
 
 from domain import ids
 from domain.recording import PRODUCT_KINDS
+from domain.sightings import SIGHTED, expand
 from domain.timeutil import parse_iso
 from domain.values import Observation
 from runtime.ledger import Ledger
@@ -121,7 +122,7 @@ def _read_log(ledger: Ledger) -> _Log:
     after, batch = 0, 5000
     while True:
         envelopes = ledger.source.read(after, batch)
-        for env in envelopes:
+        for env in expand(envelopes):  # a crawl's unchanged sightings: per product
             payload, stream = env.payload, str(env.stream_id)
             if env.event_type == "CrawlJob.Scheduled":
                 log.jobs[stream] = (payload.get("store_id"), payload.get("kind", ""))
@@ -132,7 +133,7 @@ def _read_log(ledger: Ledger) -> _Log:
                                      "content_hash": outcome.get("content_hash"),
                                      "url": outcome.get("final_url") or "",
                                      "at": parse_iso(payload["at"])})
-            elif env.event_type == "Product.Observed":
+            elif env.event_type in ("Product.Observed", SIGHTED):
                 log.readings[(stream, payload["content_hash"])] = reading(
                     offers=payload["offers"], availability=payload["availability"])
             elif env.event_type == "Product.Reextracted":

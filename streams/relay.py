@@ -159,7 +159,7 @@ class Relay:
             return 0
         new_position = ready[-1] if ready else self.position
         new_position = max([new_position, *skipped])
-        if len(positions) == self.batch_size and len(ready) == len(positions):
+        if len(positions) >= self.batch_size and len(ready) == len(positions):
             self._ahead = self._read_ahead(new_position)  # more is waiting: read it meanwhile
         offsets = self._publish(messages[:len(ready)])
         self.positions.save(new_position, skipped, _now_iso(), offsets)
@@ -195,6 +195,9 @@ class Relay:
         ready: list[int] = []
         skipped: list[int] = []
         for position in positions:
+            if ready and position == ready[-1]:  # another message of that event (sightings)
+                ready.append(position)
+                continue
             if position != expected:
                 if not self._gap_expired(expected):
                     break

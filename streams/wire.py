@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 
 from domain.envelope import Envelope
+from domain.sightings import expand, has_sightings
 from domain.transcoder import plain_json
 from streams.topics import Topics
 
@@ -27,8 +28,15 @@ def wire_value(env: Envelope, ledger_id: str | None = None) -> bytes:
 
 def encode_batch(envelopes: Sequence[Envelope], topics: Topics, ledger_id: str | None) -> Batch:
     """The positions and messages of `envelopes`: to its stream type's topic, keyed by
-    stream id (one stream's events stay in one partition, in order)."""
+    stream id (one stream's events stay in one partition, in order).
+
+    A crawl's `Sightings.Recorded` is published as its `Product.Sighted` envelopes
+    (`domain.sightings`), one a product, on the products topic keyed by product id,
+    so a product's messages stay in its partition in log order; each carries the
+    stored event's position, which the positions list repeats (one entry a message)."""
     topic_for = topics.for_stream
+    if has_sightings(envelopes):
+        envelopes = list(expand(envelopes))
     return ([env.position for env in envelopes],
             [(topic_for(env.stream_type), wire_value(env, ledger_id), env.stream_id.encode())
              for env in envelopes])

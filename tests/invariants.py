@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from domain.envelope import Envelope
+from domain.sightings import expand
 from projections.framework import table_rows
 from projections.rebuild import verify
 from projections.runner import ProjectionRunner
@@ -75,8 +76,8 @@ def no_duplicate_effects(envelopes: list[Envelope]) -> str | None:
     # each recorded success observes each product at most once (a job's later runs start
     # their attempts at 1 again, so attempts do not tell runs apart; successes do)
     runs = Counter(str(e.stream_id) for e in envelopes if e.event_type == "CrawlJob.Succeeded")
-    seen = Counter((str(e.stream_id), e.payload["job_id"]) for e in envelopes
-                   if e.event_type == "Product.Observed")
+    seen = Counter((str(e.stream_id), e.payload["job_id"]) for e in expand(envelopes)
+                   if e.event_type in ("Product.Observed", "Product.Sighted"))
     if (again := [k for k, n in seen.items() if n > runs[k[1]]]):
         product, job = again[0]
         return (f"product {product} observed {seen[again[0]]} times in {runs[job]} "

@@ -91,7 +91,8 @@ def show_product(args: argparse.Namespace) -> int:
     known = shown_in_stock(product.in_stock, product.availability)
     stock = ("in stock" if known else "stock not stated" if known is None else "OUT OF STOCK"
              + (f" since {product.out_of_stock_since}" if product.out_of_stock_since else ""))
-    print(f"  {stock}; {product.observations} observations; misses {product.consecutive_misses}")
+    observations = current["observations"] if current else product.observations  # with sightings
+    print(f"  {stock}; {observations} observations; misses {product.consecutive_misses}")
     for offer in product.offers.values():
         print(f"  {offer_line(offer)}")
     print_history("history", history)

@@ -21,6 +21,7 @@ import pytest
 from fleet import CLI, Fleet, fleet, make_slow_fast, wait_for
 
 from domain.envelope import Envelope
+from domain.sightings import expand
 
 
 @pytest.fixture
@@ -54,7 +55,7 @@ def test_sigkill_mid_crawl_then_restart_recovers_without_duplicates(setup: Fleet
     assert orphans == setup.slow_jobs
     leases = {e.stream_id: e.payload["lease_id"] for e in before
               if e.event_type == "CrawlJob.Leased"}
-    assert not [e for e in before if e.event_type == "Product.Observed"
+    assert not [e for e in expand(before) if e.event_type in ("Product.Observed", "Product.Sighted")
                 and e.payload["job_id"] in orphans], "an unfinished crawl recorded products"
 
     make_slow_fast(setup)  # the operator makes the slow stores fast before restarting
@@ -90,7 +91,8 @@ def _assert_orphans_expired_and_retried(new: list[Envelope], orphans: set[str],
 
 def _assert_no_duplicate_product_events(envelopes: list[Envelope], setup: Fleet) -> None:
     observed = Counter((e.stream_id, e.payload["job_id"], e.payload["attempt"])
-                       for e in envelopes if e.event_type == "Product.Observed")
+                       for e in expand(envelopes)
+                       if e.event_type in ("Product.Observed", "Product.Sighted"))
     assert set(observed.values()) == {1}, [k for k, n in observed.items() if n > 1]
     discovered = Counter((e.payload["store_id"], e.payload["provider_product_id"])
                          for e in envelopes if e.event_type == "Product.Discovered")

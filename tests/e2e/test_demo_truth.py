@@ -18,6 +18,7 @@ import pytest
 from truth_model import Key, TruthModel, describe_difference, recorded_events, successful_runs
 
 from domain.envelope import Envelope
+from domain.sightings import expand
 from ledger.demo import DemoConfig
 
 CONFIG = DemoConfig(stores=5, cycles=7, seed=9, fault_rate=0.0, concurrency=8)
@@ -113,8 +114,8 @@ def test_failed_crawls_never_produce_a_miss(demo: DemoRun) -> None:
     product_store = {e.stream_id: demo.store_keys[e.payload["store_id"]]
                      for e in demo.envelopes if e.event_type == "Product.Discovered"}
     faulted = demo.harness.sim.simulator.faulted_epochs()
-    for env in demo.envelopes:
-        if env.event_type not in ("Product.Missed", "Product.Observed"):
+    for env in expand(demo.envelopes):
+        if env.event_type not in ("Product.Missed", "Product.Observed", "Product.Sighted"):
             continue
         epoch = demo.harness.epoch_of(env.payload.get("at") or env.payload["observed_at"])
         run = (env.payload["job_id"], epoch)

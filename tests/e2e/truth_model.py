@@ -31,6 +31,7 @@ from decimal import Decimal
 from typing import Any
 
 from domain.envelope import Envelope
+from domain.sightings import expand
 
 MISSES_FOR_OUT = 3
 PRODUCT_EVENTS = ("Discovered", "Observed", "PriceChanged", "Missed", "WentOutOfStock",
@@ -168,11 +169,12 @@ class TruthModel:
 
 def recorded_events(envelopes: Iterable[Envelope], store_keys: Mapping[str, str],
                     epoch_of: Callable[[str], int]) -> Counter[Key]:
-    """The ledger's Product events in the model's terms."""
+    """The ledger's Product events in the model's terms (an unchanged sighting in a
+    crawl's `Sightings` is an `Observed`)."""
     names: dict[str, tuple[str, str]] = {}
     events: Counter[Key] = Counter()
-    for env in envelopes:
-        kind = env.event_type.removeprefix("Product.")
+    for env in expand(envelopes):
+        kind = env.event_type.removeprefix("Product.").replace("Sighted", "Observed")
         if env.stream_type != "Product" or kind not in PRODUCT_EVENTS:
             continue
         p = env.payload

@@ -8,7 +8,8 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from functools import partial
 from pathlib import Path
 
@@ -26,13 +27,16 @@ from kafka_fixtures import (  # noqa: F401
     tansu_broker,
     wait_for_port,
 )
+from seeded_history import T0, record_seeded_history
 
+from domain.sightings import expand
+from domain.values import CrawlSuccess, Observation, Offer
 from eventstore.listen import NotifyWakeup
 from eventstore.side_tables.relay import RelayPositions
 from ledger.bootstrap import Ledger, event_source, wakeup_for
 from ledger.settings import parse_postgres
 from streams.relay import ProcessReader, Relay, kafka_producer
-from streams.topics import PUBLIC_TOPICS, STORES, ensure_topics
+from streams.topics import PRODUCTS, PUBLIC_TOPICS, STORES, ensure_topics
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, KAFKA_WARNINGS]
 
@@ -354,3 +358,41 @@ def test_a_commit_in_another_schema_does_not_wake_this_ledgers_listener(
     finally:
         wakeup.close()
         backends.drop_schema(other_url.rsplit("=", 1)[1])
+
+
+def test_a_crawls_sightings_go_out_one_message_a_product_in_order(
+        ledger: Ledger, tansu_broker: str) -> None:  # noqa: F811
+    """A `Sightings.Recorded` is published as its `Product.Sighted` envelopes on the
+    products topic, keyed by product id, after the product's earlier events; a batch
+    boundary inside the log does not split or repeat them."""
+    servers = [tansu_broker]
+    ensure_topics(servers, 4)
+    record_seeded_history(ledger, cycles=6, seed=2)
+    app = ledger.app
+    store = app.register_store(name="Same", base_url="https://same.example", platform="shopify",
+                               now=T0)
+    job = app.schedule_job(kind="catalog", url="https://same.example/p.json", now=T0,
+                           store_id=store, every=3600, adaptive=False)
+    listed = tuple(Observation(f"p{i}", f"P {i}", (Offer("1g", Decimal(i + 10), "USD"),), "in_stock")
+                   for i in range(5))
+    for hour in range(4):  # the same five products: sightings from the second crawl on
+        now = T0 + timedelta(hours=hour, minutes=30)
+        app.record_success(job, app.lease(job, "w1", 300, now).lease_id, CrawlSuccess(
+            200, "https://same.example/p.json", "test", "1", f"s{hour}", observations=listed), now)
+    stored = ledger.source.read(0, 10_000)
+    expected = list(expand(stored))
+    assert len(expected) >= len(stored) + 3 * 4  # three crawls' sightings of five products
+    relay = make_relay(ledger, servers, batch_size=7)
+    assert relay.catch_up() == len(expected)
+    relay.producer.close()
+    assert relay.metrics().position == stored[-1].position
+    messages = read_topics(servers, PUBLIC_TOPICS, len(expected))
+    assert sorted(env.event_id for _, _, env in messages) == sorted(e.event_id for e in expected)
+    by_key: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for topic, key, env in messages:
+        assert key.decode() == env.stream_id
+        if env.event_type == "Product.Sighted":
+            assert topic == PRODUCTS
+        by_key[env.stream_id].append((env.position, env.event_type))
+    for stream, got in by_key.items():
+        assert got == [(e.position, e.event_type) for e in expected if e.stream_id == stream]

@@ -6,10 +6,13 @@ event store for unit tests; the backends themselves are tested in integration.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 import pytest
@@ -85,8 +88,8 @@ def test_product_id_is_derived_from_store_and_provider_id(app: CrawlLedger) -> N
     assert app.get_product(expected).provider_product_id == "p1"
     assert app.get_product(expected).store_id == str(shop.store_id)
     assert other.product_id("p1") != expected
-    shop.crawl(obs("p1"))  # re-discovery finds the same stream
-    assert shop.event_names("p1") == ["Discovered", "Observed", "Observed"]
+    shop.crawl(obs("p1", "11.00"))  # re-discovery finds the same stream
+    assert shop.event_names("p1") == ["Discovered", "Observed", "PriceChanged", "Observed"]
 
 
 def test_absent_from_three_successful_crawls_goes_out_of_stock(app: CrawlLedger) -> None:
@@ -104,7 +107,8 @@ def test_absent_from_three_successful_crawls_goes_out_of_stock(app: CrawlLedger)
     product = app.get_product(shop.product_id("b"))
     assert not product.in_stock and product.out_of_stock_since == shop.now
     assert product.consecutive_misses == MISSES_FOR_OUT_OF_STOCK
-    assert shop.event_names("a") == ["Discovered"] + ["Observed"] * 4
+    # seen unchanged by the same catalog job: in each crawl's Sightings, not its stream
+    assert shop.event_names("a") == ["Discovered", "Observed"]
 
 
 def test_failed_crawl_is_never_a_miss(app: CrawlLedger) -> None:
@@ -210,3 +214,56 @@ def test_a_product_page_that_is_gone_takes_the_product_out_and_keeps_the_job(
     assert app.get_job(page).state == "scheduled"  # the page is checked again, not dead
     crawl_page(http_status=200, content_hash="c2", observations=(obs("p9"),))
     assert shop.event_names("p9")[-2:] == ["Observed", "BackInStock"]
+
+
+def sightings(app: CrawlLedger) -> list[Any]:
+    return [e for e in app.recorder.select_notifications(start=1, limit=10_000)
+            if e.topic.endswith("Sightings.Recorded")]
+
+
+def sighted_products(app: CrawlLedger) -> list[list[str]]:
+    return [json.loads(n.state)["products"] for n in sightings(app)]
+
+
+def test_an_unchanged_sighting_is_in_the_crawls_sightings_not_the_product_stream(
+        app: CrawlLedger) -> None:
+    shop = Catalog(app)
+    shop.crawl(obs("a"), obs("b"))
+    assert sightings(app) == []  # first sight: per product
+    shop.crawl(obs("a"), obs("b", "12.00"))
+    a, b = str(shop.product_id("a")), str(shop.product_id("b"))
+    assert sighted_products(app) == [[a]]
+    state = json.loads(sightings(app)[0].state)
+    assert state["versions"] == [2] and state["job_id"] == str(shop.job_id)
+    assert state["offers"] == [[["1g", "10.00", "USD", None, "regular", None, None]]]
+    assert state["content_hash"] == "c2" and state["availability"] == ["in_stock"]
+    assert shop.event_names("b")[-2:] == ["PriceChanged", "Observed"]
+    shop.crawl(obs("a", "10.0"), obs("b", "12.00"))  # the same amount, written otherwise
+    assert sighted_products(app)[-1] == [b]
+    assert shop.event_names("a") == ["Discovered", "Observed", "Observed"]
+
+
+def test_a_sighting_after_a_miss_or_by_another_job_is_per_product(app: CrawlLedger) -> None:
+    shop = Catalog(app)
+    shop.crawl(obs("a"), obs("b"))
+    shop.crawl(obs("a"))
+    shop.crawl(obs("a"), obs("b"))  # resets its misses: an event
+    assert shop.event_names("b") == ["Discovered", "Observed", "Missed", "Observed"]
+    deals = app.schedule_job(kind="catalog", url="https://shop.example/deals.json", now=T0,
+                             store_id=shop.store_id, every=3600, adaptive=False)
+    now = app.get_job(deals).next_run_at
+    app.record_success(deals, app.lease(deals, "w1", 300, now).lease_id, CrawlSuccess(
+        200, "https://shop.example/deals.json", "test", "1", "d1", observations=(obs("b"),)), now)
+    assert shop.event_names("b")[-1] == "Observed"  # another job saw it: per product
+    shop.crawl(obs("a"), obs("b"))  # and its own job sees it again after that: per product
+    assert shop.event_names("b").count("Observed") == 4
+    assert app.get_product(shop.product_id("b")).last_seen_by == str(shop.job_id)
+
+
+def test_without_compact_sightings_every_observation_is_per_product(app: CrawlLedger) -> None:
+    app.options = replace(app.options, compact_sightings=False)
+    shop = Catalog(app)
+    for _ in range(3):
+        shop.crawl(obs("a"))
+    assert shop.event_names("a") == ["Discovered"] + ["Observed"] * 3
+    assert sightings(app) == []
