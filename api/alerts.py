@@ -9,7 +9,6 @@ admits it (`workers.channels`).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -18,6 +17,7 @@ from fastapi import APIRouter, Depends
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field
 
+from api.consistency import Writes
 from domain.errors import InvalidInput, NotFound
 from runtime.alert_channels import (
     Channel,
@@ -58,7 +58,7 @@ class SubscriptionIn(BaseModel):
     channel: ChannelIn
 
 
-def build_alerts_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
+def build_alerts_router(ledger: Ledger, clock: Clock, writes: Writes,
                         read: Callable[..., Any], operate: Callable[..., Any],
                         sender: AlertSender | None) -> APIRouter:
     router = APIRouter(prefix="/alerts", tags=["alerts"])
@@ -70,7 +70,6 @@ def build_alerts_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
         return channels[0]
 
     def shown(subscription_id: str) -> dict[str, Any]:
-        ledger.catch_up()
         row = ledger.alerts.subscription(subscription_id)
         if row is None:
             raise NotFound(f"unknown subscription id {subscription_id}")
@@ -79,9 +78,7 @@ def build_alerts_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
 
     @router.get("", dependencies=[Depends(read)])
     def list_alerts() -> list[dict[str, Any]]:
-        with lock:
-            ledger.catch_up()
-            return [shown_subscription(r) for r in ledger.alerts.subscriptions()]
+        return [shown_subscription(r) for r in ledger.alerts.subscriptions()]
 
     @router.post("", dependencies=[Depends(operate)], status_code=201)
     async def create(body: SubscriptionIn) -> dict[str, Any]:
@@ -95,25 +92,24 @@ def build_alerts_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
         return await run_in_threadpool(_add, new)
 
     def _add(new: NewSubscription) -> dict[str, Any]:
-        with lock:
-            return shown(str(add_subscription(ledger, store(), new, clock.now())))
+        with writes:
+            added = add_subscription(ledger, store(), new, clock.now())
+        return shown(str(added))
 
     @router.get("/{subscription_id}", dependencies=[Depends(read)])
     def show(subscription_id: str) -> dict[str, Any]:
-        with lock:
-            return shown(str(ledger.app.get_subscription(subscription_id).id))
+        return shown(str(ledger.app.get_subscription(subscription_id).id))
 
     @router.delete("/{subscription_id}", dependencies=[Depends(operate)])
     def remove(subscription_id: str) -> dict[str, Any]:
-        with lock:
+        with writes:
             remove_subscription(ledger, store(), subscription_id, clock.now())
-            return shown(str(ledger.app.get_subscription(subscription_id).id))
+        return shown(str(ledger.app.get_subscription(subscription_id).id))
 
     @router.post("/{subscription_id}/test", dependencies=[Depends(operate)])
     async def test(subscription_id: str) -> dict[str, Any]:
-        with lock:
-            subscription = ledger.app.get_subscription(subscription_id)
-            channel = store().get(str(subscription.id))
+        subscription = ledger.app.get_subscription(subscription_id)
+        channel = store().get(str(subscription.id))
         if subscription.removed or channel is None or sender is None:
             raise InvalidInput(f"subscription {subscription.id} has no channel to test here")
         body, headers = sample_message(str(subscription.id), clock.now())

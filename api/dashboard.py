@@ -12,7 +12,6 @@ the pages reference nothing outside the server.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from importlib import resources
@@ -25,6 +24,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from api.auth import Token, allows
 from api.chart import build_chart
+from api.consistency import Writes, lag
 from api.dashboard_kit import PageKit, Refused, first_field
 from api.dashboard_tools import add_tool_pages
 from api.event_rows import event_page, stream_links, timeline_row
@@ -67,14 +67,14 @@ _env.filters["money"] = money
 _env.filters["stock"] = stock
 
 
-def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: threading.RLock,
+def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, writes: Writes,
                     relay_position: Callable[[], int] | None = None) -> APIRouter:
     router = APIRouter(include_in_schema=False)
     queries = DashboardQueries(ledger.db)
     heartbeats = Heartbeats(ledger.db)
 
     def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        with lock:
+        with writes:
             return function(*args, **kwargs)
 
     def send(command: Command) -> Any:
@@ -161,21 +161,18 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         if who is None:
             return to_login(request)
         now = clock.now()
-        with lock:
-            ledger.catch_up()
-            head = ledger.source.head()
-            recent = ledger.source.read_types(max(0, head - RECENT_EVENTS), RECENT_EVENTS,
-                                              _HOURLY_TYPES)
-            counts = ledger.read.job_counts()
-            failing = queries.failing_reasons()
-            upcoming = queries.upcoming(now)
-            workers = registry(ledger, heartbeats, now)
-            lag = head - ledger.projection_position()
+        head, behind = lag(ledger)
+        recent = ledger.source.read_types(max(0, head - RECENT_EVENTS), RECENT_EVENTS,
+                                          _HOURLY_TYPES)
+        counts = ledger.read.job_counts()
+        failing = queries.failing_reasons()
+        upcoming = queries.upcoming(now)
+        workers = registry(ledger, heartbeats, now)
         relay_lag = None if relay_position is None else max(0, head - relay_position())
         hourly = _hourly(recent)
         return render(request, "overview.html", who, counts=counts, failing=failing,
                       hourly=hourly, hourly_chart=hourly_chart(hourly), upcoming=upcoming,
-                      head=head, lag=lag,
+                      head=head, lag=behind,
                       relay_lag=relay_lag, stale=[w for w in workers if w["state"] == "stale"],
                       workers=len(workers))
 
@@ -193,12 +190,10 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
                   outcomes: dict[str, str]) -> HTMLResponse:
         sort = sort if sort in JOB_SORTS else "next_run_at"
         page = max(1, min(page, 100_000))
-        with lock:
-            ledger.catch_up()
-            rows, total = queries.job_table(state if state in JOB_STATES else None,
-                                            store or None, kind or None, q[:200] or None,
-                                            sort, desc, (page - 1) * PAGE, PAGE)
-            stores = ledger.read.stores()
+        rows, total = queries.job_table(state if state in JOB_STATES else None,
+                                        store or None, kind or None, q[:200] or None,
+                                        sort, desc, (page - 1) * PAGE, PAGE)
+        stores = ledger.read.stores()
         filters = {"state": state, "store": store, "kind": kind, "q": q, "sort": sort,
                    "desc": "1" if desc else ""}
         return render(request, "jobs.html", who, rows=rows, total=total, page=page,
@@ -230,11 +225,10 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
     def run_bulk(action: str, ids: list[str], origin: Origin) -> dict[str, str]:
         outcomes: dict[str, str] = {}
         if action == "requeue-dead":
-            with lock:
-                ledger.catch_up()
-                dead = [r["job_id"] for r in ledger.read.jobs(state="dead")]
-                for requeued in ledger.commands.send(RequeueDead(dead, origin), clock.now()):
-                    outcomes[str(requeued)] = "requeued"
+            writes.settle()  # the dead jobs the read models know of, this server's writes too
+            dead = [r["job_id"] for r in ledger.read.jobs(state="dead")]
+            for requeued in call(ledger.commands.send, RequeueDead(dead, origin), clock.now()):
+                outcomes[str(requeued)] = "requeued"
             return outcomes or {"": "no dead job to requeue"}
         for job_id in ids:
             try:
@@ -247,10 +241,8 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
     def confirm(request: Request, who: tuple[Session, Token], action: str, ids: list[str],
                 target: str, back_to: str, reason: str, hidden: dict[str, str]) -> HTMLResponse:
         """The page that asks before an action is sent (no script needed)."""
-        with lock:
-            ledger.catch_up()
-            found = [ledger.read.job(i) for i in ids] if action != "requeue-dead" else \
-                ledger.read.jobs(state="dead")
+        found = [ledger.read.job(i) for i in ids] if action != "requeue-dead" else \
+            ledger.read.jobs(state="dead")
         jobs = [j for j in found if j is not None]
         return render(request, "confirm.html", who, action=action, jobs=jobs, ids=ids,
                       target=target, back_to=back_to, reason=reason, hidden=hidden,
@@ -262,12 +254,10 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         if who is None:
             return to_login(request)
         try:
-            with lock:
-                found = ledger.app.get_job(job_id)
-                head = ledger.source.head()  # before the history: the stream may repeat one
-                ledger.catch_up()
-                status = ledger.read.job(str(found.id))
-                history = stream_history(ledger, found.id)
+            found = ledger.app.get_job(job_id)
+            head = ledger.source.head()  # before the history: the stream may repeat one
+            status = ledger.read.job(str(found.id))
+            history = stream_history(ledger, found.id)
         except (LedgerError, ValueError) as error:
             return refused(request, Refused(404, str(error)))
         return render(request, "job.html", who, job_id=str(found.id), status=status, head=head,
@@ -299,10 +289,8 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         who = viewer(request)
         if who is None:
             return to_login(request)
-        with lock:
-            ledger.catch_up()
-            rows = ledger.read.stores()
-            results = queries.store_results()
+        rows = ledger.read.stores()
+        results = queries.store_results()
         return render(request, "stores.html", who, rows=rows, results=results)
 
     @router.post("/stores/{store_id}/{change}")
@@ -340,12 +328,10 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
             return to_login(request)
         low, high = _decimal(min_price), _decimal(max_price)
         page = max(1, min(page, 100_000))
-        with lock:
-            ledger.catch_up()
-            rows, total = queries.product_table(q[:200] or None, store or None, out_of_stock,
-                                                low, high, sort if sort in PRODUCT_SORTS
-                                                else "name", (page - 1) * PAGE, PAGE)
-            store_rows = ledger.read.stores()
+        rows, total = queries.product_table(q[:200] or None, store or None, out_of_stock,
+                                            low, high, sort if sort in PRODUCT_SORTS
+                                            else "name", (page - 1) * PAGE, PAGE)
+        store_rows = ledger.read.stores()
         filters = {"q": q, "store": store, "out_of_stock": "1" if out_of_stock else "",
                    "min_price": min_price, "max_price": max_price, "sort": sort}
         return render(request, "products.html", who, rows=rows, total=total, page=page,
@@ -359,12 +345,10 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         if who is None:
             return to_login(request)
         try:
-            with lock:
-                found = ledger.app.get_product(product_id)
-                ledger.catch_up()
-                status = ledger.read.product(str(found.id))
-                image = ledger.read.product_image(str(found.id))
-                history = stream_history(ledger, found.id)
+            found = ledger.app.get_product(product_id)
+            status = ledger.read.product(str(found.id))
+            image = ledger.read.product_image(str(found.id))
+            history = stream_history(ledger, found.id)
         except (LedgerError, ValueError) as error:
             return refused(request, Refused(404, str(error)))
         return render(request, "product.html", who, product=status, product_id=str(found.id),
@@ -377,12 +361,11 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         who = viewer(request)
         if who is None:
             return to_login(request)
-        with lock:
-            rows = registry(ledger, heartbeats, clock.now())
+        rows = registry(ledger, heartbeats, clock.now())
         return render(request, "workers.html", who, rows=rows)
 
     add_tool_pages(router, PageKit(viewer, render, to_login, acting, refused, call),
-                   ledger, clock, lock)
+                   ledger, clock)
 
     @router.get("/events")
     def events(request: Request, type: str = "", stream: str = "",  # noqa: A002
@@ -391,11 +374,10 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         if who is None:
             return to_login(request)
         type, stream = type.strip()[:100], stream.strip().lower()[:36]  # noqa: A001
-        with lock:
-            head = ledger.source.head()
-            found = event_page(ledger.source, before if 0 < before <= head else head + 1,
-                               type, stream)
-            links = stream_links(ledger.read, found.events)
+        head = ledger.source.head()
+        found = event_page(ledger.source, before if 0 < before <= head else head + 1,
+                           type, stream)
+        links = stream_links(ledger.read, found.events)
         filters = {"type": type, "stream": stream}
         return render(request, "events.html", who, head=head, type=type, stream=stream,
                       rows=[timeline_row(e, links) for e in found.events], older=found.older,

@@ -6,7 +6,6 @@ full-text product search (`/search`) and the schedule's runs per time slot
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -31,8 +30,7 @@ SCHEDULE_HOURS = (6, 24, 48, 168)
 RESULTS = DELIVERIES = 50
 
 
-def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock,
-                   lock: threading.RLock) -> None:
+def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock) -> None:
     proxy_stores: list[ProxyStore] = []
 
     def proxy_store() -> ProxyStore:
@@ -40,16 +38,14 @@ def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock
             proxy_stores.append(ProxyStore(ledger.db))
         return proxy_stores[0]
 
-    add_changes_page(router, kit, ledger, lock)
+    add_changes_page(router, kit, ledger)
 
     @router.get("/proxies")
     def proxies(request: Request) -> Response:
         who = kit.viewer(request)
         if who is None:
             return kit.to_login(request)
-        with lock:
-            ledger.catch_up()
-            rows = proxy_rows(ledger, proxy_store())
+        rows = proxy_rows(ledger, proxy_store())
         return kit.render(request, "proxies.html", who, rows=rows, outcomes=who[0].take_flash())
 
     @router.post("/proxies/{proxy_id}/{change}")
@@ -78,10 +74,8 @@ def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock
         who = kit.viewer(request)
         if who is None:
             return kit.to_login(request)
-        with lock:
-            ledger.catch_up()
-            subscriptions = [shown_subscription(r) for r in ledger.alerts.subscriptions()]
-            deliveries = ledger.alerts.deliveries(limit=DELIVERIES)
+        subscriptions = [shown_subscription(r) for r in ledger.alerts.subscriptions()]
+        deliveries = ledger.alerts.deliveries(limit=DELIVERIES)
         names = {s["subscription_id"]: s["name"] or s["target"] for s in subscriptions}
         return kit.render(request, "alerts.html", who, subscriptions=subscriptions,
                           deliveries=deliveries, names=names)
@@ -93,14 +87,12 @@ def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock
             return kit.to_login(request)
         rows: list[dict[str, Any]] = []
         error = None
-        with lock:
-            ledger.catch_up()
-            store_rows = ledger.read.stores()
-            if q.strip():
-                try:
-                    rows = ledger.read.search_products(q, store or None, limit=RESULTS)
-                except LedgerError as refused_text:
-                    error = str(refused_text)
+        store_rows = ledger.read.stores()
+        if q.strip():
+            try:
+                rows = ledger.read.search_products(q, store or None, limit=RESULTS)
+            except LedgerError as refused_text:
+                error = str(refused_text)
         return kit.render(request, "search.html", who, q=q, store=store, rows=rows, error=error,
                       stores=store_rows,
                       store_names={s["store_id"]: s["name"] for s in store_rows},
@@ -113,8 +105,7 @@ def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock
             return kit.to_login(request)
         slot = slot if slot in SCHEDULE_SLOTS else 900
         hours = hours if hours in SCHEDULE_HOURS else 24
-        with lock:
-            jobs = planned_jobs(ledger)
+        jobs = planned_jobs(ledger)
         found = distribution(jobs, clock.now(), slot, hours * 3600)
         return kit.render(request, "schedule.html", who, chart=slot_chart(found), slot=slot,
                       hours=hours, slots=SCHEDULE_SLOTS, horizons=SCHEDULE_HOURS,

@@ -184,8 +184,8 @@ def _check(slot: int, horizon: int) -> None:
 
 
 def planned_jobs(ledger: Ledger) -> list[Planned]:
-    """Every scheduled recurring job, from the job-status read model (caught up)."""
-    ledger.catch_up()
+    """Every scheduled recurring job, from the job-status read model as it is (the caller
+    catches it up if it must be current)."""
     # three columns of the read model, in its listing order (`ReadModel.jobs`): reading
     # whole rows cost five times as much with 10,000 jobs
     rows = ledger.db.query("SELECT job_id, next_run_at, interval_s FROM job_status "
@@ -197,7 +197,8 @@ def planned_jobs(ledger: Ledger) -> list[Planned]:
 
 def rebalance(ledger: Ledger, now: datetime, apply: bool, slot: int = SLOT,
               horizon: int = HORIZON) -> tuple[list[Move], Distribution, Distribution]:
-    """Plan the moves; with `apply`, record them (`Rescheduled` with each reason)."""
+    """Plan the moves from the job-status read model as it is (the caller catches it up);
+    with `apply`, record them (`Rescheduled` with each reason)."""
     moves, before, after = plan(planned_jobs(ledger), now, slot, horizon)
     if apply:
         for start in range(0, len(moves), 500):
