@@ -49,12 +49,16 @@ class Projector:
         return self._thread is not None and self._thread.is_alive()
 
     def start(self) -> None:
-        """One pass in the caller's thread (the read models are current when it returns),
-        then the thread."""
+        """One pass in the caller's thread (the read models are current when it returns,
+        unless the store cannot be reached: then the thread keeps trying), then the
+        thread."""
         if self.running:
             return
         self._stopping.clear()
-        self.run_pass()
+        try:
+            self.run_pass()
+        except Exception:  # noqa: BLE001 - the server still starts; /readyz says why not
+            log.exception("projector: the first catch-up failed; retrying in the background")
         self._thread = threading.Thread(target=self._run, name="projector", daemon=True)
         self._thread.start()
 
