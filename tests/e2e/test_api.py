@@ -240,6 +240,7 @@ def test_as_of_shows_a_product_and_a_job_as_the_ledger_knew_them(api: tuple) -> 
 
     crawl("20.00", T0)
     crawl("17.50", T0 + timedelta(hours=2))
+    ledger.catch_up()  # the runner's projector step: the product list reads the read model
     between = T0 + timedelta(hours=1)
     with httpx.Client(base_url=url, headers=bearer(secrets["read"])) as http:
         (product,) = http.get("/api/v1/products").json()["items"]
