@@ -11,7 +11,6 @@ admits it (`workers.channels`).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -21,6 +20,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field
 
 from api.auth import Token
+from api.consistency import Writes
 from domain.errors import InvalidInput, NotFound
 from runtime.alert_channels import (
     Channel,
@@ -60,7 +60,7 @@ class SubscriptionIn(BaseModel):
     channel: ChannelIn
 
 
-def build_alerts_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
+def build_alerts_router(ledger: Ledger, clock: Clock, writes: Writes,
                         read: Callable[..., Any], operate: Callable[..., Any],
                         sender: AlertSender | None) -> APIRouter:
     router = APIRouter(prefix="/alerts", tags=["alerts"])
@@ -72,7 +72,6 @@ def build_alerts_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
         return token_origin(token.name, token.scope, "api", reason)
 
     def shown(subscription_id: str) -> dict[str, Any]:
-        ledger.catch_up()
         row = ledger.alerts.subscription(subscription_id)
         if row is None:
             raise NotFound(f"unknown subscription id {subscription_id}")
@@ -81,9 +80,7 @@ def build_alerts_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
 
     @router.get("", dependencies=[Depends(read)])
     def list_alerts() -> list[dict[str, Any]]:
-        with lock:
-            ledger.catch_up()
-            return [shown_subscription(r) for r in ledger.alerts.subscriptions()]
+        return [shown_subscription(r) for r in ledger.alerts.subscriptions()]
 
     @router.post("", status_code=201)
     async def create(body: SubscriptionIn, token: Token = operator,
@@ -98,39 +95,40 @@ def build_alerts_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
         return await run_in_threadpool(_add, new, by(token, reason))
 
     def _add(new: NewSubscription, origin: Origin) -> dict[str, Any]:
-        with lock:
+        with writes:
             made = ledger.commands.send(AddSubscription(new, origin), clock.now())
-            return shown(str(made))
+        return shown(str(made))
 
     @router.get("/{subscription_id}", dependencies=[Depends(read)])
     def show(subscription_id: str) -> dict[str, Any]:
-        with lock:
-            return shown(str(ledger.app.get_subscription(subscription_id).id))
+        return shown(str(ledger.app.get_subscription(subscription_id).id))
 
     @router.delete("/{subscription_id}")
     def remove(subscription_id: str, token: Token = operator,
                reason: str | None = why) -> dict[str, Any]:
-        with lock:
+        with writes:
             ledger.commands.send(RemoveSubscription(subscription_id, by(token, reason)),
                                  clock.now())
-            return shown(str(ledger.app.get_subscription(subscription_id).id))
+        return shown(str(ledger.app.get_subscription(subscription_id).id))
 
     @router.post("/{subscription_id}/test")
     async def test(subscription_id: str, token: Token = operator,
                    reason: str | None = why) -> dict[str, Any]:
         """Send a sample alert to the subscription's channel; the outcome is recorded
         (`Subscription.Tested`) with who asked."""
-        with lock:
-            found, channel = channel_to_test(ledger.app, ledger.commands.channels(),
-                                             subscription_id)
+        found, channel = channel_to_test(ledger.app, ledger.commands.channels(),
+                                         subscription_id)
         if sender is None:
             raise InvalidInput(f"subscription {found} has no channel to test here")
         body, headers = sample_message(str(found), clock.now())
         async with sender() as notifier:
             outcome = await notifier.send(channel, body, headers)
-        with lock:
-            ledger.commands.send(TestAlert(found, outcome.ok, outcome.status, outcome.error,
-                                           by(token, reason)), clock.now())
+        await run_in_threadpool(_send, TestAlert(found, outcome.ok, outcome.status,
+                                                 outcome.error, by(token, reason)))
         return {"delivered": outcome.ok, "status": outcome.status, "error": outcome.error}
+
+    def _send(command: TestAlert) -> None:
+        with writes:
+            ledger.commands.send(command, clock.now())
 
     return router

@@ -8,16 +8,22 @@ without a valid token, 403 when its scope is too small. Errors are RFC 9457
 (with its reason), 422 invalid input — never a 500 for bad input. A request body is
 capped, timed and not read before its credentials are checked (`api.http_limits`);
 metrics labels come from fixed sets (`api.request_metrics`).
+
+Reads only read: a projector thread beside the server keeps the read models current
+(`runtime.projector`), requests read them without a lock and report the lag; writes
+run one at a time and wait, bounded, until the read models show them
+(`api.consistency`).
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -36,6 +42,7 @@ from starlette.types import Scope
 
 from api.auth import TokenStore
 from api.bot import RESULT_MAX_BYTES
+from api.consistency import Writes, lag
 from api.dashboard import FORM_MAX_BYTES, build_dashboard
 from api.docs import add_docs
 from api.events_import import build_import_router
@@ -50,6 +57,7 @@ from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
 from runtime.images import ImageStore
 from runtime.ledger import Ledger
+from runtime.projector import Projector
 from runtime.proxy_pool import AddressGuard
 from runtime.remote import BotPages
 
@@ -102,12 +110,29 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
                proxy_guard: AddressGuard | None = None,
                import_max_bytes: int = DEFAULTS.import_max_bytes,
                body_timeout: float = BODY_TIMEOUT,
-               bot_pages: BotPages | None = None) -> FastAPI:
+               bot_pages: BotPages | None = None,
+               projector: Projector | None = None) -> FastAPI:
     """The API over `ledger`; with `bot_pages` (the composition root's, with the
-    deployment's adapters and limits) it serves the bot API too."""
+    deployment's adapters and limits) it serves the bot API too. Without `projector`, it
+    runs its own while it serves (started before the first request, with the read models
+    caught up, and stopped at shutdown)."""
+    own = projector is None
+    projector = projector if projector is not None else Projector(ledger)
+
+    @asynccontextmanager
+    async def projecting(_: FastAPI) -> AsyncIterator[None]:
+        if own:
+            await run_in_threadpool(projector.start)
+        try:
+            yield
+        finally:
+            if own:
+                await run_in_threadpool(projector.stop)
+
     app = FastAPI(title="crawl-ledger", version="1", docs_url=None, redoc_url=None,
-                  responses={503: PROBLEMS[422] | {"description": "not ready"}})
-    lock = threading.RLock()  # one command or query at a time on the ledger's connections
+                  responses={503: PROBLEMS[422] | {"description": "not ready"}},
+                  lifespan=projecting)
+    writes = Writes(ledger, projector)
     registry = CollectorRegistry()
     latency = Histogram("crawl_ledger_api_request_seconds", "API request latency",
                         ["method", "route", "status"], registry=registry)
@@ -129,8 +154,8 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
 
     def lags() -> dict[str, int]:
         """The store's head and how far behind the read models (and relay) are."""
-        head = ledger.source.head()
-        found = {"head": head, "projection_lag": max(0, head - ledger.projection_position())}
+        head, behind = lag(ledger)
+        found = {"head": head, "projection_lag": behind}
         if probes.relay_position is not None:
             found["relay_lag"] = max(0, head - probes.relay_position())
         return found
@@ -182,8 +207,7 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
     @app.get("/readyz", tags=["health"])
     def readyz() -> Any:
         try:
-            with lock:
-                found: dict[str, Any] = lags()
+            found: dict[str, Any] = lags()
         except Exception as error:  # noqa: BLE001 - the store is unreachable: not ready
             return problem(503, "Not ready", f"event store unreachable: {type(error).__name__}")
         if probes.broker is not None:
@@ -195,12 +219,10 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
 
     @app.get("/metrics", tags=["health"], response_class=Response)
     def metrics() -> Response:
-        with lock:
-            found = lags()  # before catching up: how far behind the read models were
-            ledger.catch_up()
-            rows = ledger.read.jobs()
-            stores = ledger.read.stores()
-            head = ledger.source.head()
+        found = lags()  # the read models are read as they are: this is how far behind
+        rows = ledger.read.jobs()
+        stores = ledger.read.stores()
+        head = found["head"]
         counts: dict[str, int] = {}
         reasons: dict[str, int] = {}
         for row in rows:
@@ -226,16 +248,16 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
         return Response(generate_latest(registry) + generate_latest(REGISTRY),
                         media_type=CONTENT_TYPE_LATEST)
 
-    app.include_router(build_router(ledger, tokens, clock, lock, lease_ttl, sessions,
+    app.include_router(build_router(ledger, tokens, clock, writes, lease_ttl, sessions,
                                     alert_sender, proxy_guard, bot_pages), prefix="/api/v1")
-    app.include_router(build_import_router(ledger, lock, requirement(tokens, sessions)("admin"),
+    app.include_router(build_import_router(ledger, writes, requirement(tokens, sessions)("admin"),
                                            import_max_bytes), prefix="/api/v1")
-    app.include_router(build_tokens_router(tokens, clock, lock,
+    app.include_router(build_tokens_router(tokens, clock, writes.lock,
                                            requirement(tokens, sessions)("admin")),
                        prefix="/api/v1")
     app.include_router(build_images_router(ImageStore(ledger.data_dir),
                                            requirement(tokens, sessions)))
-    app.include_router(build_dashboard(ledger, sessions, clock, lock, probes.relay_position,
+    app.include_router(build_dashboard(ledger, sessions, clock, writes, probes.relay_position,
                                        alert_sender))
     app.mount("/static", StaticFiles(packages=[("api", "static")]), name="static")
     add_docs(app)

@@ -12,7 +12,6 @@ the pages reference nothing outside the server.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
@@ -27,6 +26,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from api.alerts import AlertSender
 from api.auth import Token, allows
 from api.chart import RANGES, build_chart
+from api.consistency import Writes, lag
 from api.dashboard_kit import PageKit, Refused, first_field
 from api.dashboard_tools import add_tool_pages
 from api.event_rows import event_page, stream_links, timeline_row
@@ -70,7 +70,7 @@ _env.filters["money"] = money
 _env.filters["stock"] = stock
 
 
-def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: threading.RLock,
+def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, writes: Writes,
                     relay_position: Callable[[], int] | None = None,
                     alert_sender: AlertSender | None = None) -> APIRouter:
     router = APIRouter(include_in_schema=False)
@@ -80,7 +80,7 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
     hourly_at: list[Any] = [-1, []]
 
     def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        with lock:
+        with writes:
             return function(*args, **kwargs)
 
     def send(command: Command) -> Any:
@@ -167,22 +167,19 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         if who is None:
             return to_login(request)
         now = clock.now()
-        with lock:
-            ledger.catch_up()
-            head = ledger.source.head()
-            if hourly_at[0] != head:  # the same log head: the same hours
-                hourly_at[:] = [head, _hourly(ledger.source.read_types(
-                    max(0, head - RECENT_EVENTS), RECENT_EVENTS, _HOURLY_TYPES))]
-            hourly = hourly_at[1]
-            counts = ledger.read.job_counts()
-            failing = queries.failing_reasons()
-            upcoming = queries.upcoming(now)
-            workers = registry(ledger, heartbeats, now)
-            lag = head - ledger.projection_position()
+        head, behind = lag(ledger)
+        if hourly_at[0] != head:  # the same log head: the same hours
+            hourly_at[:] = [head, _hourly(ledger.source.read_types(
+                max(0, head - RECENT_EVENTS), RECENT_EVENTS, _HOURLY_TYPES))]
+        hourly = hourly_at[1]
+        counts = ledger.read.job_counts()
+        failing = queries.failing_reasons()
+        upcoming = queries.upcoming(now)
+        workers = registry(ledger, heartbeats, now)
         relay_lag = None if relay_position is None else max(0, head - relay_position())
         return render(request, "overview.html", who, counts=counts, failing=failing,
                       hourly=hourly, hourly_chart=hourly_chart(hourly), upcoming=upcoming,
-                      head=head, lag=lag,
+                      head=head, lag=behind,
                       relay_lag=relay_lag, stale=[w for w in workers if w["state"] == "stale"],
                       workers=len(workers))
 
@@ -200,12 +197,10 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
                   outcomes: dict[str, str]) -> HTMLResponse:
         sort = sort if sort in JOB_SORTS else "next_run_at"
         page = max(1, min(page, 100_000))
-        with lock:
-            ledger.catch_up()
-            rows, total = queries.job_table(state if state in JOB_STATES else None,
-                                            store or None, kind or None, q[:200] or None,
-                                            sort, desc, (page - 1) * PAGE, PAGE)
-            stores = ledger.read.stores()
+        rows, total = queries.job_table(state if state in JOB_STATES else None,
+                                        store or None, kind or None, q[:200] or None,
+                                        sort, desc, (page - 1) * PAGE, PAGE)
+        stores = ledger.read.stores()
         filters = {"state": state, "store": store, "kind": kind, "q": q, "sort": sort,
                    "desc": "1" if desc else ""}
         return render(request, "jobs.html", who, rows=rows, total=total, page=page,
@@ -237,11 +232,10 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
     def run_bulk(action: str, ids: list[str], origin: Origin) -> dict[str, str]:
         outcomes: dict[str, str] = {}
         if action == "requeue-dead":
-            with lock:
-                ledger.catch_up()
-                dead = [r["job_id"] for r in ledger.read.jobs(state="dead")]
-                for requeued in ledger.commands.send(RequeueDead(dead, origin), clock.now()):
-                    outcomes[str(requeued)] = "requeued"
+            writes.settle()  # the dead jobs the read models know of, this server's writes too
+            dead = [r["job_id"] for r in ledger.read.jobs(state="dead")]
+            for requeued in call(ledger.commands.send, RequeueDead(dead, origin), clock.now()):
+                outcomes[str(requeued)] = "requeued"
             return outcomes or {"": "no dead job to requeue"}
         for job_id in ids:
             try:
@@ -254,10 +248,8 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
     def confirm(request: Request, who: tuple[Session, Token], action: str, ids: list[str],
                 target: str, back_to: str, reason: str, hidden: dict[str, str]) -> HTMLResponse:
         """The page that asks before an action is sent (no script needed)."""
-        with lock:
-            ledger.catch_up()
-            found = [ledger.read.job(i) for i in ids] if action != "requeue-dead" else \
-                ledger.read.jobs(state="dead")
+        found = [ledger.read.job(i) for i in ids] if action != "requeue-dead" else \
+            ledger.read.jobs(state="dead")
         jobs = [j for j in found if j is not None]
         return render(request, "confirm.html", who, action=action, jobs=jobs, ids=ids,
                       target=target, back_to=back_to, reason=reason, hidden=hidden,
@@ -269,12 +261,10 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         if who is None:
             return to_login(request)
         try:
-            with lock:
-                found = ledger.app.get_job(job_id)
-                head = ledger.source.head()  # before the history: the stream may repeat one
-                ledger.catch_up()
-                status = ledger.read.job(str(found.id))
-                history = stream_history(ledger, found.id)
+            found = ledger.app.get_job(job_id)
+            head = ledger.source.head()  # before the history: the stream may repeat one
+            status = ledger.read.job(str(found.id))
+            history = stream_history(ledger, found.id)
         except (LedgerError, ValueError) as error:
             return refused(request, Refused(404, str(error)))
         return render(request, "job.html", who, job_id=str(found.id), status=status, head=head,
@@ -310,8 +300,7 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
             return to_login(request)
         try:
             when = datetime.fromisoformat(at) if at else clock.now()
-            with lock:
-                found = page_behind(ledger, job_id, when)
+            found = page_behind(ledger, job_id, when)
         except (LedgerError, ValueError) as error:
             return refused(request, Refused(404, str(error)))
         return Response(found.body, media_type="text/plain; charset=utf-8", headers={
@@ -324,10 +313,8 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         who = viewer(request)
         if who is None:
             return to_login(request)
-        with lock:
-            ledger.catch_up()
-            rows = ledger.read.stores()
-            results = queries.store_results()
+        rows = ledger.read.stores()
+        results = queries.store_results()
         return render(request, "stores.html", who, rows=rows, results=results)
 
     @router.post("/stores/{store_id}/{change}")
@@ -365,12 +352,10 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
             return to_login(request)
         low, high = _decimal(min_price), _decimal(max_price)
         page = max(1, min(page, 100_000))
-        with lock:
-            ledger.catch_up()
-            rows, total = queries.product_table(q[:200] or None, store or None, out_of_stock,
-                                                low, high, sort if sort in PRODUCT_SORTS
-                                                else "name", (page - 1) * PAGE, PAGE)
-            store_rows = ledger.read.stores()
+        rows, total = queries.product_table(q[:200] or None, store or None, out_of_stock,
+                                            low, high, sort if sort in PRODUCT_SORTS
+                                            else "name", (page - 1) * PAGE, PAGE)
+        store_rows = ledger.read.stores()
         filters = {"q": q, "store": store, "out_of_stock": "1" if out_of_stock else "",
                    "min_price": min_price, "max_price": max_price, "sort": sort}
         return render(request, "products.html", who, rows=rows, total=total, page=page,
@@ -385,12 +370,10 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         if who is None:
             return to_login(request)
         try:
-            with lock:
-                found = ledger.app.get_product(product_id)
-                ledger.catch_up()
-                status = ledger.read.product(str(found.id))
-                image = ledger.read.product_image(str(found.id))
-                history = stream_history(ledger, found.id)
+            found = ledger.app.get_product(product_id)
+            status = ledger.read.product(str(found.id))
+            image = ledger.read.product_image(str(found.id))
+            history = stream_history(ledger, found.id)
         except (LedgerError, ValueError) as error:
             return refused(request, Refused(404, str(error)))
         chart_range = chart_range if chart_range in RANGES else "all"
@@ -404,12 +387,11 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         who = viewer(request)
         if who is None:
             return to_login(request)
-        with lock:
-            rows = registry(ledger, heartbeats, clock.now())
+        rows = registry(ledger, heartbeats, clock.now())
         return render(request, "workers.html", who, rows=rows)
 
     add_tool_pages(router, PageKit(viewer, render, to_login, acting, refused, call),
-                   ledger, clock, lock, alert_sender)
+                   ledger, clock, alert_sender)
 
     @router.get("/events")
     def events(request: Request, type: str = "", stream: str = "",  # noqa: A002
@@ -418,11 +400,10 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, lock: thre
         if who is None:
             return to_login(request)
         type, stream = type.strip()[:100], stream.strip().lower()[:36]  # noqa: A001
-        with lock:
-            head = ledger.source.head()
-            found = event_page(ledger.source, before if 0 < before <= head else head + 1,
-                               type, stream)
-            links = stream_links(ledger.read, found.events)
+        head = ledger.source.head()
+        found = event_page(ledger.source, before if 0 < before <= head else head + 1,
+                           type, stream)
+        links = stream_links(ledger.read, found.events)
         filters = {"type": type, "stream": stream}
         return render(request, "events.html", who, head=head, type=type, stream=stream,
                       rows=[timeline_row(e, links) for e in found.events], older=found.older,

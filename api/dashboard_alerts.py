@@ -12,7 +12,6 @@ read-only and says so.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 from uuid import UUID
 
@@ -42,7 +41,9 @@ DELIVERIES, REMOVED = 50, 20
 
 
 def add_alert_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock,
-                    lock: threading.RLock, sender: AlertSender | None) -> None:
+                    sender: AlertSender | None) -> None:
+    """The alerts page and its actions; actions are sent through `kit.call` (the
+    server's writes), reads read the read models as the projector left them."""
 
     def origin(request_fields: dict[str, list[str]], who: Any) -> Origin:
         return token_origin(who[1].name, who[1].scope, "dashboard",
@@ -53,13 +54,10 @@ def add_alert_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Cloc
         who = kit.viewer(request)
         if who is None:
             return kit.to_login(request)
-        with lock:
-            ledger.catch_up()
-            rows = [shown_subscription(r)
-                    for r in ledger.alerts.subscriptions(include_removed=True)]
-            deliveries = ledger.alerts.deliveries(limit=DELIVERIES)
-            found = ledger.app.find_many(Subscription, [UUID(r["subscription_id"])
-                                                        for r in rows])
+        rows = [shown_subscription(r)
+                for r in ledger.alerts.subscriptions(include_removed=True)]
+        deliveries = ledger.alerts.deliveries(limit=DELIVERIES)
+        found = ledger.app.find_many(Subscription, [UUID(r["subscription_id"]) for r in rows])
         for row in rows:
             aggregate = found.get(UUID(row["subscription_id"]))
             row.update(created_by=aggregate and aggregate.created_by,

@@ -5,7 +5,6 @@ replayed or simulated in the past shows its own "today"."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -26,8 +25,7 @@ SECTIONS = {"drop": "Biggest drops", "rise": "Biggest rises", "back": "Back in s
 SECTION_ROWS = 25
 
 
-def add_changes_page(router: APIRouter, kit: PageKit, ledger: Ledger,
-                     lock: threading.RLock) -> None:
+def add_changes_page(router: APIRouter, kit: PageKit, ledger: Ledger) -> None:
     queries = ChangeQueries(ledger.db)
 
     @router.get("/changes")
@@ -37,10 +35,8 @@ def add_changes_page(router: APIRouter, kit: PageKit, ledger: Ledger,
         if who is None:
             return kit.to_login(request)
         period = period if period in PERIODS else "today"
-        with lock:
-            ledger.catch_up()
-            found = _sections(queries, PERIODS[period][0], store, category)
-            store_rows = ledger.read.stores()
+        found = _sections(queries, PERIODS[period][0], store, category)
+        store_rows = ledger.read.stores()
         return kit.render(request, "changes.html", who, period=period, periods=PERIODS,
                           store=store, category=category, stores=store_rows,
                           store_names={s["store_id"]: s["name"] for s in store_rows},

@@ -34,7 +34,7 @@ def first_field(fields: dict[str, list[str]], name: str) -> str:
 @dataclass(frozen=True)
 class PageKit:
     """The signed-in viewer, rendering, the sign-in redirect, a checked operator form,
-    the refusal page and a call under the ledger's lock."""
+    the refusal page and a write (`api.consistency.Writes`)."""
 
     viewer: Callable[[Request], Who | None]
     render: Callable[..., HTMLResponse]

@@ -6,7 +6,6 @@ a reason, enable), alert subscriptions and their deliveries (`/alerts`, with its
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -34,7 +33,7 @@ RESULTS = 50
 
 
 def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock,
-                   lock: threading.RLock, alert_sender: AlertSender | None = None) -> None:
+                   alert_sender: AlertSender | None = None) -> None:
     proxy_stores: list[ProxyTable] = []
 
     def proxy_store() -> ProxyTable:
@@ -42,17 +41,15 @@ def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock
             proxy_stores.append(ledger.tables.proxies)
         return proxy_stores[0]
 
-    add_changes_page(router, kit, ledger, lock)
-    add_alert_pages(router, kit, ledger, clock, lock, alert_sender)
+    add_changes_page(router, kit, ledger)
+    add_alert_pages(router, kit, ledger, clock, alert_sender)
 
     @router.get("/proxies")
     def proxies(request: Request) -> Response:
         who = kit.viewer(request)
         if who is None:
             return kit.to_login(request)
-        with lock:
-            ledger.catch_up()
-            rows = proxy_rows(ledger, proxy_store())
+        rows = proxy_rows(ledger, proxy_store())
         return kit.render(request, "proxies.html", who, rows=rows, outcomes=who[0].take_flash())
 
     @router.post("/proxies/{proxy_id}/{change}")
@@ -83,14 +80,12 @@ def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock
             return kit.to_login(request)
         rows: list[dict[str, Any]] = []
         error = None
-        with lock:
-            ledger.catch_up()
-            store_rows = ledger.read.stores()
-            if q.strip():
-                try:
-                    rows = ledger.read.search_products(q, store or None, limit=RESULTS)
-                except LedgerError as refused_text:
-                    error = str(refused_text)
+        store_rows = ledger.read.stores()
+        if q.strip():
+            try:
+                rows = ledger.read.search_products(q, store or None, limit=RESULTS)
+            except LedgerError as refused_text:
+                error = str(refused_text)
         return kit.render(request, "search.html", who, q=q, store=store, rows=rows, error=error,
                       stores=store_rows,
                       store_names={s["store_id"]: s["name"] for s in store_rows},
@@ -103,8 +98,7 @@ def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock
             return kit.to_login(request)
         slot = slot if slot in SCHEDULE_SLOTS else 900
         hours = hours if hours in SCHEDULE_HOURS else 24
-        with lock:
-            found, recurring = planned_load(ledger, clock.now(), slot, hours * 3600)
+        found, recurring = planned_load(ledger, clock.now(), slot, hours * 3600)
         return kit.render(request, "schedule.html", who, chart=slot_chart(found), slot=slot,
                       hours=hours, slots=SCHEDULE_SLOTS, horizons=SCHEDULE_HOURS,
                       recurring=recurring)

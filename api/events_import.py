@@ -7,15 +7,16 @@ arrives), then checked and inserted by the same `runtime.log_import.import_log` 
 command line: only into an empty store (409 otherwise, answered before the body is
 stored), a gap, reorder, edited line, bad JSON or unknown event type refused with 422
 naming the line, and nothing written on any refusal. `?expect=HASH` checks the audit
-chain's last hash as `--expect` does. The import holds the API's lock: no other request
-touches the ledger meanwhile, and a second import waits and then finds the store full.
+chain's last hash as `--expect` does. The import is a write (`api.consistency.Writes`):
+no other write of this server runs meanwhile, a second import waits and then finds the
+store full, and the answer comes once the projector has applied the import (or after
+the write's bounded wait).
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import IO, Annotated, Any
@@ -23,6 +24,7 @@ from typing import IO, Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 
+from api.consistency import Writes
 from api.routes import PROBLEMS, ApiProblem
 from domain.errors import LedgerError
 from runtime.defaults import DEFAULTS
@@ -38,23 +40,21 @@ _BODY = {"required": True, "content": {
 _TOO_LARGE: dict[int | str, dict[str, Any]] = {413: PROBLEMS[422] | {"description": "the upload is over the size cap"}}
 
 
-def build_import_router(ledger: Ledger, lock: threading.RLock, admin: Callable[..., Any],
+def build_import_router(ledger: Ledger, writes: Writes, admin: Callable[..., Any],
                         max_bytes: int = DEFAULTS.import_max_bytes) -> APIRouter:
     router = APIRouter(tags=["events"])
 
     def imported(path: Path, expect: str | None) -> dict[str, Any]:
-        with lock:
+        with writes:
             summary = import_log(ledger, path, expect, label=LABEL)
-            ledger.catch_up()  # the read models, as `events import` leaves them
         return {"events": summary.events, "position": summary.position,
                 "chain_hash": summary.chain_hash, "sha256": summary.sha256}
 
     def refused_at_once() -> LedgerError | None:
-        with lock:
-            try:
-                refuse_unless_empty(ledger)
-            except LedgerError as error:
-                return error
+        try:
+            refuse_unless_empty(ledger)
+        except LedgerError as error:
+            return error
         return None
 
     @router.post("/events/import", dependencies=[Depends(admin)], responses=_TOO_LARGE,

@@ -7,13 +7,14 @@ in and never comes out: responses show its address only.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Depends
+from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field
 
+from api.consistency import Writes
 from domain.errors import NotFound
 from runtime.clock import Clock
 from runtime.ledger import Ledger
@@ -32,7 +33,7 @@ class DisableIn(BaseModel):
     reason: str = Field(default="", max_length=400)
 
 
-def build_proxies_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
+def build_proxies_router(ledger: Ledger, clock: Clock, writes: Writes,
                          read: Callable[..., Any], operate: Callable[..., Any],
                          guard: AddressGuard | None) -> APIRouter:
     router = APIRouter(prefix="/proxies", tags=["proxies"])
@@ -45,7 +46,6 @@ def build_proxies_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
         return stores[0]
 
     def listed() -> list[dict[str, Any]]:
-        ledger.catch_up()
         return [dict(r, id=r["proxy_id"]) for r in proxy_rows(ledger, store())]
 
     def shown(proxy_id: str) -> dict[str, Any]:
@@ -56,26 +56,26 @@ def build_proxies_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
 
     @router.get("", dependencies=[Depends(read)])
     def list_proxies() -> list[dict[str, Any]]:
-        with lock:
-            return listed()
+        return listed()
 
     @router.post("", dependencies=[Depends(operate)], status_code=201)
     async def add(body: ProxyIn) -> dict[str, Any]:
-        with lock:
+        with writes.lock:
             proxy_id = await add_proxy(ledger, store(), checked_by, body.url, body.region,
                                        clock.now())
-            return shown(str(proxy_id))
+        await run_in_threadpool(writes.settle)  # not on the event loop: it may wait
+        return shown(str(proxy_id))
 
     @router.post("/{proxy_id}/disable", dependencies=[Depends(operate)])
     def disable(proxy_id: str, body: DisableIn | None = None) -> dict[str, Any]:
-        with lock:
+        with writes:
             ledger.app.disable_proxy(proxy_id, body.reason if body else "", clock.now())
-            return shown(str(ledger.app.get_proxy(proxy_id).id))
+        return shown(str(ledger.app.get_proxy(proxy_id).id))
 
     @router.post("/{proxy_id}/enable", dependencies=[Depends(operate)])
     def enable(proxy_id: str) -> dict[str, Any]:
-        with lock:
+        with writes:
             ledger.app.enable_proxy(proxy_id, clock.now())
-            return shown(str(ledger.app.get_proxy(proxy_id).id))
+        return shown(str(ledger.app.get_proxy(proxy_id).id))
 
     return router

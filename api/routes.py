@@ -1,10 +1,12 @@
-"""The /api/v1 resources: stores, jobs (and their control), products, events."""
+"""The /api/v1 resources: stores, jobs (and their control), products, events.
+
+Reads take no lock and read the read models as the projector left them (list
+endpoints carry the lag, `api.consistency`); writes go through `Writes`."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import AsyncIterator, Callable
 from decimal import Decimal
 from typing import Annotated, Any, Literal
@@ -17,6 +19,7 @@ from pydantic import AwareDatetime, BaseModel, Field
 from api.alerts import AlertSender, build_alerts_router
 from api.auth import Token, TokenStore, allows
 from api.bot import build_bot_router
+from api.consistency import Writes, lag_headers
 from api.proxies import build_proxies_router
 from api.schedule import build_schedule_router
 from api.sessions import COOKIE, Sessions
@@ -127,9 +130,10 @@ class _Json(JSONResponse):
                           separators=(",", ":")).encode("utf-8")
 
 
-def reply(content: Any, status: int = 200) -> JSONResponse:
+def reply(content: Any, status: int = 200, headers: dict[str, str] | None = None
+          ) -> JSONResponse:
     """JSON with money as decimal strings, never floats."""
-    return _Json(content, status_code=status)
+    return _Json(content, status_code=status, headers=headers)
 
 
 def _event(env: Envelope) -> dict[str, Any]:
@@ -173,7 +177,7 @@ def requirement(tokens: TokenStore, sessions: Sessions | None = None
 
 
 def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
-                 lock: threading.RLock, lease_ttl: float = DEFAULTS.lease_ttl,
+                 writes: Writes, lease_ttl: float = DEFAULTS.lease_ttl,
                  sessions: Sessions | None = None,
                  alert_sender: AlertSender | None = None,
                  proxy_guard: AddressGuard | None = None,
@@ -185,19 +189,19 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
     if bot_pages is not None:
         router.include_router(build_bot_router(bot_pages, clock, require("bot"),
                                                Heartbeats(ledger.tables.heartbeats), lease_ttl))
-    router.include_router(build_schedule_router(ledger, clock, lock, require("read"),
+    router.include_router(build_schedule_router(ledger, clock, writes, require("read"),
                                                 require("operate")))
-    router.include_router(build_alerts_router(ledger, clock, lock, require("read"),
+    router.include_router(build_alerts_router(ledger, clock, writes, require("read"),
                                               require("operate"), alert_sender))
-    router.include_router(build_proxies_router(ledger, clock, lock, require("read"),
+    router.include_router(build_proxies_router(ledger, clock, writes, require("read"),
                                                require("operate"), proxy_guard))
 
-    def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        with lock:
+    def write(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        with writes:
             return function(*args, **kwargs)
 
     def send(command: Command) -> Any:
-        return call(ledger.commands.send, command, clock.now())
+        return write(ledger.commands.send, command, clock.now())
 
     def by(token: Token, reason: str | None) -> Origin:
         return token_origin(token.name, token.scope, "api", reason)
@@ -205,19 +209,19 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
     # stores ------------------------------------------------------------------------
     @router.get("/stores", dependencies=[read], tags=["stores"])
     def list_stores() -> JSONResponse:
-        return reply(call(ledger.read.stores))
+        return reply(ledger.read.stores(), headers=lag_headers(ledger))
 
     @router.post("/stores", dependencies=[operate], status_code=201, tags=["stores"])
     def create_store(body: StoreIn) -> JSONResponse:
-        store_id = call(ledger.app.register_store, name=body.name, base_url=body.base_url,
+        store_id = write(ledger.app.register_store, name=body.name, base_url=body.base_url,
                         platform=body.platform, now=clock.now(), crawl_delay=body.crawl_delay,
                         max_concurrency=body.max_concurrency)
         return reply({"id": str(store_id)}, 201)
 
     @router.get("/stores/{store_id}", dependencies=[read], tags=["stores"])
     def show_store(store_id: str) -> JSONResponse:
-        store = call(ledger.app.get_store, store_id)
-        row = next((r for r in call(ledger.read.stores) if r["store_id"] == str(store.id)), None)
+        store = ledger.app.get_store(store_id)
+        row = next((r for r in ledger.read.stores() if r["store_id"] == str(store.id)), None)
         return reply({"id": str(store.id), "status": row})
 
     @router.post("/stores/{store_id}/disable", tags=["stores"])
@@ -244,10 +248,10 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
         if kind is not None and kind not in JOB_KINDS:
             raise ApiProblem(422, "Unprocessable Entity",
                              f"unknown kind {kind!r}; expected one of {', '.join(JOB_KINDS)}")
-        call(ledger.catch_up)
-        page, following = call(ledger.read.job_page, state=state, store_id=store, kind=kind,
-                               after=cursor, limit=limit)
-        return reply({"items": page, "next_cursor": following})
+        headers = lag_headers(ledger)  # before the read: the lag it may show, at most
+        page, following = ledger.read.job_page(state=state, store_id=store, kind=kind,
+                                               after=cursor, limit=limit)
+        return reply({"items": page, "next_cursor": following}, headers=headers)
 
     @router.post("/jobs", status_code=201, tags=["jobs"])
     def schedule_job(body: JobIn, token: Token = operate,
@@ -256,9 +260,8 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
         """Schedule a job (201), or reopen the job of this kind and URL if it is cancelled,
         completed or dead (200, `reopened: true`, its `Reopened` event records the token)."""
         now, every = clock.now(), body.every_seconds
-        start = (call(lambda: place(planned_jobs(ledger), every, now))
-                 if body.spread and every else None)
-        done = call(ledger.commands.send, ScheduleJob(
+        start = place(planned_jobs(ledger), every, now) if body.spread and every else None
+        done = write(ledger.commands.send, ScheduleJob(
             kind=body.kind, url=body.url, origin=by(token, reason), store_id=body.store_id,
             every=body.every_seconds, priority=body.priority,
             retry_policy=RetryPolicy(max_attempts=body.max_attempts), start_at=start), now)
@@ -267,14 +270,14 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
 
     @router.get("/jobs/{job_id}", dependencies=[read], tags=["jobs"])
     def show_job(job_id: str, as_of: AsOf = None) -> JSONResponse:
-        job = call(ledger.app.get_job, job_id)
+        job = ledger.app.get_job(job_id)
         if as_of is not None:
-            return reply(call(job_as_of, ledger, job, as_of))
-        call(ledger.catch_up)
-        history = call(stream_history, ledger, job.id)
-        return reply({"id": str(job.id), "status": call(ledger.read.job, str(job.id)),
+            return reply(job_as_of(ledger, job, as_of))
+        headers = lag_headers(ledger)
+        history = stream_history(ledger, job.id)
+        return reply({"id": str(job.id), "status": ledger.read.job(str(job.id)),
                       "nonretryable_failures": job.nonretryable_failures,
-                      "events": [_event(e) for e in history]})
+                      "events": [_event(e) for e in history]}, headers=headers)
 
     @router.post("/jobs/actions", tags=["jobs"])
     def bulk(body: BulkActions, token: Token = operate) -> JSONResponse:
@@ -291,8 +294,8 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
     def requeue_dead(token: Token = operate,
                      reason: Annotated[str | None, Query(max_length=500)] = None
                      ) -> JSONResponse:
-        call(ledger.catch_up)
-        dead = [r["job_id"] for r in call(ledger.read.jobs, state="dead")]
+        writes.settle()  # the dead jobs the read models know of, this server's writes included
+        dead = [r["job_id"] for r in ledger.read.jobs(state="dead")]
         return reply({"requeued": [str(j) for j in send(RequeueDead(dead, by(token, reason)))]})
 
     @router.post("/jobs/{job_id}/{action}", tags=["jobs"])
@@ -301,7 +304,7 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
         """Pause, resume, cancel, retry, force-run or reopen the job; the event records the
         token's name and scope as its actor, `api` as its surface, and `reason`."""
         send(JOB_CONTROLS[action](job_id, by(token, reason)))
-        return reply({"id": job_id, "state": call(ledger.app.get_job, job_id).state})
+        return reply({"id": job_id, "state": ledger.app.get_job(job_id).state})
 
     # products ----------------------------------------------------------------------
     @router.get("/products", dependencies=[read], tags=["products"])
@@ -319,31 +322,31 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
         for bound in (min_price, max_price):
             if bound is not None and (not bound.is_finite() or abs(bound) > 10**12):
                 raise ValueError(f"price bound {bound} must be a finite amount")
-        call(ledger.catch_up)
+        headers = lag_headers(ledger)
         if q is not None:
             if cursor is not None or out_of_stock or min_price is not None \
                     or max_price is not None:
                 raise ValueError("q combines with store and limit only")
-            found = call(ledger.read.search_products, q, store_id=store, limit=limit)
-            return reply({"items": found, "next_cursor": None})
-        page, following = call(ledger.read.product_page, store_id=store,
-                               out_of_stock=out_of_stock, min_price=min_price,
-                               max_price=max_price, after=cursor, limit=limit)
-        return reply({"items": page, "next_cursor": following})
+            found = ledger.read.search_products(q, store_id=store, limit=limit)
+            return reply({"items": found, "next_cursor": None}, headers=headers)
+        page, following = ledger.read.product_page(store_id=store, out_of_stock=out_of_stock,
+                                                   min_price=min_price, max_price=max_price,
+                                                   after=cursor, limit=limit)
+        return reply({"items": page, "next_cursor": following}, headers=headers)
 
     @router.get("/products/{product_id}", dependencies=[read], tags=["products"])
     def show_product(product_id: str, as_of: AsOf = None) -> JSONResponse:
-        product = call(ledger.app.get_product, product_id)
+        product = ledger.app.get_product(product_id)
         if as_of is not None:
-            return reply(call(product_as_of, ledger, product, as_of))
-        call(ledger.catch_up)
-        return reply({"id": str(product.id), "status": call(ledger.read.product, str(product.id))})
+            return reply(product_as_of(ledger, product, as_of))
+        return reply({"id": str(product.id), "status": ledger.read.product(str(product.id))},
+                     headers=lag_headers(ledger))
 
     @router.get("/products/{product_id}/history", dependencies=[read], tags=["products"])
     def product_history(product_id: str) -> JSONResponse:
-        product = call(ledger.app.get_product, product_id)
+        product = ledger.app.get_product(product_id)
         return reply({"id": str(product.id),
-                      "events": [_event(e) for e in call(stream_history, ledger, product.id)]})
+                      "events": [_event(e) for e in stream_history(ledger, product.id)]})
 
     # workers -----------------------------------------------------------------------
     heartbeats = Heartbeats(ledger.tables.heartbeats)
@@ -353,13 +356,14 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
         """Every registered worker: driver, host, pid, concurrency, last heartbeat
         (in flight, memory, CPU) and its state: alive, stale (three heartbeats missed)
         or departed."""
-        return reply({"items": call(registry, ledger, heartbeats, clock.now())})
+        return reply({"items": registry(ledger, heartbeats, clock.now())},
+                     headers=lag_headers(ledger))
 
     # events ------------------------------------------------------------------------
     @router.get("/events", dependencies=[read], tags=["events"])
     def events(after: Annotated[int, Query(ge=0, le=POSITIONS)] = 0,
                limit: Annotated[int, Query(ge=1, le=5000)] = 500) -> JSONResponse:
-        return reply({"items": [_event(e) for e in call(ledger.source.read, after, limit)]})
+        return reply({"items": [_event(e) for e in ledger.source.read(after, limit)]})
 
     @router.get("/events/stream", dependencies=[read], tags=["events"])
     async def stream(request: Request, after: Annotated[int, Query(ge=0, le=POSITIONS)] = 0,
@@ -378,7 +382,7 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
                          last_event_id: Annotated[str | None, Header()] = None
                          ) -> StreamingResponse:
         """One job's events after `after` (or `Last-Event-ID`): its live log."""
-        job = await run_in_threadpool(call, ledger.app.get_job, job_id)
+        job = await run_in_threadpool(ledger.app.get_job, job_id)
         start = _position(last_event_id, after)
         return _sse(request, start, lambda env: str(env.stream_id) == str(job.id), named)
 
@@ -388,7 +392,7 @@ def build_router(ledger: Ledger, tokens: TokenStore, clock: Clock,
             position = start
             yield ": stream open\n\n"
             while not await request.is_disconnected():
-                found = await run_in_threadpool(call, ledger.source.read, position, 500)
+                found = await run_in_threadpool(ledger.source.read, position, 500)
                 for env in found:
                     position = env.position
                     if wanted(env):

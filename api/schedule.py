@@ -7,13 +7,13 @@ score before and after; with `apply` each move is recorded (`Rescheduled`, its r
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, Field
 
+from api.consistency import Writes
 from runtime.clock import Clock
 from runtime.ledger import Ledger
 from runtime.slots import HORIZON, SLOT, Distribution, planned_load, rebalance
@@ -32,7 +32,7 @@ def _shown(found: Distribution) -> dict[str, Any]:
             "counts": found.counts, "score": found.score}
 
 
-def build_schedule_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
+def build_schedule_router(ledger: Ledger, clock: Clock, writes: Writes,
                           read: Callable[..., Any], operate: Callable[..., Any]) -> APIRouter:
     router = APIRouter(prefix="/schedule", tags=["schedule"])
 
@@ -41,15 +41,15 @@ def build_schedule_router(ledger: Ledger, clock: Clock, lock: threading.RLock,
              hours: Annotated[int, Query(ge=1, le=720)] = HORIZON // 3600) -> dict[str, Any]:
         if slot_seconds > hours * 3600:
             raise ValueError("slot_seconds must not be longer than the horizon (hours)")
-        with lock:
-            found, _ = planned_load(ledger, clock.now(), slot_seconds, hours * 3600)
+        found, _ = planned_load(ledger, clock.now(), slot_seconds, hours * 3600)
         return _shown(found)
 
     @router.post("/rebalance", dependencies=[Depends(operate)])
     def move(body: Rebalance) -> dict[str, Any]:
         if body.slot_seconds > body.hours * 3600:
             raise ValueError("slot_seconds must not be longer than the horizon (hours)")
-        with lock:
+        writes.settle()  # plan from read models that have this server's writes
+        with writes:
             moves, before, after = rebalance(ledger, clock.now(), body.apply, body.slot_seconds,
                                              body.hours * 3600)
         return {"applied": body.apply, "score_before": before.score,

@@ -198,6 +198,15 @@ def positions(tx: Tx, projections: Sequence[Projection]) -> dict[str, int]:
     return {name: found.get(name, 0) for name in names}
 
 
+def lowest_position(db: Database, names: Sequence[str]) -> int:
+    """The lowest position of the projections tracked as `names` (0 for one that has none
+    yet), read on a read connection: a reader neither waits for a catch-up nor writes."""
+    rows = db.query(f"SELECT name, position FROM {POSITIONS} WHERE name IN "
+                    f"({', '.join('?' for _ in names)})", list(names)) if names else []
+    found = {row["name"]: int(row["position"]) for row in rows}
+    return min((found.get(name, 0) for name in names), default=0)
+
+
 def create_all(db: Database, projections: Sequence[Projection]) -> None:
     """Create the projections' tables in one transaction (one commit, not one each:
     on PostgreSQL each commit of DDL waits for its WAL flush)."""

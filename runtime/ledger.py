@@ -16,7 +16,7 @@ from eventstore.side_tables import SideTables
 from projections import Projection, read_models
 from projections.alerts import AlertQueries
 from projections.db import Database
-from projections.framework import create_all
+from projections.framework import create_all, lowest_position
 from projections.queries import ReadModel
 from projections.runner import ProjectionRunner
 from projections.source import NotificationLogSource
@@ -43,6 +43,7 @@ class Ledger:
     _identity: str | None = field(default=None, init=False, repr=False)
     _alerts: AlertQueries | None = field(default=None, init=False, repr=False)
     _commands: Dispatcher | None = field(default=None, init=False, repr=False)
+    _tracking: tuple[str, ...] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.source = NotificationLogSource(self.app.recorder, self.backend)
@@ -89,10 +90,11 @@ class Ledger:
         return self._runner.catch_up()
 
     def projection_position(self) -> int:
-        """The last event position the read models have applied."""
-        if self._runner is None:
-            self._runner = self.runner()
-        return self._runner.position()
+        """The last event position every read model has applied (a read: it neither
+        creates tables nor waits for a catch-up in progress)."""
+        if self._tracking is None:
+            self._tracking = tuple(p.tracking_name for p in self.projections())
+        return lowest_position(self.db, self._tracking)
 
     def close(self) -> None:
         self.db.close()

@@ -59,8 +59,8 @@ def register(ledger: Ledger, name: str, driver: str, concurrency: int, kinds: li
 
 
 def registry(ledger: Ledger, heartbeats: Heartbeats, now: datetime) -> list[dict[str, Any]]:
-    """Every registered worker with its last heartbeat and whether it is stale."""
-    ledger.catch_up()
+    """Every registered worker with its last heartbeat and whether it is stale (from the
+    workers read model as it is: the caller catches it up if it must be current)."""
     beats = heartbeats.latest()
     found = []
     for row in ledger.read.workers():

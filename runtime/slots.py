@@ -208,8 +208,8 @@ def _check(slot: int, horizon: int) -> None:
 
 
 def planned_jobs(ledger: Ledger) -> list[Planned]:
-    """Every scheduled recurring job, from the job-status read model (caught up)."""
-    ledger.catch_up()
+    """Every scheduled recurring job, from the job-status read model as it is (the caller
+    catches it up if it must be current)."""
     # three columns of the read model, in its listing order (`ReadModel.jobs`): reading
     # whole rows cost five times as much with 10,000 jobs
     rows = ledger.db.query("SELECT job_id, next_run_at, interval_s FROM job_status "
@@ -227,9 +227,9 @@ def planned_load(ledger: Ledger, now: datetime, slot: int = SLOT,
     The read model answers groups, not jobs: a job whose interval is whole minutes lands
     in the same slots whatever second of its minute it starts at (slots start on whole
     minutes), and every overdue job runs now, so jobs are counted per (interval, minute
-    of the next run) and only jobs of another interval are read one by one."""
+    of the next run) and only jobs of another interval are read one by one. It reads the
+    read model as it is (the caller catches it up if it must be current)."""
     _check(slot, horizon)
-    ledger.catch_up()
     start, slots = _aligned(now, slot), -(-horizon // slot)
     begin, end = iso(start), iso(start + timedelta(seconds=slots * slot))
     recurring = "state = 'scheduled' AND interval_s > 0"
@@ -252,7 +252,8 @@ def planned_load(ledger: Ledger, now: datetime, slot: int = SLOT,
 
 def rebalance(ledger: Ledger, now: datetime, apply: bool, slot: int = SLOT,
               horizon: int = HORIZON) -> tuple[list[Move], Distribution, Distribution]:
-    """Plan the moves; with `apply`, record them (`Rescheduled` with each reason)."""
+    """Plan the moves from the job-status read model as it is (the caller catches it up);
+    with `apply`, record them (`Rescheduled` with each reason)."""
     moves, before, after = plan(planned_jobs(ledger), now, slot, horizon)
     if apply:
         for start in range(0, len(moves), 500):

@@ -52,7 +52,7 @@ def show_distribution(args: argparse.Namespace) -> int:
     from runtime.slots import distribution, planned_jobs
 
     slot = _slot(args)
-    with open_ledger(fresh=False) as ledger:
+    with open_ledger() as ledger:  # caught up: the distribution reads the read models
         shown = distribution(planned_jobs(ledger), utcnow(), slot, args.hours * 3600)
     if args.json:
         print_json({"slot_seconds": slot, "start": shown.start.isoformat(),
@@ -72,7 +72,7 @@ def run_rebalance(args: argparse.Namespace) -> int:
     from runtime.slots import rebalance
 
     slot = _slot(args)
-    with open_ledger(fresh=False) as ledger:
+    with open_ledger() as ledger:  # caught up: the plan reads the read models
         moves, before, after = rebalance(ledger, utcnow(), args.apply, slot, args.hours * 3600)
     if args.json:
         print_json({"applied": bool(args.apply), "score_before": before.score,

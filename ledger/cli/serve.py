@@ -93,10 +93,11 @@ def run_serve(args: argparse.Namespace) -> int:
         if not _loopback(args.host) and not tokens.any_live():
             raise CommandError(f"refusing to serve on {args.host} with no API token: create one "
                                "first (crawl-ledger tokens create --scope admin)")
+        # the app runs its projector while it serves: the read models stay current
         app = create_app(ledger, tokens, SystemClock(), _probes(ledger),
-                         **({"lease_ttl": args.lease_ttl} if args.lease_ttl else {}),
-                         **({"import_max_bytes": int(args.max_import_mb * (1 << 20))}
-                            if args.max_import_mb else {}),
+                         lease_ttl=args.lease_ttl or DEFAULTS.lease_ttl,
+                         import_max_bytes=(int(args.max_import_mb * (1 << 20))
+                                           if args.max_import_mb else DEFAULTS.import_max_bytes),
                          alert_sender=partial(notifier_for, settings),
                          proxy_guard=AddressGuard(settings.allow_networks),
                          body_timeout=args.body_timeout, bot_pages=bot_pages)

@@ -29,6 +29,7 @@ from domain.values import CrawlFailure, CrawlSuccess, Observation, Offer
 from ledger.bootstrap import Ledger
 from runtime.clock import SystemClock
 from runtime.defaults import DEFAULTS
+from runtime.projector import Projector
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 
@@ -127,6 +128,7 @@ def test_product_pages_follow_the_cursor_and_bound_prices_exactly(api: tuple) ->
                                        offers=(Offer("1g", Decimal(price), "USD"),),
                                        availability="in_stock")
                            for i, price in enumerate(prices))), T0)
+    ledger.catch_up()  # the runner's projector step (the API only reads the read models)
     with httpx.Client(base_url=url, headers=bearer(secrets["read"])) as http:
         def walk(**params: str) -> list[dict[str, object]]:
             items, cursor = [], None
@@ -144,23 +146,38 @@ def test_product_pages_follow_the_cursor_and_bound_prices_exactly(api: tuple) ->
         assert sorted(p["min_price"] for p in bounded) == ["10.00", "10.01", "19.99", "20.00"]
 
 
-def test_metrics_and_health(api: tuple) -> None:  # type: ignore[type-arg]
-    url, _, job, ledger = api
-    lease = ledger.app.lease(job, "w1", 300, T0).lease_id
-    ledger.app.record_failure(job, lease, CrawlFailure("http_5xx", "502", retryable=True), T0)
-    assert httpx.get(f"{url}/healthz").json() == {"status": "ok"}
-    ready = httpx.get(f"{url}/readyz").json()
-    assert ready["status"] == "ready" and ready["head"] == ledger.source.head()
-    # two events (lease, failure) recorded behind the read models' back
-    assert ready["projection_lag"] == ledger.source.head() - ledger.projection_position() > 0
-    text = httpx.get(f"{url}/metrics").text
-    assert f"crawl_ledger_projection_lag_events {ready['projection_lag']:.1f}" in text
-    assert "crawl_ledger_relay_lag_events " not in text  # no relay configured
-    assert 'crawl_ledger_jobs{state="scheduled"} 1.0' in text
-    assert 'crawl_ledger_jobs_failing{reason="http_5xx"} 1.0' in text
-    assert "crawl_ledger_api_request_seconds_bucket" in text
-    schema = httpx.get(f"{url}/openapi.json").json()
-    assert "/api/v1/jobs/{job_id}/{action}" in schema["paths"]
+def test_metrics_and_health(ledger: Ledger) -> None:
+    """Health and metrics read: they report the read models' lag and leave it to the
+    projector (stopped here, so the lag stays until it runs a pass)."""
+    store = ledger.app.register_store(name="Shop", base_url="https://shop.example",
+                                      platform="shopify", now=T0)
+    job = ledger.app.schedule_job(kind="catalog", url="https://shop.example/products.json",
+                                  now=T0, store_id=store, every=3600)
+    ledger.catch_up()
+    projector = Projector(ledger)  # never started: nothing projects while the server runs
+    with serving(ledger, projector=projector) as (url, _):
+        lease = ledger.app.lease(job, "w1", 300, T0).lease_id
+        ledger.app.record_failure(job, lease, CrawlFailure("http_5xx", "502", retryable=True),
+                                  T0)
+        assert httpx.get(f"{url}/healthz").json() == {"status": "ok"}
+        head, projected = ledger.source.head(), ledger.projection_position()
+        ready = httpx.get(f"{url}/readyz").json()
+        assert ready["status"] == "ready" and ready["head"] == head
+        # the lease and the failure, recorded behind the read models' back
+        assert ready["projection_lag"] == head - projected > 0
+        text = httpx.get(f"{url}/metrics").text
+        assert f"crawl_ledger_projection_lag_events {head - projected:.1f}" in text
+        assert "crawl_ledger_relay_lag_events " not in text  # no relay configured
+        assert 'crawl_ledger_jobs{state="scheduled"} 1.0' in text
+        assert "crawl_ledger_jobs_failing{" not in text  # the failure is not projected yet
+        assert (ledger.source.head(), ledger.projection_position()) == (head, projected)
+        projector.run_pass()  # the projector's step: now the read models have the failure
+        text = httpx.get(f"{url}/metrics").text
+        assert "crawl_ledger_projection_lag_events 0.0" in text
+        assert 'crawl_ledger_jobs_failing{reason="http_5xx"} 1.0' in text
+        assert "crawl_ledger_api_request_seconds_bucket" in text
+        schema = httpx.get(f"{url}/openapi.json").json()
+        assert "/api/v1/jobs/{job_id}/{action}" in schema["paths"]
 
 
 def free_port() -> int:
@@ -225,6 +242,7 @@ def test_as_of_shows_a_product_and_a_job_as_the_ledger_knew_them(api: tuple) -> 
 
     crawl("20.00", T0)
     crawl("17.50", T0 + timedelta(hours=2))
+    ledger.catch_up()  # the runner's projector step: the product list reads the read model
     between = T0 + timedelta(hours=1)
     with httpx.Client(base_url=url, headers=bearer(secrets["read"])) as http:
         (product,) = http.get("/api/v1/products").json()["items"]

@@ -123,6 +123,7 @@ def test_pages_sign_in_and_refusals_on_both_backends(ledger: Ledger) -> None:
         assert browser.post(f"/api/v1/jobs/{jobs[1]}/resume",
                             headers={"X-CSRF-Token": csrf[1]}).status_code == 200
         proxy = str(ledger.app.add_proxy("http://user:hunter2@proxy.example:3128", "eu", T0))
+        ledger.catch_up()  # the runner's projector step (the dashboard only reads)
         listed = browser.get("/proxies").text
         assert "proxy.example:3128" in listed and "hunter2" not in listed
         unexplained = browser.post(f"/proxies/{proxy}/disable", data={"csrf": csrf[1]})

@@ -32,6 +32,7 @@ def crowd(ledger: Ledger, count: int = 48, every: int = 4 * 3600) -> list[str]:
 
 def test_rebalance_spreads_a_crowded_slot(ledger: Ledger) -> None:
     jobs = crowd(ledger)
+    ledger.catch_up()  # the runner's projector step: the read model has the jobs
     head = ledger.source.head()
     moves, before, after = rebalance(ledger, NOW, apply=False)
     assert ledger.source.head() == head  # a preview records nothing
@@ -56,6 +57,7 @@ def test_rebalance_spreads_a_crowded_slot(ledger: Ledger) -> None:
 
 def test_a_new_job_goes_to_the_least_loaded_slot(ledger: Ledger) -> None:
     crowd(ledger, count=10, every=3600)  # every hour at :37
+    ledger.catch_up()  # the runner's projector step: the read model has the jobs
     start = place(planned_jobs(ledger), 3600, NOW)
     assert NOW <= start < NOW + timedelta(hours=1)
     busy = NOW + timedelta(minutes=30)

@@ -145,6 +145,7 @@ def test_no_planted_secret_on_any_surface_after_failed_deliveries(
         assert any("blocked_address" in error for error in batch.errors)
         assert len(hook.requests) == 2  # the test alert and the delivery, both answered 500
         seen["errors"] = "\n".join(batch.errors)
+        ledger.catch_up()  # the runner's projector step: the deliveries in the read models
 
         head = ledger.source.head()
         seen["api events"] = http.get("/api/v1/events", params={"limit": 5000},
