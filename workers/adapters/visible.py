@@ -7,7 +7,11 @@ in the document, in any language:
 
 - the heading is the first `<h1>` outside navigation, cookie banners and footers, or
   a later `<h1>`/`<h2>` when only that one is what the page's title names (a page with
-  none that offers one price beside its buy button is named by its `<title>`);
+  none is named by its `<title>` when its price is beside an enabled buy control, or,
+  with no buy control, is the only amount shown as a price);
+- navigation, banners, footers and side sections are not read, except one holding most
+  of the document (a wrapper of the page, or a tag left open before the product); a
+  stray second `<html>` document is read after the first;
 - every short text that reads as a price (price-parser, with the page's locale and
   currency context from `workers.currency`; a bare number takes the currency set in
   the element beside it, as in `<b>2320</b><span>元</span>`) is a candidate, scored by
@@ -62,13 +66,14 @@ _NOISE = Caseless(r"cookie|consent|gdpr|footer|breadcrumb|newsletter|minicart|mi
                   r"megamenu|mega-menu|navigation|navbar|sidebar|recommend|similar|related|"
                   r"carousel|upsell|cross-?sell|recently|also-?(?:bought|viewed)|"
                   r"compare-?list|wishlist|login|signin|modal|swiper|slick-(?:slider|track|list)|"
-                  r"owl-(?:carousel|stage)|splide|glide__")
+                  r"owl-(?:carousel|stage)|splide|glide__|buy-?together|bought-?together|"
+                  r"frequently-?bought")
 _PRICE_MARK = Caseless(r"price|preis|prix|precio|prezzo|prijs|pris|pre[cç]o|cena|cijena|"
                        r"hinta|fiyat|[цЦ]ена|[сС]тоимость|amount|buybox|buy-box|"
                        r"價|价|가격|値段|価格")
 _JUNK_WORDS = re.compile(r"%|/\s*(?:mo|month|monat|mois|mes)\b|per month|x\s*\d|\d\s*x\b|"
                          r"shipping|versand|livraison|env[ií]o|spedizione|delivery|доставка|"
-                         r"save|spare|économisez|ahorra|risparmi|rabatt|discount|скидка|"
+                         r"save|savings?\b|spare|économisez|ahorra|risparmi|rabatt|discount|скидка|"
                          r"rating|review|bewertung|stars?\b|sterne|votes?\b|approx|circa|"
                          r"ungefähr|environ|≈|~|postage|p&p|as low as", re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
@@ -77,8 +82,12 @@ _PRICE_LABEL = re.compile(rf"\s*(?:our |sale |your )?(?:{PRICE_WORDS})\s*:", re.
 _BID = re.compile(r"\bbid\b|gebot|ench[eè]re|puja|offerta|licytuj|ставк", re.IGNORECASE)
 #: how near (in elements) the buy control a price is in its buy box
 _BUY_BOX = 40
+#: how near (in elements) the buy control the price of a page without a heading is
+_TITLED_BUY_BOX = 120
 #: price candidates read per page
 _MAX_CANDIDATES = 400
+#: noise elements a page may have counted to tell a wrapper of the page (`_Noise`)
+_WRAPPER_COUNTS = 8
 #: a text this long is a sentence, not a price
 _MAX_PRICE_TEXT = 48
 
@@ -150,10 +159,22 @@ def read_visible(tree: lxml.html.HtmlElement, where: Where) -> Visible:
         stock_words=words,
         prices=tuple(candidates[:12]),
         buy_disabled=can_buy is False,
-        title=_title(tree) if walk.name is None and offered else None,
+        title=_title(tree) if walk.name is None and _one_product(price, candidates, walk)
+        else None,
         bidding=offered and walk.buy is not None and bool(
             _BID.search(label(walk.elements[walk.buy]))),
     )
+
+
+def _one_product(price: Candidate | None, candidates: list[Candidate], walk: _Walk) -> bool:
+    """Whether a page without a heading offers one product, named by its `<title>`: its
+    price is in the buy box (near an enabled buy control), or, on a page with no buy
+    control, it is the only amount shown as a price."""
+    if price is None:
+        return False
+    if walk.buy is not None:
+        return walk.buy_enabled and abs(price.position - walk.buy) <= _TITLED_BUY_BOX
+    return sum(1 for c in candidates if c.score > 0 and not c.struck) == 1
 
 
 def _title(tree: lxml.html.HtmlElement) -> str | None:
@@ -165,12 +186,16 @@ def _title(tree: lxml.html.HtmlElement) -> str | None:
 def _walk(tree: lxml.html.HtmlElement) -> _Walk:
     walk = _Walk()
     root = tree.getroottree().getroot()
+    # a stray second `<html>` (a server-side include of a whole document) is parsed as a
+    # sibling of the first: the page's product may be in it
+    roots = [root, *root.itersiblings()]
+    noise = _Noise(sum(1 for top in roots for _ in top.iter()))
     # depth first in document order, never entering skipped subtrees (no recursion: a
     # hostile page may nest deeper than Python's stack)
-    stack = [root]
+    stack = list(reversed(roots))
     while stack:
         element = stack.pop()
-        if not isinstance(element.tag, str) or element.tag in _SKIP_TAGS or _is_noise(element):
+        if not isinstance(element.tag, str) or element.tag in _SKIP_TAGS or noise(element):
             continue
         walk.elements.append(element)
         index = len(walk.elements) - 1
@@ -211,6 +236,32 @@ def _is_noise(element: lxml.html.HtmlElement) -> bool:
         return True
     marks = _marks(element)
     return bool(marks) and _NOISE.found_in(marks) and element.tag not in ("body", "html")
+
+
+@dataclass
+class _Noise:
+    """Whether an element is navigation, a banner, a footer or a side section, and so
+    not read. One holding most of the document is not: it wraps the page (a sticky
+    footer's "footerPush" wrapper) or holds it because a tag before the product was
+    never closed (a `<nav>` left open swallows the rest of the page)."""
+
+    elements: int
+    #: how many noise elements may still be counted (a page nesting thousands of them
+    #: must not cost a count each)
+    counts: int = _WRAPPER_COUNTS
+
+    def __call__(self, element: lxml.html.HtmlElement) -> bool:
+        if not _is_noise(element):
+            return False
+        if self.counts <= 0:
+            return True
+        self.counts -= 1
+        half, held = self.elements // 2, 0
+        for _ in element.iter():
+            held += 1
+            if held > half:
+                return False
+        return True
 
 
 def _candidates(walk: _Walk, where: Where) -> list[Candidate]:

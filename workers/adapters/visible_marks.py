@@ -40,7 +40,7 @@ _OLD_MARK = Caseless(r"\b(?:old|was|before|list|strike|crossed|compare|orig|"
                      r"vorher|oldprice|old-price|price-old|price--old|price-was|wasprice)")
 #: labels of a price that is not what a buyer pays now: the list, recommended or former
 #: price ("MRP", "UVP", "RRP", "was"), in Latin-script languages (as whole words) …
-_OLD_LATIN = (r"was|statt|uvp|rrp|mrp|m\.r\.p\.?|msrp|list price|listenpreis|regular price|"
+_OLD_LATIN = (r"was|statt|uvp|rrp|mrp|m\.r\.p\.?|msrp|list price|retail price|listenpreis|regular price|"
               r"reg\. price|compare at|original price|normalpreis|ovp|avant|antes|prima|before|"
               r"vorher|old price|alter preis|zuvor|prix conseillé|prix de référence|"
               r"precio de lista|precio recomendado|precio anterior|prezzo consigliato|"
