@@ -78,3 +78,36 @@ def test_a_bundle_offered_beside_the_product_is_not_its_price() -> None:
 <span class="addToCartSpecialPrice">$17.98</span></div></div>{FILLER}
 <span>$8.99</span><button class="add-to-cart">Add to cart</button></body></html>"""
     assert paid(html)[0] == Decimal("8.99")
+
+
+def test_a_primary_price_is_no_old_price_and_shipping_abbreviations_no_price() -> None:
+    html = f"""<html><body><h1>Star Wars Express Train Collection</h1>
+<div class="price"><dl class="primary"><dt>Price:</dt><dd>$79.99 US</dd></dl>
+<dl class="secondary"><dt>s&amp;s</dt><dd>$9.99 US</dd></dl></div>
+<a class="add-to-cart" href="/cart">Add to cart</a>{FILLER}</body></html>"""
+    offer = products(html)[0].offers[0]
+    assert (offer.price, offer.special_price) == (Decimal("79.99"), None)
+
+
+def test_a_quantity_tier_price_followed_by_each_is_a_unit_price() -> None:
+    html = f"""<html><body><h1>Know Your Bible</h1>
+<div class="product-sale"><em>$0.99</em></div>
+<div class="product-message">Buy 10 or more for <b class="price">$0.79</b> each.</div>
+<button class="add-to-cart">Add to cart</button>{FILLER}</body></html>"""
+    offer = products(html)[0].offers[0]
+    assert (offer.price, offer.special_price) == (Decimal("0.99"), None)
+
+
+CARD = """<li><div class="card"><em class="product-price">${amount}</em></div></li>"""
+
+
+def test_prices_set_alike_in_cards_lose_to_the_product_own_price() -> None:
+    cards = "".join(CARD.format(amount=a) for a in ("5.95", "14.99", "39.99"))
+    html = f"""<html><body><h1>Know Your Bible</h1>
+<div class="product-sale"><em>$0.99</em> (our price)</div>
+<button class="add-to-cart">Add to cart</button>{FILLER * 4}
+<h2>Customers also liked</h2><ul>{cards}</ul></body></html>"""
+    assert paid(html)[0] == Decimal("0.99")
+    # one card alone is no listing: its marks still make it the price
+    single = html.replace(cards, CARD.format(amount="5.95"))
+    assert paid(single)[0] == Decimal("5.95")

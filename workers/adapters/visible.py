@@ -18,8 +18,9 @@ in the document, in any language:
   what marks it (a `price` class or id or a "Price:" label in many languages, the
   marks platforms give the product's own price: buy box, our/deal/special/final/current
   price; a currency, `itemprop=price`) and what marks it down (struck through,
-  "was"/"old"/"UVP", discount badges, instalments, shipping, a bulk total), and by how
-  close it is to the heading and to the buy button;
+  "was"/"old"/"UVP", discount badges, instalments, shipping, a bulk total, one of
+  several different amounts set alike as cards are), and by how close it is to the
+  heading and to the buy button;
 - the best candidate is the price paid; a struck-through candidate next to it and
   above it is the regular price (`workers.adapters.visible_marks` says what is struck
   through, named old, or labelled as before tax; a price a theme's classes name
@@ -75,7 +76,7 @@ _JUNK_WORDS = re.compile(r"%|/\s*(?:mo|month|monat|mois|mes)\b|per month|x\s*\d|
                          r"shipping|versand|livraison|env[ií]o|spedizione|delivery|доставка|"
                          r"save|savings?\b|spare|économisez|ahorra|risparmi|rabatt|discount|скидка|"
                          r"rating|review|bewertung|stars?\b|sterne|votes?\b|approx|circa|"
-                         r"ungefähr|environ|≈|~|postage|p&p|as low as", re.IGNORECASE)
+                         r"ungefähr|environ|≈|~|postage|p&p|s&[sh]\b|as low as", re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
 #: "Price: £60", "Preis: 12,00 €", "Цена: 500 ₽": a label saying the amount is the price
 _PRICE_LABEL = re.compile(rf"\s*(?:our |sale |your )?(?:{PRICE_WORDS})\s*:", re.IGNORECASE)
@@ -108,6 +109,8 @@ class Candidate:
     marked_old: bool = False
     #: labelled by the words beside it as a used or another seller's offer
     another_offer: bool = False
+    #: how it is set: its and its two parents' tags and classes, digits left out
+    setting: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
@@ -145,8 +148,8 @@ def read_visible(tree: lxml.html.HtmlElement, where: Where) -> Visible:
     walk = _walk(tree)
     can_buy = usable(walk.elements[walk.buy] if walk.buy is not None else None)
     words = stock_words(walk.elements, walk.heading, walk.buy)
-    candidates = sorted(_below_the_buy_box(_old_beside_a_lower(_candidates(walk, where)),
-                                           walk.buy), key=lambda c: (-c.score, c.position))
+    candidates = sorted(_below_the_buy_box(_old_beside_a_lower(_repeated(
+        _candidates(walk, where))), walk.buy), key=lambda c: (-c.score, c.position))
     price = next((c for c in candidates if not c.struck and c.score > 0), None)
     regular = _regular(candidates, price)
     offered = price is not None and walk.buy is not None and walk.buy_enabled \
@@ -284,7 +287,7 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
             if shown is not None and shown.amount == money.amount and shown.currency:
                 money, text = shown, _joined(element)
         marked, around = _context(element), _own_words(element)
-        if unit_price(text, marked):
+        if unit_price(text, marked, around):
             continue  # "$0.75 each", "1,50 € / 100 g"
         struck_through, marked_old = struck(element, text, around), marked_old_by_class(marked)
         net = before_tax(text, around, marked)
@@ -317,8 +320,29 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
             money = Money(money.amount, where.default_currency)
         found.append(Candidate(money, text, score, index, struck_through or marked_old,
                                tuple(reasons), net, marked_old and not struck_through,
-                               another_offer(text, around, marked)))
+                               another_offer(text, around, marked), _setting(element)))
     return found
+
+
+def _setting(element: lxml.html.HtmlElement) -> str:
+    parts, current = [], element
+    for _ in range(3):
+        if current is None:
+            break
+        parts.append(f"{current.tag}.{current.get('class') or ''}")
+        current = current.getparent()
+    return _DIGITS.sub("", " ".join(parts))
+
+
+def _repeated(candidates: list[Candidate]) -> list[Candidate]:
+    """Prices set alike (same tags and classes) with `_REPEATS` or more different amounts
+    are a listing's or recommendations' cards, not the product's own price: -3."""
+    amounts: dict[str, set[object]] = {}
+    for c in candidates:
+        amounts.setdefault(c.setting, set()).add(c.money.amount)
+    return [replace(c, score=c.score - 3, reasons=(
+        *c.reasons, f"one of {len(amounts[c.setting])} different prices set alike (cards)"))
+        if len(amounts[c.setting]) >= _REPEATS else c for c in candidates]
 
 
 def _old_beside_a_lower(candidates: list[Candidate]) -> list[Candidate]:
@@ -424,6 +448,9 @@ def _own_words(element: lxml.html.HtmlElement) -> str:
 
 
 _CENTS = re.compile(r"\d{2}")
+_DIGITS = re.compile(r"\d+")
+#: different amounts set alike that make a listing's cards (`_repeated`)
+_REPEATS = 3
 _CENT_MARK = re.compile(r"cent|fraction|decimal|sup|small", re.IGNORECASE)
 _NUMBER = re.compile(r"\d[\d\s.,']*")
 _TITLE = re.compile(r"title|name|product", re.IGNORECASE)
