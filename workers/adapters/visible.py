@@ -146,6 +146,10 @@ class _Walk:
 
 def read_visible(tree: lxml.html.HtmlElement, where: Where) -> Visible:
     walk = _walk(tree)
+    if walk.heading is None and walk.buy is None:
+        # neither a heading nor a buy control outside the noise: the page may be held by
+        # a noise-named wrapper or a tag left open before the product (`_Noise`)
+        walk = _walk(tree, wrappers=True)
     can_buy = usable(walk.elements[walk.buy] if walk.buy is not None else None)
     words = stock_words(walk.elements, walk.heading, walk.buy)
     candidates = sorted(_below_the_buy_box(_old_beside_a_lower(_repeated(
@@ -186,13 +190,13 @@ def _title(tree: lxml.html.HtmlElement) -> str | None:
     return text if 2 < len(text) <= 300 else None
 
 
-def _walk(tree: lxml.html.HtmlElement) -> _Walk:
+def _walk(tree: lxml.html.HtmlElement, wrappers: bool = False) -> _Walk:
     walk = _Walk()
     root = tree.getroottree().getroot()
     # a stray second `<html>` (a server-side include of a whole document) is parsed as a
     # sibling of the first: the page's product may be in it
     roots = [root, *root.itersiblings()]
-    noise = _Noise(sum(1 for top in roots for _ in top.iter()))
+    noise = _Noise(sum(_count(top) for top in roots)) if wrappers else _is_noise
     # depth first in document order, never entering skipped subtrees (no recursion: a
     # hostile page may nest deeper than Python's stack)
     stack = list(reversed(roots))
@@ -244,7 +248,8 @@ def _is_noise(element: lxml.html.HtmlElement) -> bool:
 @dataclass
 class _Noise:
     """Whether an element is navigation, a banner, a footer or a side section, and so
-    not read. One holding most of the document is not: it wraps the page (a sticky
+    not read, on a second walk of a page whose first found neither a heading nor a buy
+    control: one holding most of the document is read, for it wraps the page (a sticky
     footer's "footerPush" wrapper) or holds it because a tag before the product was
     never closed (a `<nav>` left open swallows the rest of the page)."""
 
@@ -259,12 +264,17 @@ class _Noise:
         if self.counts <= 0:
             return True
         self.counts -= 1
-        half, held = self.elements // 2, 0
-        for _ in element.iter():
-            held += 1
-            if held > half:
-                return False
-        return True
+        return _count(element, self.elements // 2) * 2 <= self.elements
+
+
+def _count(element: lxml.html.HtmlElement, enough: int | None = None) -> int:
+    """The elements in `element`'s subtree (counting stops past `enough`)."""
+    held = 0
+    for _ in element.iter():
+        held += 1
+        if enough is not None and held > enough:
+            break
+    return held
 
 
 def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
