@@ -13,7 +13,10 @@ how the extractor scored them when each was added beside how it scores them now.
 Entries whose first sight is still pending are counted, never scored. Last,
 the generic menu reader alone (platform adapters switched off) on every menu payload of
 tests/corpus/dispensary: the share of the truth's options it finds at their effective
-price, and how far it agrees with the platform adapters.
+price, and how far it agrees with the platform adapters; then the same leave one platform
+out, with what only that platform's field names say hidden from the reader (every word
+of a key no other platform's key holds, then every key no other platform uses: see
+`menu_scoring.blinded_names`): the figure that predicts a platform nobody here has met.
 """
 
 from __future__ import annotations
@@ -83,6 +86,24 @@ def first_sight_lines(entries: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def without_url_lines(entries: list[dict[str, Any]]) -> list[str]:
+    """The maintainers' way (`extract FILE --json`, no URL; `corpus_scoring.ours_without_url`)
+    on the corpus and on the first-sight pages; then the visible ranking alone
+    (structured data ignored) on every page with a price truth."""
+    seen = [entry for entry in entries if "first_sight" in entry]
+    lines = ["without URL (as `crawl-ledger extract FILE --json`; effective price = the "
+             "special when lower):"]
+    for label, chosen in (("corpus", entries), ("first-sight pages", seen)):
+        tallies = cs.score(cs.ours_without_url, chosen)[0]["all"] if chosen else {}
+        cells = [f"{field} {tallies[field].rate:6.1%} {tallies[field].right}/{tallies[field].scored}"
+                 for field in ("price_currency", "availability") if field in tallies]
+        lines.append(f"  {label:<18} " + "   ".join(cells or ["-"]))
+    alone = cs.score(cs.visible_alone, entries)[0]["all"]["price_currency"]
+    lines.append(f"  {'visible alone':<18} price_currency {alone.rate:6.1%} {alone.right}/"
+                 f"{alone.scored} (structured data ignored: the ranking a page without it gets)")
+    return lines
+
+
 def menu_first_sight_lines() -> list[str]:
     """Per platform of the menu payloads that record a first sight: options right then, now."""
     rows: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
@@ -124,6 +145,7 @@ def main() -> None:
               f"(+{(ours.rate - base.rate) * 100:.1f} points)")
     print(f"{'pages/s':<16} ours {speed['ours']:6.1f}   baseline {speed['baseline']:6.1f}   "
           f"(ratio {speed['ours'] / speed['baseline']:.2f}x)")
+    print("\n" + "\n".join(without_url_lines(entries)))
     print("\n" + "\n".join(first_sight_lines(entries) + [""] + menu_first_sight_lines()))
 
 
@@ -149,6 +171,18 @@ def menu_section() -> None:
     strict, same_weights = ms.total(rows)
     print(f"generic menu reader, adapters off: {same_weights:.1%} of options "
           f"({strict:.1%} with option labels compared as written)")
+    for by, what in (("words", "each word of a key that only its platform's keys hold"),
+                     ("keys", "each key only its platform uses")):
+        print(f"\nleave one platform out, adapters off, {what} hidden from the reader:")
+        blind = ms.leave_one_platform_out(found.present, by)
+        for platform in sorted({row.platform for row in blind}):
+            mine = [row for row in blind if row.platform == platform]
+            print(f"  {platform:<14}{len(mine):>3} payloads  {ms.total(mine)[1]:6.1%} of "
+                  f"{sum(row.items for row in mine)} options")
+        means = [ms.total([row for row in blind if row.platform == p])[1]
+                 for p in {row.platform for row in blind}]
+        print(f"  all platforms: {ms.total(blind)[1]:.1%} of options, "
+              f"{statistics.mean(means):.1%} the mean of the platforms")
 
 
 if __name__ == "__main__":

@@ -151,6 +151,57 @@ def ours(page: bytes, url: str) -> Found:
     return Found(price, offer.currency if offer else None, availability)
 
 
+#: the URL `crawl-ledger extract FILE` gives a saved page (`file://…`): no shop, no country
+SAVED_PAGE = "file:///tmp/page.html"
+
+
+def ours_without_url(page: bytes, url: str) -> Found:
+    """crawl-ledger's extractor as the maintainers score it: `crawl-ledger extract FILE
+    --json` (bytes decoded as the command does, the file's URL, no shop URL), the first
+    product's first priced offer, its effective price the special when lower."""
+    from workers.adapters.base import ExtractionError, Page
+    from workers.charset import decode
+    from workers.extraction import extract_page
+
+    text, _ = decode(page)
+    kind = "application/json" if text.lstrip().startswith(("{", "[")) else "text/html"
+    try:
+        _, extraction = extract_page(Page(url=SAVED_PAGE, text=text, content_type=kind, body=page))
+    except ExtractionError:
+        return Found()
+    if not extraction.observations:
+        return Found()
+    obs = extraction.observations[0]
+    offer = next((o for o in obs.offers if o.price is not None or o.special_price is not None),
+                 obs.offers[0] if obs.offers else None)
+    price = None if offer is None else offer.price
+    if offer is not None and offer.special_price is not None and (
+            price is None or offer.special_price < price):
+        price = offer.special_price
+    availability = obs.availability if obs.availability != "unknown" else None
+    return Found(price, offer.currency if offer else None, availability)
+
+
+def visible_alone(page: bytes, url: str) -> Found:
+    """The visible ranking alone (`workers.adapters.visible`), structured data ignored and
+    no URL: what decides on a page without structured data, scored on every page."""
+    from workers.adapters.structured_data import parse_html, read_head_data
+    from workers.adapters.visible import read_visible
+    from workers.charset import decode
+    from workers.currency import where_from
+    from workers.page_language import declared_language
+
+    tree = parse_html(decode(page)[0])
+    if tree is None:
+        return Found()
+    data = read_head_data(tree)
+    seen = read_visible(tree, where_from(SAVED_PAGE, declared_language(
+        tree.get("lang"), data.content_language), data.opengraph.get("og:locale"), None))
+    if seen.price is None:
+        return Found()
+    return Found(seen.price.amount, seen.price.currency)
+
+
 _SCHEMA_AVAILABILITY = {"instock": "in_stock", "outofstock": "out_of_stock",
                         "soldout": "out_of_stock", "discontinued": "out_of_stock"}
 

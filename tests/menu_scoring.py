@@ -23,8 +23,9 @@ import corpus_files
 
 from domain.values import Observation
 
-__all__ = ["ADAPTER_FOR", "MENUS", "Row", "extraction", "found", "generic_alone", "hits", "key", "manifest",
-           "prices_by_key", "priced", "text", "total"]
+__all__ = ["ADAPTER_FOR", "MENUS", "Row", "blinded_names", "extraction", "found", "generic_alone",
+           "hits", "key", "leave_one_platform_out", "manifest", "prices_by_key", "priced", "text",
+           "total"]
 
 MENUS = "dispensary/manifest.json"
 
@@ -150,3 +151,66 @@ def total(rows: list[Row]) -> tuple[float, float]:
     if not items:
         return 0.0, 0.0
     return sum(row.strict for row in rows) / items, sum(row.same_weights for row in rows) / items
+
+
+def _keys(node: Any, found: set[str], depth: int = 0) -> None:
+    if depth > 64:
+        return
+    if isinstance(node, dict):
+        for name, value in node.items():
+            found.add(name)
+            _keys(value, found, depth + 1)
+    elif isinstance(node, list):
+        for value in node:
+            _keys(value, found, depth + 1)
+
+
+def _renamed(node: Any, names: dict[str, str], depth: int = 0) -> Any:
+    if depth > 64:
+        return node
+    if isinstance(node, dict):
+        return {names.get(k, k): _renamed(v, names, depth + 1) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_renamed(v, names, depth + 1) for v in node]
+    return node
+
+
+def blinded_names(own: set[str], others: set[str], by: str) -> dict[str, str]:
+    """Key -> its blinded name, for a platform whose payloads use the keys `own` when the
+    other platforms' use `others`. `by="words"`: every word of a key (`menu_fields.words`)
+    that no other platform's key holds becomes an opaque token (`promoPrice` ->
+    `q7_price` when only this platform says "promo"); `by="keys"`: every key no other
+    platform uses becomes an opaque token (`promoPrice` -> `k3`, `name` too when only
+    this platform says `name`)."""
+    from workers.adapters.menu_fields import words
+
+    if by == "keys":
+        return {k: f"k{i}" for i, k in enumerate(sorted(own - others))}
+    theirs = {w for k in others for w in words(k)}
+    tokens = {w: f"q{i}" for i, w in enumerate(sorted({w for k in own for w in words(k)} - theirs))}
+    return {k: "_".join(tokens.get(w, w) for w in words(k)) for k in own
+            if any(w in tokens for w in words(k))}
+
+
+def leave_one_platform_out(entries: list[dict[str, Any]], by: str = "words") -> list[Row]:
+    """The generic reader on each payload with what only its platform's keys say hidden
+    from it (`blinded_names`): how it reads a platform whose field names it never met.
+    JSON strings inside the JSON are left as they are."""
+    from workers.adapters.generic_menu import read_menu
+    from workers.adapters.json_walk import load
+
+    data = {e["id"]: load(text(e)) for e in entries}
+    keys: dict[str, set[str]] = defaultdict(set)
+    for entry in entries:
+        _keys(data[entry["id"]], keys[entry["platform"]])
+    rows = []
+    for entry in entries:
+        platform = entry["platform"]
+        others = set().union(*(k for p, k in keys.items() if p != platform))
+        payload = _renamed(data[entry["id"]], blinded_names(keys[platform], others, by))
+        read = read_menu(payload, entry["truth"].get("currency") or "USD")
+        rows.append(Row(entry["id"], platform, len(read), entry["truth"]["products"],
+                        hits(entry, prices_by_key(read)),
+                        hits(entry, prices_by_key(read, True), True),
+                        len(entry["truth"]["items"])))
+    return rows

@@ -23,7 +23,8 @@ The ranking, first rule that applies:
    labelled as a price, +2 marked as the product's own price, +2 shows a currency,
    +3/+2/+1 within 40/120/400 elements of the heading and of the buy control, -1/-2
    above the heading, -4 discount or shipping words beside it, -4 a used or another
-   seller's offer when the buy box shows a price of its own); ties go to the one
+   seller's offer when the buy box shows a price of its own, -3 one of three or more
+   different amounts set alike: a listing's or recommendations' cards); ties go to the one
    earlier on the page; a struck-through or old-labelled candidate is never paid, and
    the nearest higher one beside the winner is its regular price.
 """

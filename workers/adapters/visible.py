@@ -7,15 +7,20 @@ in the document, in any language:
 
 - the heading is the first `<h1>` outside navigation, cookie banners and footers, or
   a later `<h1>`/`<h2>` when only that one is what the page's title names (a page with
-  none that offers one price beside its buy button is named by its `<title>`);
+  none is named by its `<title>` when its price is beside an enabled buy control, or,
+  with no buy control, is the only amount shown as a price);
+- navigation, banners, footers and side sections are not read, except one holding most
+  of the document (a wrapper of the page, or a tag left open before the product); a
+  stray second `<html>` document is read after the first;
 - every short text that reads as a price (price-parser, with the page's locale and
   currency context from `workers.currency`; a bare number takes the currency set in
   the element beside it, as in `<b>2320</b><span>元</span>`) is a candidate, scored by
   what marks it (a `price` class or id or a "Price:" label in many languages, the
   marks platforms give the product's own price: buy box, our/deal/special/final/current
   price; a currency, `itemprop=price`) and what marks it down (struck through,
-  "was"/"old"/"UVP", discount badges, instalments, shipping, a bulk total), and by how
-  close it is to the heading and to the buy button;
+  "was"/"old"/"UVP", discount badges, instalments, shipping, a bulk total, one of
+  several different amounts set alike as cards are), and by how close it is to the
+  heading and to the buy button;
 - the best candidate is the price paid; a struck-through candidate next to it and
   above it is the regular price (`workers.adapters.visible_marks` says what is struck
   through, named old, or labelled as before tax; a price a theme's classes name
@@ -62,23 +67,28 @@ _NOISE = Caseless(r"cookie|consent|gdpr|footer|breadcrumb|newsletter|minicart|mi
                   r"megamenu|mega-menu|navigation|navbar|sidebar|recommend|similar|related|"
                   r"carousel|upsell|cross-?sell|recently|also-?(?:bought|viewed)|"
                   r"compare-?list|wishlist|login|signin|modal|swiper|slick-(?:slider|track|list)|"
-                  r"owl-(?:carousel|stage)|splide|glide__")
+                  r"owl-(?:carousel|stage)|splide|glide__|buy-?together|bought-?together|"
+                  r"frequently-?bought")
 _PRICE_MARK = Caseless(r"price|preis|prix|precio|prezzo|prijs|pris|pre[cç]o|cena|cijena|"
                        r"hinta|fiyat|[цЦ]ена|[сС]тоимость|amount|buybox|buy-box|"
                        r"價|价|가격|値段|価格")
 _JUNK_WORDS = re.compile(r"%|/\s*(?:mo|month|monat|mois|mes)\b|per month|x\s*\d|\d\s*x\b|"
                          r"shipping|versand|livraison|env[ií]o|spedizione|delivery|доставка|"
-                         r"save|spare|économisez|ahorra|risparmi|rabatt|discount|скидка|"
+                         r"save|savings?\b|spare|économisez|ahorra|risparmi|rabatt|discount|скидка|"
                          r"rating|review|bewertung|stars?\b|sterne|votes?\b|approx|circa|"
-                         r"ungefähr|environ|≈|~|postage|p&p|as low as", re.IGNORECASE)
+                         r"ungefähr|environ|≈|~|postage|p&p|s&[sh]\b|as low as", re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
 #: "Price: £60", "Preis: 12,00 €", "Цена: 500 ₽": a label saying the amount is the price
 _PRICE_LABEL = re.compile(rf"\s*(?:our |sale |your )?(?:{PRICE_WORDS})\s*:", re.IGNORECASE)
 _BID = re.compile(r"\bbid\b|gebot|ench[eè]re|puja|offerta|licytuj|ставк", re.IGNORECASE)
 #: how near (in elements) the buy control a price is in its buy box
 _BUY_BOX = 40
+#: how near (in elements) the buy control the price of a page without a heading is
+_TITLED_BUY_BOX = 120
 #: price candidates read per page
 _MAX_CANDIDATES = 400
+#: noise elements a page may have counted to tell a wrapper of the page (`_Noise`)
+_WRAPPER_COUNTS = 8
 #: a text this long is a sentence, not a price
 _MAX_PRICE_TEXT = 48
 
@@ -99,6 +109,8 @@ class Candidate:
     marked_old: bool = False
     #: labelled by the words beside it as a used or another seller's offer
     another_offer: bool = False
+    #: how it is set: its and its two parents' tags and classes, digits left out
+    setting: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
@@ -134,10 +146,14 @@ class _Walk:
 
 def read_visible(tree: lxml.html.HtmlElement, where: Where) -> Visible:
     walk = _walk(tree)
+    if walk.heading is None and walk.buy is None:
+        # neither a heading nor a buy control outside the noise: the page may be held by
+        # a noise-named wrapper or a tag left open before the product (`_Noise`)
+        walk = _walk(tree, wrappers=True)
     can_buy = usable(walk.elements[walk.buy] if walk.buy is not None else None)
     words = stock_words(walk.elements, walk.heading, walk.buy)
-    candidates = sorted(_below_the_buy_box(_old_beside_a_lower(_candidates(walk, where)),
-                                           walk.buy), key=lambda c: (-c.score, c.position))
+    candidates = sorted(_below_the_buy_box(_old_beside_a_lower(_repeated(
+        _candidates(walk, where))), walk.buy), key=lambda c: (-c.score, c.position))
     price = next((c for c in candidates if not c.struck and c.score > 0), None)
     regular = _regular(candidates, price)
     offered = price is not None and walk.buy is not None and walk.buy_enabled \
@@ -150,10 +166,22 @@ def read_visible(tree: lxml.html.HtmlElement, where: Where) -> Visible:
         stock_words=words,
         prices=tuple(candidates[:12]),
         buy_disabled=can_buy is False,
-        title=_title(tree) if walk.name is None and offered else None,
+        title=_title(tree) if walk.name is None and _one_product(price, candidates, walk)
+        else None,
         bidding=offered and walk.buy is not None and bool(
             _BID.search(label(walk.elements[walk.buy]))),
     )
+
+
+def _one_product(price: Candidate | None, candidates: list[Candidate], walk: _Walk) -> bool:
+    """Whether a page without a heading offers one product, named by its `<title>`: its
+    price is in the buy box (near an enabled buy control), or, on a page with no buy
+    control, it is the only amount shown as a price."""
+    if price is None:
+        return False
+    if walk.buy is not None:
+        return walk.buy_enabled and abs(price.position - walk.buy) <= _TITLED_BUY_BOX
+    return sum(1 for c in candidates if c.score > 0 and not c.struck) == 1
 
 
 def _title(tree: lxml.html.HtmlElement) -> str | None:
@@ -162,15 +190,19 @@ def _title(tree: lxml.html.HtmlElement) -> str | None:
     return text if 2 < len(text) <= 300 else None
 
 
-def _walk(tree: lxml.html.HtmlElement) -> _Walk:
+def _walk(tree: lxml.html.HtmlElement, wrappers: bool = False) -> _Walk:
     walk = _Walk()
     root = tree.getroottree().getroot()
+    # a stray second `<html>` (a server-side include of a whole document) is parsed as a
+    # sibling of the first: the page's product may be in it
+    roots = [root, *root.itersiblings()]
+    noise = _Noise(sum(_count(top) for top in roots)) if wrappers else _is_noise
     # depth first in document order, never entering skipped subtrees (no recursion: a
     # hostile page may nest deeper than Python's stack)
-    stack = [root]
+    stack = list(reversed(roots))
     while stack:
         element = stack.pop()
-        if not isinstance(element.tag, str) or element.tag in _SKIP_TAGS or _is_noise(element):
+        if not isinstance(element.tag, str) or element.tag in _SKIP_TAGS or noise(element):
             continue
         walk.elements.append(element)
         index = len(walk.elements) - 1
@@ -213,6 +245,38 @@ def _is_noise(element: lxml.html.HtmlElement) -> bool:
     return bool(marks) and _NOISE.found_in(marks) and element.tag not in ("body", "html")
 
 
+@dataclass
+class _Noise:
+    """Whether an element is navigation, a banner, a footer or a side section, and so
+    not read, on a second walk of a page whose first found neither a heading nor a buy
+    control: one holding most of the document is read, for it wraps the page (a sticky
+    footer's "footerPush" wrapper) or holds it because a tag before the product was
+    never closed (a `<nav>` left open swallows the rest of the page)."""
+
+    elements: int
+    #: how many noise elements may still be counted (a page nesting thousands of them
+    #: must not cost a count each)
+    counts: int = _WRAPPER_COUNTS
+
+    def __call__(self, element: lxml.html.HtmlElement) -> bool:
+        if not _is_noise(element):
+            return False
+        if self.counts <= 0:
+            return True
+        self.counts -= 1
+        return _count(element, self.elements // 2) * 2 <= self.elements
+
+
+def _count(element: lxml.html.HtmlElement, enough: int | None = None) -> int:
+    """The elements in `element`'s subtree (counting stops past `enough`)."""
+    held = 0
+    for _ in element.iter():
+        held += 1
+        if enough is not None and held > enough:
+            break
+    return held
+
+
 def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
     found: list[Candidate] = []
     for index, element in enumerate(walk.elements):
@@ -233,7 +297,7 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
             if shown is not None and shown.amount == money.amount and shown.currency:
                 money, text = shown, _joined(element)
         marked, around = _context(element), _own_words(element)
-        if unit_price(text, marked):
+        if unit_price(text, marked, around):
             continue  # "$0.75 each", "1,50 € / 100 g"
         struck_through, marked_old = struck(element, text, around), marked_old_by_class(marked)
         net = before_tax(text, around, marked)
@@ -266,8 +330,29 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
             money = Money(money.amount, where.default_currency)
         found.append(Candidate(money, text, score, index, struck_through or marked_old,
                                tuple(reasons), net, marked_old and not struck_through,
-                               another_offer(text, around, marked)))
+                               another_offer(text, around, marked), _setting(element)))
     return found
+
+
+def _setting(element: lxml.html.HtmlElement) -> str:
+    parts, current = [], element
+    for _ in range(3):
+        if current is None:
+            break
+        parts.append(f"{current.tag}.{current.get('class') or ''}")
+        current = current.getparent()
+    return _DIGITS.sub("", " ".join(parts))
+
+
+def _repeated(candidates: list[Candidate]) -> list[Candidate]:
+    """Prices set alike (same tags and classes) with `_REPEATS` or more different amounts
+    are a listing's or recommendations' cards, not the product's own price: -3."""
+    amounts: dict[str, set[object]] = {}
+    for c in candidates:
+        amounts.setdefault(c.setting, set()).add(c.money.amount)
+    return [replace(c, score=c.score - 3, reasons=(
+        *c.reasons, f"one of {len(amounts[c.setting])} different prices set alike (cards)"))
+        if len(amounts[c.setting]) >= _REPEATS else c for c in candidates]
 
 
 def _old_beside_a_lower(candidates: list[Candidate]) -> list[Candidate]:
@@ -373,6 +458,9 @@ def _own_words(element: lxml.html.HtmlElement) -> str:
 
 
 _CENTS = re.compile(r"\d{2}")
+_DIGITS = re.compile(r"\d+")
+#: different amounts set alike that make a listing's cards (`_repeated`)
+_REPEATS = 3
 _CENT_MARK = re.compile(r"cent|fraction|decimal|sup|small", re.IGNORECASE)
 _NUMBER = re.compile(r"\d[\d\s.,']*")
 _TITLE = re.compile(r"title|name|product", re.IGNORECASE)

@@ -35,12 +35,14 @@ MAIN_PRICE = re.compile(r"our-?price|deal-?price|sale-?price|special-?price|fina
 #: classes and ids of an amount that is not the price: converted, instalment, bulk total
 CONVERTED = re.compile(r"conv|approx|install|financ|klarna|monthly|per-?month|bulk", re.IGNORECASE)
 _OLD_MARK = Caseless(r"\b(?:old|was|before|list|strike|crossed|compare|orig|"
-                     r"original|uvp|rrp|msrp|retail|reference|statt|avant|antes|prima|"
-                     r"alt|previous|former|marketprice|market-price|line-through|"
-                     r"vorher|oldprice|old-price|price-old|price--old|price-was|wasprice)")
+                     r"original|uvp|rrp|msrp|retail|reference|statt|previous|former|"
+                     r"marketprice|market-price|line-through|vorher|oldprice|old-price|"
+                     r"price-old|price--old|price-was|wasprice)|"
+                     # short words only whole: "primary", "alternate" name no old price
+                     r"\b(?:avant|antes|prima|alt)(?![a-z])")
 #: labels of a price that is not what a buyer pays now: the list, recommended or former
 #: price ("MRP", "UVP", "RRP", "was"), in Latin-script languages (as whole words) …
-_OLD_LATIN = (r"was|statt|uvp|rrp|mrp|m\.r\.p\.?|msrp|list price|listenpreis|regular price|"
+_OLD_LATIN = (r"was|statt|uvp|rrp|mrp|m\.r\.p\.?|msrp|list price|retail price|listenpreis|regular price|"
               r"reg\. price|compare at|original price|normalpreis|ovp|avant|antes|prima|before|"
               r"vorher|old price|alter preis|zuvor|prix conseillé|prix de référence|"
               r"precio de lista|precio recomendado|precio anterior|prezzo consigliato|"
@@ -82,6 +84,8 @@ _UNIT_PRICE = re.compile(
     r"za sztukę|за шт|jednotková cena|jämförpris|kilopris|literpris)(?!\w)|"
     r"/\s*(?:fl\.?\s*)?(?:oz|lb|count|ct|ea|each|unit|item|piece|stk|st|stück|шт)(?!\w)",
     re.IGNORECASE)
+#: a unit word right after an amount in running text
+_UNIT_PRICE_NEXT = re.compile(rf"\s*(?:{_UNIT_PRICE.pattern})", re.IGNORECASE)
 _UNIT_PRICE_MARK = Caseless(r"unit-?price|price-?per|per-?unit|base-?price|baseprice|"
                             r"grundpreis")
 #: a used, refurbished or another seller's offer ("Used from $25.00", "Other sellers")
@@ -93,10 +97,14 @@ _ANOTHER_OFFER = re.compile(
 _ANOTHER_OFFER_MARK = Caseless(r"used|olp|other-?sellers?|offer-?listing|more-?buying|refurb")
 
 
-def unit_price(text: str, marked: str) -> bool:
+def unit_price(text: str, marked: str, around: str = "") -> bool:
     """Whether the amount `text`, inside elements whose classes and ids are `marked`, is
-    a price per unit (by its own words or marks)."""
-    return bool(_UNIT_PRICE.search(text)) or _UNIT_PRICE_MARK.found_in(marked)
+    a price per unit: by its own words or marks, or by the words right after it in the
+    short text `around` it ("Buy 10 or more for <em>$0.79</em> each")."""
+    if _UNIT_PRICE.search(text) or _UNIT_PRICE_MARK.found_in(marked):
+        return True
+    after = around.find(text) if text else -1
+    return after != -1 and bool(_UNIT_PRICE_NEXT.match(around, after + len(text)))
 
 
 def another_offer(text: str, around: str, marked: str) -> bool:
