@@ -92,12 +92,16 @@ def hits(entry: dict[str, Any], prices: dict[Key, set[Decimal]], same_weights: b
 
 
 def extraction(entry: dict[str, Any]) -> tuple[str, tuple[Observation, ...]]:
-    """What `extract_page` makes of the payload, as a crawl runs it: (adapter name, products)."""
-    from workers.adapters.base import Page
+    """What `extract_page` makes of the payload, as a crawl runs it: (adapter name, products);
+    a payload nothing recognises is ("none", ()) — every option missed, as a crawl records it."""
+    from workers.adapters.base import ExtractionError, Page
     from workers.extraction import extract_page
 
-    adapter, extracted = extract_page(Page(url=f"https://corpus.invalid/{entry['id']}",
-                                           text=text(entry)))
+    try:
+        adapter, extracted = extract_page(Page(url=f"https://corpus.invalid/{entry['id']}",
+                                               text=text(entry)))
+    except ExtractionError:
+        return "none", ()
     return adapter.name, extracted.observations
 
 
