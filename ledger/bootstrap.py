@@ -56,7 +56,7 @@ def bootstrap(settings: Settings) -> Ledger:
         except OSError as error:
             raise ConfigError(f"cannot open the event store {redact_url(settings.store)}: "
                               f"{error}") from error
-        ledger = Ledger(app, db, backend, settings.data_dir)
+        ledger = Ledger(app, db, backend, settings.data_dir, settings.checkpoint_every)
         ledger.create_tables()
         return ledger
 

@@ -19,13 +19,17 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 Row = dict[str, Any]
 
 TYPES = {
-    "sqlite": {"text": "TEXT", "int": "INTEGER", "real": "REAL", "json": "TEXT"},
-    "postgres": {"text": "TEXT", "int": "BIGINT", "real": "DOUBLE PRECISION", "json": "TEXT"},
+    "sqlite": {"text": "TEXT", "int": "INTEGER", "real": "REAL", "json": "TEXT", "blob": "BLOB"},
+    "postgres": {"text": "TEXT", "int": "BIGINT", "real": "DOUBLE PRECISION", "json": "TEXT",
+                 "blob": "BYTEA"},
 }
 
 
@@ -42,6 +46,22 @@ class Tx(ABC):
                rows: Sequence[Sequence[Any]]) -> None:
         """Insert or replace many rows (values in `columns` order; keys unique)."""
         self.executemany(upsert_statement(table, key, columns), rows)
+
+    def read_table(self, table: str, columns: dict[str, str], key: Sequence[str]) -> pa.Table:
+        """The whole table (`columns` of it, typed) as an Arrow table, in key order."""
+        from projections.arrow_rows import to_arrow
+
+        names = ", ".join(columns)
+        rows = self.execute(f"SELECT {names} FROM {table} ORDER BY {', '.join(key)}")
+        return to_arrow(rows, columns)
+
+    def write_table(self, table: str, columns: dict[str, str], data: pa.Table) -> None:
+        """Insert every row of `data` (a `read_table` result) into an empty `table`."""
+        names = list(columns)
+        marks = ", ".join("?" for _ in names)
+        sql = f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks})"
+        for batch in data.select(names).to_batches(20_000):
+            self.executemany(sql, list(zip(*(c.to_pylist() for c in batch.columns))))
 
 
 def upsert_statement(table: str, key: Sequence[str], columns: dict[str, str],
@@ -69,6 +89,13 @@ class Database(ABC):
         reads in a transaction of the writer's (an in-memory SQLite database's reads)."""
         with self.transaction() as tx:
             return tx.execute(sql, params)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Tx]:
+        """A transaction whose reads all see one committed state (SQLite's write
+        transaction does: nobody else writes while it is open)."""
+        with self.transaction() as tx:
+            yield tx
 
     def column_type(self, kind: str) -> str:
         return TYPES[self.dialect][kind]
@@ -282,6 +309,27 @@ class _PostgresTx(Tx):
                            f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}", arrays)
 
 
+    def read_table(self, table: str, columns: dict[str, str], key: Sequence[str]) -> pa.Table:
+        """`Tx.read_table` through `COPY … TO STDOUT` as CSV, parsed by Arrow (C on both
+        sides: ~10x the rows a second of fetching tuples into Python)."""
+        from projections.arrow_rows import from_csv
+
+        query = f"SELECT {', '.join(columns)} FROM {table} ORDER BY {', '.join(key)}"
+        with self.conn.cursor() as cursor, cursor.copy(
+                f"COPY ({query}) TO STDOUT (FORMAT csv)") as copy:
+            data = b"".join(bytes(block) for block in copy)
+        return from_csv(data, columns)
+
+    def write_table(self, table: str, columns: dict[str, str], data: pa.Table) -> None:
+        """`Tx.write_table` through `COPY … FROM STDIN` of Arrow's CSV."""
+        from projections.arrow_rows import to_csv
+
+        with self.conn.cursor() as cursor, cursor.copy(
+                f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT csv)") as copy:
+            for block in to_csv(data.select(list(columns))):
+                copy.write(block)
+
+
 UNNEST_MIN_ROWS = 8  # below this, executemany's few rounds cost less than building arrays
 
 
@@ -376,6 +424,13 @@ class PostgresDatabase(Database):
                 if not (self._conn.closed or self._conn.broken):
                     self._conn.rollback()
                 raise
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Tx]:
+        """`Database.snapshot`: a repeatable-read transaction (its first statement)."""
+        with self.transaction() as tx:
+            tx.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            yield tx
 
     def table_names(self) -> set[str]:
         rows = self.query(

@@ -118,6 +118,9 @@ class Projection(ABC):
 
     prefix: str = ""
     name: str = field(default="", init=False)
+    #: bumped when the handlers change what rows they write (the tables staying the
+    #: same): checkpoints taken before are then ignored (`projections.checkpoints`)
+    checkpoint_version: int = field(default=1, init=False)
     tables: tuple[Table, ...] = field(default=(), init=False)
 
     def handlers(self) -> dict[str, Handler]:
@@ -208,7 +211,7 @@ def create_all(db: Database, projections: Sequence[Projection]) -> None:
     """Create the projections' tables in one transaction (one commit, not one each:
     on PostgreSQL each commit of DDL waits for its WAL flush)."""
     with db.transaction() as tx:
-        _create_positions(db, tx)
+        create_positions(db, tx)
         for projection in projections:
             projection.create_in(db, tx)
 
@@ -216,12 +219,12 @@ def create_all(db: Database, projections: Sequence[Projection]) -> None:
 def drop_all(db: Database, projections: Sequence[Projection]) -> None:
     """Drop the projections' tables and positions in one transaction."""
     with db.transaction() as tx:
-        _create_positions(db, tx)
+        create_positions(db, tx)
         for projection in projections:
             projection.drop_in(db, tx)
 
 
-def _create_positions(db: Database, tx: Tx) -> None:
+def create_positions(db: Database, tx: Tx) -> None:
     tx.execute(f"CREATE TABLE IF NOT EXISTS {POSITIONS} (name {db.column_type('text')} "
                f"PRIMARY KEY, position {db.column_type('int')} NOT NULL)")
 
