@@ -104,6 +104,11 @@ class Database(ABC):
     def table_names(self) -> set[str]: ...
 
     @abstractmethod
+    def object_names(self) -> set[str]:
+        """The names of the tables, indexes (and SQLite's triggers) in the database,
+        and PostgreSQL's full-text columns as `table.column`: one query."""
+
+    @abstractmethod
     def close(self) -> None: ...
 
 
@@ -255,6 +260,9 @@ class SQLiteDatabase(Database):
     def table_names(self) -> set[str]:
         rows = self.query("SELECT name FROM sqlite_master WHERE type = 'table'")
         return {r["name"] for r in rows}
+
+    def object_names(self) -> set[str]:
+        return {r["name"] for r in self.query("SELECT name FROM sqlite_master")}
 
     def close(self) -> None:
         if self._readers is not None:
@@ -438,6 +446,16 @@ class PostgresDatabase(Database):
             (self.schema,),
         )
         return {r["table_name"] for r in rows}
+
+    def object_names(self) -> set[str]:
+        from projections.search import DOC
+
+        rows = self.query(
+            "SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = "
+            "c.relnamespace WHERE n.nspname = ? UNION ALL SELECT table_name || '.' || "
+            "column_name FROM information_schema.columns WHERE table_schema = ? AND "
+            "column_name = ?", (self.schema, self.schema, DOC))
+        return {r["name"] for r in rows}
 
     def close(self) -> None:
         self._readers.close()

@@ -20,7 +20,7 @@ from typing import Any
 
 from domain.envelope import Envelope
 from projections.db import Database, Row, Tx
-from projections.search import search_ddl, search_table
+from projections.search import search_ddl, search_objects, search_table
 
 POSITIONS = "projection_positions"
 Handler = Callable[[Envelope, "Rows"], None]
@@ -47,6 +47,14 @@ class Table:
         if self.search:
             statements.extend(search_ddl(db.dialect, name, self.search))
         return statements
+
+    def objects(self, dialect: str, prefix: str) -> set[str]:
+        """The names of what `ddl` creates, as `Database.object_names` lists them."""
+        name = prefix + self.name
+        found = {name} | {f"{name}_{'_'.join(index)}" for index in self.indexes}
+        if self.search:
+            found |= search_objects(dialect, name)
+        return found
 
 
 class Rows:
@@ -209,7 +217,14 @@ def positions(tx: Tx, projections: Sequence[Projection]) -> dict[str, int]:
 
 def create_all(db: Database, projections: Sequence[Projection]) -> None:
     """Create the projections' tables in one transaction (one commit, not one each:
-    on PostgreSQL each commit of DDL waits for its WAL flush)."""
+    on PostgreSQL each commit of DDL waits for its WAL flush). When every table, index
+    and search object exists already (the usual case: a process starting on a store
+    that has them) one query finds so and nothing is run: each short-lived command
+    (`jobs show`) would otherwise send ~60 idempotent statements."""
+    wanted = {POSITIONS} | {name for p in projections for t in p.tables
+                            for name in t.objects(db.dialect, p.prefix)}
+    if wanted <= db.object_names():
+        return
     with db.transaction() as tx:
         create_positions(db, tx)
         for projection in projections:

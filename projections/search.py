@@ -32,7 +32,8 @@ from typing import Any
 
 from domain.errors import InvalidInput
 
-__all__ = ["DOC", "SearchQuery", "bm25_weights", "index_faults", "search_ddl", "search_table"]
+__all__ = ["DOC", "SearchQuery", "bm25_weights", "index_faults", "search_ddl", "search_objects",
+           "search_table"]
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)  # letters and digits
 #: words of a query at most (the rest are ignored)
@@ -64,6 +65,15 @@ def search_ddl(dialect: str, table: str, columns: tuple[str, ...]) -> list[str]:
     """The statements creating the full-text index of `table` (idempotent), run in
     the transaction creating the table, so the index covers every row it ever has."""
     return (_sqlite_ddl if dialect == "sqlite" else _postgres_ddl)(table, columns)
+
+
+def search_objects(dialect: str, table: str) -> set[str]:
+    """The names of what `search_ddl` creates (`Database.object_names`' spelling: a
+    PostgreSQL column as `table.column`)."""
+    if dialect == "sqlite":
+        fts = search_table(table)
+        return {fts, f"{fts}_insert", f"{fts}_delete", f"{fts}_update"}
+    return {f"{table}.{DOC}", f"{table}_{DOC}"}
 
 
 def _sqlite_ddl(table: str, columns: tuple[str, ...]) -> list[str]:
