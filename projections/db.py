@@ -78,6 +78,9 @@ class Database(ABC):
     """A read-model database: `transaction()` commits on success, rolls back on error."""
 
     dialect: str
+    #: the names of the read-model objects `framework.create_all` knows exist (so a
+    #: process asks the catalogue once); emptied by `framework.drop_all`
+    created: set[str]
 
     @abstractmethod
     @contextmanager
@@ -219,6 +222,7 @@ class SQLiteDatabase(Database):
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
+        self.created = set()
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
                                      timeout=30)
@@ -381,6 +385,7 @@ class PostgresDatabase(Database):
         if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
             raise ValueError(f"invalid schema name {schema!r}")
         self.schema = schema
+        self.created = set()
         self._conninfo = conninfo
         self._lock = threading.RLock()
         self._conn = self._connect()
@@ -451,10 +456,11 @@ class PostgresDatabase(Database):
         from projections.search import DOC
 
         rows = self.query(
-            "SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = "
-            "c.relnamespace WHERE n.nspname = ? UNION ALL SELECT table_name || '.' || "
-            "column_name FROM information_schema.columns WHERE table_schema = ? AND "
-            "column_name = ?", (self.schema, self.schema, DOC))
+            "SELECT c.relname || CASE WHEN a.attname IS NULL THEN '' ELSE '.' || a.attname END"
+            " AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace LEFT JOIN "
+            "pg_attribute a ON a.attrelid = c.oid AND a.attname = ? AND NOT a.attisdropped "
+            "WHERE n.nspname = ? UNION SELECT c.relname FROM pg_class c JOIN pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE n.nspname = ?", (DOC, self.schema, self.schema))
         return {r["name"] for r in rows}
 
     def close(self) -> None:

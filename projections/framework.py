@@ -223,16 +223,19 @@ def create_all(db: Database, projections: Sequence[Projection]) -> None:
     (`jobs show`) would otherwise send ~60 idempotent statements."""
     wanted = {POSITIONS} | {name for p in projections for t in p.tables
                             for name in t.objects(db.dialect, p.prefix)}
-    if wanted <= db.object_names():
+    if wanted <= db.created:
         return
-    with db.transaction() as tx:
-        create_positions(db, tx)
-        for projection in projections:
-            projection.create_in(db, tx)
+    if not wanted <= db.object_names():
+        with db.transaction() as tx:
+            create_positions(db, tx)
+            for projection in projections:
+                projection.create_in(db, tx)
+    db.created |= wanted
 
 
 def drop_all(db: Database, projections: Sequence[Projection]) -> None:
     """Drop the projections' tables and positions in one transaction."""
+    db.created.clear()
     with db.transaction() as tx:
         create_positions(db, tx)
         for projection in projections:
