@@ -9,7 +9,9 @@ For each size, a fresh PostgreSQL schema gets a fleet's history of that many eve
 with `--schema`, a store recorded earlier into that schema is measured as it is, its
 history resumed by `growth_history.resume_history`), then, on that store:
 - rebuild: every read model from position 0 (`projections.rebuild`), seconds and
-  events/s; the whole notification log read ahead as the runner does (events/s);
+  events/s; the whole notification log read ahead as the runner does (events/s), and
+  its last 100,000 events (what a relay or projector that keeps up reads: the store's
+  part of the relay's rate);
 - checkpoint: `Ledger.checkpoint()` of the read models (seconds, Parquet bytes);
 - then more rounds of crawls (`crawl_more`: size / 50 events, 5,000 to 100,000) and
   record: one 500-product catalog result through `record_success` (p50/p95 of 12);
@@ -148,6 +150,15 @@ def measure_read_ahead(ledger: Ledger) -> float:
     return count / (time.perf_counter() - started)
 
 
+def measure_tail_read(ledger: Ledger, count: int = 100_000) -> float:
+    """Reading the log's last `count` events ahead (events/s): what a relay or a projector
+    that keeps up reads, however long the log."""
+    head = ledger.source.head()
+    started = time.perf_counter()
+    read = sum(len(batch) for batch in ledger.source.batches(max(head - count, 0), 1000))
+    return read / (time.perf_counter() - started)
+
+
 def checkpoint_bytes(ledger: Ledger) -> int:
     rows = ledger.db.query(f"SELECT sum(length(data)) AS n FROM {checkpoints.PARTS}")
     return int(rows[0]["n"] or 0)
@@ -207,6 +218,7 @@ def measure_size(pg: str, size: int, keep: bool, schema: str | None = None,
         full = timed(lambda: rebuild(ledger.source, ledger.db, ledger.projections))
         print(f"  rebuild from 0: {full:.0f} s", flush=True)
         read = measure_read_ahead(ledger) if "read" not in skip else nan
+        tail = measure_tail_read(ledger)
         write = timed(ledger.checkpoint)
         stored = checkpoint_bytes(ledger)
         print(f"  checkpoint: {write:.1f} s, {stored / 1e6:.1f} MB", flush=True)
@@ -244,6 +256,7 @@ def measure_size(pg: str, size: int, keep: bool, schema: str | None = None,
         ("append (record_many, 20 results a group)", append, "ev/s"),
         ("catch-up of new results on the grown models", after / caught, "ev/s"),
         ("catch-up read of the log (read ahead)", read, "ev/s"),
+        ("read of the log's last 100k events (relay, tail)", tail, "ev/s"),
         ("rebuild of every read model from 0", full, "s"),
         ("  the same, as a rate", history.events / full, "ev/s"),
         ("checkpoint of the read models (write)", write, "s"),
