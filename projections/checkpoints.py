@@ -128,7 +128,7 @@ def write(db: Database, projections: Sequence[Projection], link_at: LinkAt,
             raise Refused(f"the read models are at different positions {sorted(at)}: "
                           "catch them up before taking a checkpoint")
         (position,) = at
-        data = {t.name: _parquet(tx.read_table(t.name, t.columns, t.key))
+        data = {t.name: _parquet(tx.read_table(p.prefix + t.name, t.columns, t.key))
                 for p in projections for t in p.tables}
     link = link_at(position) if position else GENESIS
     if link is None:
