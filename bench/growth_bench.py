@@ -1,16 +1,22 @@
 """Growth benchmark: does the ledger stay fast as the event log grows? (not a test)
 
     .venv/bin/python bench/growth_bench.py [--sizes 100000,1000000,10000000] [--keep]
+                                           [--schema NAME] [--skip audit,duckdb,read]
                                            [--pg postgresql://postgres@127.0.0.1:5432/test]
 
 For each size, a fresh PostgreSQL schema gets a fleet's history of that many events
-(`growth_history.record_history`: real aggregates, mapper and recorder, big groups),
-then, on that store:
-- record: one 500-product catalog result through `record_success` (p50/p95 of 12);
-- append: events/s while the history was recorded (`record_many`, 20 results a group);
-- catch-up: the read models caught up from position 0 (events/s), reading the whole
-  notification log ahead as the runner does (events/s), and a rebuild of every read
-  model (events/s);
+(`growth_history.record_history`: real aggregates, mapper and recorder, big groups;
+with `--schema`, a store recorded earlier into that schema is measured as it is, its
+history resumed by `growth_history.resume_history`), then, on that store:
+- rebuild: every read model from position 0 (`projections.rebuild`), seconds and
+  events/s; the whole notification log read ahead as the runner does (events/s), and
+  its last 100,000 events (what a relay or projector that keeps up reads: the store's
+  part of the relay's rate);
+- checkpoint: `Ledger.checkpoint()` of the read models (seconds, Parquet bytes);
+- then more rounds of crawls (`crawl_more`: size / 50 events, 5,000 to 100,000) and
+  record: one 500-product catalog result through `record_success` (p50/p95 of 12);
+- catch-up: those new events applied to the grown read models (events/s);
+- rebuild from the latest checkpoint: restore it and replay the events after it;
 - `jobs show`, `products show --as-of`, `audit verify`: the CLI's own entry point,
   in process (its bootstrap included; no interpreter start), median of 5 (verify: once,
   and its hash chain alone, `projections.audit.verify`, once);
@@ -19,11 +25,12 @@ then, on that store:
 - bytes: `pg_total_relation_size` of the events table (heap, TOAST, indexes) per event,
   and the share an `Observed` row takes of it (its own row bytes' share of the table,
   plus the indexes per row): the bytes of one unchanged observation; snapshots apart.
+`--skip` leaves out figures that are whole passes over the log (printed as nan).
 Every figure is printed next to the same figure at the smallest size, with the ratio;
 then a year of the 1,000-store fleet (3 million events a day) at the measured bytes.
 The relay is not measured here: it needs a Kafka broker (`bench/relay_bench.py`).
 The schema and the data directory (Parquet datasets) are removed afterwards unless
-`--keep`.
+`--keep` (or `--schema`: that schema is kept).
 """
 
 from __future__ import annotations
@@ -48,7 +55,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import psycopg  # noqa: E402
-from growth_history import T0, FleetShape, History, record_history  # noqa: E402
+from growth_history import (  # noqa: E402
+    T0,
+    FleetShape,
+    History,
+    crawl_more,
+    record_history,
+    resume_history,
+)
 
 from analytics import connect  # noqa: E402
 from analytics.queries import price_history  # noqa: E402
@@ -57,9 +71,9 @@ from domain.values import CrawlSuccess  # noqa: E402
 from ledger import cli  # noqa: E402
 from ledger.bootstrap import Ledger, bootstrap  # noqa: E402
 from ledger.settings import Settings  # noqa: E402
-from projections import audit  # noqa: E402
+from projections import audit, checkpoints  # noqa: E402
 from projections.datasets import DatasetWriter  # noqa: E402
-from projections.rebuild import rebuild  # noqa: E402
+from projections.rebuild import rebuild, rebuild_from_checkpoint  # noqa: E402
 
 #: observations a day of the 1,000-store fleet (500 products, 6 crawls a day)
 FLEET_OBSERVATIONS_A_DAY = 1_000 * 500 * 6
@@ -145,7 +159,7 @@ def measure_bytes(pg: str, schema: str, table: str) -> dict[str, float]:
 
     def share(kind: str) -> float:
         n, row_bytes, _ = rows.get(kind, (0, 0, 0))
-        return heap * row_bytes / all_bytes + indexes * n / count
+        return float(heap * row_bytes / all_bytes + indexes * n / count)
 
     observed = rows.get("observed", (0, 0, 0))
     sightings = rows.get("sightings", (0, 0, 0))
@@ -159,14 +173,37 @@ def measure_bytes(pg: str, schema: str, table: str) -> dict[str, float]:
             "table_bytes": total, "snapshot_bytes": snapshots[0] if snapshots else 0}
 
 
-def measure_reads(ledger: Ledger) -> tuple[float, float]:
-    """Reading the whole log ahead (events/s) and a rebuild of every read model (events/s)."""
+def measure_read_ahead(ledger: Ledger) -> float:
+    """Reading the whole log ahead, as the runner does (events/s)."""
     started = time.perf_counter()
     count = sum(len(batch) for batch in ledger.source.batches(0, 1000))
-    read = count / (time.perf_counter() - started)
+    return count / (time.perf_counter() - started)
+
+
+def measure_tail_read(ledger: Ledger, count: int = 100_000) -> float:
+    """Reading the log's last `count` events ahead (events/s): what a relay or a projector
+    that keeps up reads, however long the log."""
+    head = ledger.source.head()
     started = time.perf_counter()
-    rebuilt = rebuild(ledger.source, ledger.db, ledger.projections)
-    return read, rebuilt / (time.perf_counter() - started)
+    read = sum(len(batch) for batch in ledger.source.batches(max(head - count, 0), 1000))
+    return read / (time.perf_counter() - started)
+
+
+def checkpoint_bytes(ledger: Ledger) -> int:
+    rows = ledger.db.query(f"SELECT sum(length(data)) AS n FROM {checkpoints.PARTS}")
+    return int(rows[0]["n"] or 0)
+
+
+def rebuild_from_latest(ledger: Ledger) -> tuple[float, int]:
+    """A rebuild from the latest checkpoint (s) and the events it replayed."""
+    refused: list[str] = []
+    started = time.perf_counter()
+    done = rebuild_from_checkpoint(ledger.source, ledger.db, ledger.projections,
+                                   ledger.chain.link_at, refused.append)
+    seconds = time.perf_counter() - started
+    if done.checkpoint is None:
+        raise SystemExit(f"no checkpoint was used: {refused}")
+    return seconds, done.replayed
 
 
 def measure_duckdb(ledger: Ledger, product: str) -> tuple[float, float, float]:
@@ -184,47 +221,81 @@ def measure_duckdb(ledger: Ledger, product: str) -> tuple[float, float, float]:
     return rate, history, daily
 
 
-def measure_size(pg: str, size: int, keep: bool, compact: bool = True) -> list[Row]:
-    schema = f"growth_{uuid.uuid4().hex[:8]}"
+def measure_size(pg: str, size: int, keep: bool, schema: str | None = None,
+                 skip: frozenset[str] = frozenset(), compact: bool = True) -> list[Row]:
+    """Every figure at one size. With `schema`, that schema's store is used (filled to
+    `size` events first if it holds fewer: `--schema` resumes nothing, it records a
+    history only into an empty one) and kept. `compact`: unchanged observations as
+    compact sightings (the ledger's default) or one Product.Observed each."""
+    keep = keep or schema is not None
+    schema = schema or f"growth_{uuid.uuid4().hex[:8]}"
     data = Path(tempfile.mkdtemp(prefix="crawl-ledger-growth-"))
     store = f"{pg}?schema={schema}"
-    ledger = bootstrap(Settings(data_dir=data, store=store))
+    settings = Settings(data_dir=data, store=store, checkpoint_every=0)
+    ledger = bootstrap(settings)
     ledger.app.options = replace(ledger.app.options, compact_sightings=compact)
+    shape = fleet_for(size)
+    nan = float("nan")
     try:
-        shape = fleet_for(size)
         print(f"\n{size:,} events: {shape.stores} stores x {shape.products} products, "
               f"{shape.crawls_per_day} crawls a day; schema {schema}", flush=True)
-        history = record_history(ledger, size, shape, progress=_progress(size))
-        print(f"  recorded {history.events:,} events in {history.crawls:,} crawls, "
-              f"{history.seconds:.0f} s", flush=True)
-        caught = timed(ledger.catch_up)
-        read, rebuilt = measure_reads(ledger)
+        if (ledger.app.recorder.max_notification_id() or 0) == 0:
+            history = record_history(ledger, size, shape, progress=_progress(size))
+            append = history.rate
+        else:
+            history, append = resume_history(ledger, shape), nan
+        events = history.events
+        analyze(pg, schema)
+        print(f"  {events:,} events ({history.crawls:,} crawls recorded now, "
+              f"{history.seconds:.0f} s)", flush=True)
+        full = timed(lambda: rebuild(ledger.source, ledger.db, ledger.projections))
+        print(f"  rebuild from 0: {full:.0f} s", flush=True)
+        read = measure_read_ahead(ledger) if "read" not in skip else nan
+        tail = measure_tail_read(ledger)
+        write = timed(ledger.checkpoint)
+        stored = checkpoint_bytes(ledger)
+        print(f"  checkpoint: {write:.1f} s, {stored / 1e6:.1f} MB", flush=True)
+        crawl_more(ledger, history, max(5_000, min(size // 50, 100_000)))
         p50, p95 = measure_record(ledger, history)
+        after = (ledger.app.recorder.max_notification_id() or 0) - ledger.projection_position()
+        caught = timed(ledger.catch_up)
+        from_checkpoint, replayed = rebuild_from_latest(ledger)
+        print(f"  rebuild from the checkpoint: {from_checkpoint:.1f} s ({replayed:,} events "
+              "after it)", flush=True)
         product = str(ids.product_id(history.stores[1], "p7"))
-        os.environ.update(LEDGER_STORE=store, LEDGER_DATA_DIR=str(data))
+        os.environ.update(LEDGER_STORE=store, LEDGER_DATA_DIR=str(data),
+                          LEDGER_CHECKPOINT_EVERY="0")
         as_of = (T0 + (history.last - T0) / 2).isoformat()
         jobs_show = median_of(5, lambda: run_cli("jobs", "show", history.jobs[1]))
         products_as_of = median_of(5, lambda: run_cli("products", "show", product,
                                                       "--as-of", as_of))
-        verify = timed(lambda: run_cli("audit", "verify"))
-        chain = timed(lambda: audit.verify(audit.StoredChain(ledger.backend, ledger.app.recorder),
-                                           ledger.db))
-        datasets, price, daily = measure_duckdb(ledger, product)
+        verify, chain = nan, nan
+        if "audit" not in skip:
+            verify = timed(lambda: run_cli("audit", "verify"))
+            chain = timed(lambda: audit.verify(ledger.chain, ledger.db))
+        datasets, price, daily = (nan, nan, nan) if "duckdb" in skip else measure_duckdb(
+            ledger, product)
         sizes = measure_bytes(pg, schema, ledger.app.recorder.events_table_name)
-        events = history.events
+        events = int(sizes["events"])
     finally:
         ledger.close()
         if not keep:
             _drop(pg, schema)
-            shutil.rmtree(data, ignore_errors=True)
+        shutil.rmtree(data, ignore_errors=True)
     return [
         ("events in the store", events, ""),
         ("record a 500-product result p50", p50 * 1000, "ms"),
         ("record a 500-product result p95", p95 * 1000, "ms"),
-        ("append (record_many, 20 results a group)", history.rate, "ev/s"),
-        ("catch-up of the read models from 0", events / caught, "ev/s"),
+        ("append (record_many, 20 results a group)", append, "ev/s"),
+        ("catch-up of new results on the grown models", after / caught, "ev/s"),
         ("catch-up read of the log (read ahead)", read, "ev/s"),
-        ("rebuild of every read model", rebuilt, "ev/s"),
+        ("read of the log's last 100k events (relay, tail)", tail, "ev/s"),
+        ("rebuild of every read model from 0", full, "s"),
+        ("  the same, as a rate", history.events / full, "ev/s"),
+        ("checkpoint of the read models (write)", write, "s"),
+        ("checkpoint size (Parquet, zstd)", stored / 1e6, "MB"),
+        ("rebuild from the latest checkpoint", from_checkpoint, "s"),
+        ("  events replayed after the checkpoint", replayed, ""),
         ("jobs show (median of 5)", jobs_show * 1000, "ms"),
         ("products show --as-of (median of 5)", products_as_of * 1000, "ms"),
         ("audit verify (CLI: chain, snapshots, datasets)", verify * 1000, "ms"),
@@ -253,6 +324,19 @@ def _progress(size: int) -> Callable[[int], None]:
             print(f"  ... {events:,} events", flush=True)
             mark[0] = next(marks, size)
     return show
+
+
+def analyze(pg: str, schema: str) -> None:
+    """ANALYZE the store's tables, as autovacuum would after a bulk load. Without it (a
+    server with autovacuum off, as this one) the events table has no statistics, and a
+    product load (`select_after`: a join with an array of ids) is planned as a merge
+    join over the whole primary key with ~1.5 s of JIT compilation a query: recording
+    fell from ~1,500 to ~60 events/s at 1.1 million events."""
+    with psycopg.connect(pg, autocommit=True) as conn:
+        tables = conn.execute("SELECT table_name FROM information_schema.tables WHERE "
+                              "table_schema = %s", (schema,)).fetchall()
+        for (table,) in tables:
+            conn.execute(f'ANALYZE "{schema}"."{table}"')
 
 
 def _drop(pg: str, schema: str) -> None:
@@ -289,6 +373,10 @@ def main() -> None:
     parser.add_argument("--per-product", action="store_true",
                         help="record every observation as a Product.Observed (no Sightings), "
                              "as the ledger did before compact sightings")
+    parser.add_argument("--schema", help="one size only: measure the store in this schema "
+                        "(recording its history first if it is empty) and keep it")
+    parser.add_argument("--skip", default="", help="figures to leave out (NaN), comma-separated:"
+                        " audit, duckdb, read (each a whole pass over the log)")
     args = parser.parse_args()
     try:
         sizes = [int(s) for s in args.sizes.split(",")]
@@ -296,7 +384,13 @@ def main() -> None:
         raise SystemExit(f"bad --sizes {args.sizes!r}: use numbers, e.g. 100000,1000000") from None
     if not sizes or min(sizes) < 10_000:
         raise SystemExit("bad --sizes: each size is at least 10000 events")
-    results = [measure_size(args.pg, size, args.keep, not args.per_product) for size in sizes]
+    skip = frozenset(s for s in args.skip.split(",") if s)
+    if skip - {"audit", "duckdb", "read"}:
+        raise SystemExit(f"bad --skip {args.skip!r}: use audit, duckdb, read")
+    if args.schema and len(sizes) != 1:
+        raise SystemExit("--schema measures one size: give one --sizes")
+    results = [measure_size(args.pg, size, args.keep, args.schema, skip, not args.per_product)
+               for size in sizes]
     report(sizes, results)
 
 

@@ -25,11 +25,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+from domain import ids
 from domain.recording import Recording
+from domain.urls import normalize_url
 from domain.values import CrawlFailure, CrawlSuccess, Observation, Offer
 from ledger.bootstrap import Ledger
 
-__all__ = ["T0", "FleetShape", "History", "StoreCatalog", "record_history"]
+__all__ = ["T0", "FleetShape", "History", "StoreCatalog", "crawl_more", "record_history",
+           "resume_history"]
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 STRAINS = ("Indica", "Sativa", "Hybrid")
@@ -171,3 +174,42 @@ def _crawl(ledger: Ledger, job: str, catalog: StoreCatalog, rng: random.Random,
     outcome = CrawlSuccess(200, url, "shopify", "shopify/1",
                            f"{catalog.number}-{now.timestamp():.0f}", observations=observations)
     return Recording(job, lease, outcome, now)
+
+
+def resume_history(ledger: Ledger, shape: FleetShape, seed: int = 0) -> History:
+    """The `History` of a store `record_history` filled earlier (a kept schema): its
+    stores and jobs (their ids follow from the fleet), the time of its last round, and
+    catalogs as they start (their next crawls are realistic, not the recorded ones')."""
+    stores = [str(ids.store_id(store_url(n))) for n in range(shape.stores)]
+    jobs = [str(ids.job_id("catalog", normalize_url(f"{store_url(n)}/products.json")))
+            for n in range(shape.stores)]
+    runs = [ledger.app.get_job(job).next_run_at for job in (jobs[0], jobs[-1])]
+    last = max(r for r in runs if r is not None) - shape.interval
+    rng = random.Random(seed)
+    catalogs = [StoreCatalog(n, shape, random.Random(rng.random())) for n in range(shape.stores)]
+    events = ledger.app.recorder.max_notification_id() or 0
+    return History(stores, jobs, events, 0, 1.0, last, catalogs)
+
+
+def crawl_more(ledger: Ledger, history: History, events: int, seed: int = 1,
+               group: int = 20) -> int:
+    """Crawl the fleet's next rounds, store by store, until `events` more are recorded
+    (history's `last` moves on); returns how many were."""
+    rng, app, shape = random.Random(seed), ledger.app, history.catalogs[0].shape
+    start = app.recorder.max_notification_id() or 0
+    cycle = (history.last - T0) // shape.interval + 1
+    while True:
+        for first in range(0, len(history.jobs), group):
+            items = []
+            for n in range(first, min(first + group, len(history.jobs))):
+                now = T0 + cycle * shape.interval + timedelta(seconds=n)
+                items.append(_crawl(ledger, history.jobs[n], history.catalogs[n], rng, shape,
+                                    now))
+            for answer in app.record_many(items):
+                if isinstance(answer, Exception):
+                    raise answer
+            history.last = now
+            added = (app.recorder.max_notification_id() or 0) - start
+            if added >= events:
+                return added
+        cycle += 1

@@ -19,9 +19,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from eventstore.ddl import TYPES, table_ddl
+from eventstore.ddl import DOC, TYPES, table_ddl
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["TYPES", "Database", "PostgresDatabase", "Readers", "Row", "SQLiteDatabase", "Tx",
            "upsert_statement"]
@@ -48,10 +51,29 @@ class Tx(ABC):
         """Insert or replace many rows (values in `columns` order; keys unique)."""
         self.executemany(upsert_statement(table, key, columns), rows)
 
+    def read_table(self, table: str, columns: dict[str, str], key: Sequence[str]) -> pa.Table:
+        """The whole table (`columns` of it, typed) as an Arrow table, in key order."""
+        return _read_table(self, table, columns, key)
+
+    def write_table(self, table: str, columns: dict[str, str], data: pa.Table) -> None:
+        """Insert every row of `data` (a `read_table` result) into an empty `table`."""
+        names = list(columns)
+        marks = ", ".join("?" for _ in names)
+        sql = f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks})"
+        for batch in data.select(names).to_batches(20_000):
+            self.executemany(sql, list(zip(*(c.to_pylist() for c in batch.columns))))
+
     @abstractmethod
     def commit_without_flush(self) -> None:
         """Let this transaction's commit return before it is durable (a crash may lose
         it, never part of it): for progress that is safe to redo."""
+
+
+def _read_table(tx: Tx, table: str, columns: dict[str, str], key: Sequence[str]) -> pa.Table:
+    from eventstore.arrow_rows import to_arrow
+
+    rows = tx.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {', '.join(key)}")
+    return to_arrow(rows, columns)
 
 
 def upsert_statement(table: str, key: Sequence[str], columns: dict[str, str],
@@ -68,6 +90,9 @@ class Database(ABC):
     """A read-model database: `transaction()` commits on success, rolls back on error."""
 
     dialect: str
+    #: the names of the read-model objects `framework.create_all` knows exist (so a
+    #: process asks the catalogue once); emptied by `framework.drop_all`
+    created: set[str]
 
     @abstractmethod
     @contextmanager
@@ -80,6 +105,13 @@ class Database(ABC):
         with self.transaction() as tx:
             return tx.execute(sql, params)
 
+    @contextmanager
+    def snapshot(self) -> Iterator[Tx]:
+        """A transaction whose reads all see one committed state (SQLite's write
+        transaction does: nobody else writes while it is open)."""
+        with self.transaction() as tx:
+            yield tx
+
     def column_type(self, kind: str) -> str:
         return TYPES[self.dialect][kind]
 
@@ -90,6 +122,11 @@ class Database(ABC):
 
     @abstractmethod
     def table_names(self) -> set[str]: ...
+
+    @abstractmethod
+    def object_names(self) -> set[str]:
+        """The names of the tables, indexes (and SQLite's triggers) in the database,
+        and PostgreSQL's full-text columns as `table.column`: one query."""
 
     @abstractmethod
     def close(self) -> None: ...
@@ -205,6 +242,7 @@ class SQLiteDatabase(Database):
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
+        self.created: set[str] = set()
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
                                      timeout=30)
@@ -246,6 +284,9 @@ class SQLiteDatabase(Database):
     def table_names(self) -> set[str]:
         rows = self.query("SELECT name FROM sqlite_master WHERE type = 'table'")
         return {r["name"] for r in rows}
+
+    def object_names(self) -> set[str]:
+        return {r["name"] for r in self.query("SELECT name FROM sqlite_master")}
 
     def close(self) -> None:
         if self._readers is not None:
@@ -305,6 +346,27 @@ class _PostgresTx(Tx):
                            f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}", arrays)
 
 
+    def read_table(self, table: str, columns: dict[str, str], key: Sequence[str]) -> pa.Table:
+        """`Tx.read_table` through `COPY … TO STDOUT` as CSV, parsed by Arrow (C on both
+        sides: ~10x the rows a second of fetching tuples into Python)."""
+        from eventstore.arrow_rows import from_csv
+
+        query = f"SELECT {', '.join(columns)} FROM {table} ORDER BY {', '.join(key)}"
+        with self.conn.cursor() as cursor, cursor.copy(
+                f"COPY ({query}) TO STDOUT (FORMAT csv)") as copy:
+            data = b"".join(bytes(block) for block in copy)
+        return from_csv(data, columns)
+
+    def write_table(self, table: str, columns: dict[str, str], data: pa.Table) -> None:
+        """`Tx.write_table` through `COPY … FROM STDIN` of Arrow's CSV."""
+        from eventstore.arrow_rows import to_csv
+
+        with self.conn.cursor() as cursor, cursor.copy(
+                f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT csv)") as copy:
+            for block in to_csv(data.select(list(columns))):
+                copy.write(block)
+
+
 UNNEST_MIN_ROWS = 8  # below this, executemany's few rounds cost less than building arrays
 
 
@@ -348,6 +410,7 @@ class PostgresDatabase(Database):
         if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
             raise ValueError(f"invalid schema name {schema!r}")
         self.schema = schema
+        self.created: set[str] = set()
         self._conninfo = conninfo
         self._lock = threading.RLock()
         self._conn = self._connect()
@@ -406,6 +469,22 @@ class PostgresDatabase(Database):
             (self.schema,),
         )
         return {r["table_name"] for r in rows}
+
+    def object_names(self) -> set[str]:
+        rows = self.query(
+            "SELECT c.relname || CASE WHEN a.attname IS NULL THEN '' ELSE '.' || a.attname END"
+            " AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace LEFT JOIN "
+            "pg_attribute a ON a.attrelid = c.oid AND a.attname = ? AND NOT a.attisdropped "
+            "WHERE n.nspname = ? UNION SELECT c.relname FROM pg_class c JOIN pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE n.nspname = ?", (DOC, self.schema, self.schema))
+        return {r["name"] for r in rows}
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Tx]:
+        """`Database.snapshot`: a repeatable-read transaction (its first statement)."""
+        with self.transaction() as tx:
+            tx.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            yield tx
 
     def close(self) -> None:
         self._readers.close()

@@ -21,12 +21,13 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["DOC", "TYPES", "column_type", "index_faults", "search_table", "table_ddl",
+__all__ = ["DOC", "TYPES", "column_type", "index_faults", "search_objects", "search_table", "table_ddl",
            "weight_class"]
 
 TYPES = {
-    "sqlite": {"text": "TEXT", "int": "INTEGER", "real": "REAL", "json": "TEXT"},
-    "postgres": {"text": "TEXT", "int": "BIGINT", "real": "DOUBLE PRECISION", "json": "TEXT"},
+    "sqlite": {"text": "TEXT", "int": "INTEGER", "real": "REAL", "json": "TEXT", "blob": "BLOB"},
+    "postgres": {"text": "TEXT", "int": "BIGINT", "real": "DOUBLE PRECISION", "json": "TEXT",
+                 "blob": "BYTEA"},
 }
 #: the PostgreSQL column holding a row's search document
 DOC = "search_doc"
@@ -104,3 +105,12 @@ def index_faults(tx: Any, dialect: str, table: str) -> str | None:
     except sqlite3.DatabaseError as error:
         return f"{fts}: {error}"
     return None
+
+
+def search_objects(dialect: str, table: str) -> set[str]:
+    """The names of what a table's full-text index consists of (`Database.object_names`'
+    spelling: a PostgreSQL column as `table.column`)."""
+    if dialect == "sqlite":
+        fts = search_table(table)
+        return {fts, f"{fts}_insert", f"{fts}_delete", f"{fts}_update"}
+    return {f"{table}.{DOC}", f"{table}_{DOC}"}

@@ -61,7 +61,7 @@ def bootstrap(settings: Settings) -> Ledger:
             raise ConfigError(f"cannot open the event store {redact_url(settings.store)}: "
                               f"{error}") from error
         create_side_tables(db)  # one migration step: every side table, in one transaction
-        ledger = Ledger(app, db, backend, settings.data_dir)
+        ledger = Ledger(app, db, backend, settings.data_dir, settings.checkpoint_every)
         ledger.create_tables()
         return ledger
 

@@ -11,6 +11,8 @@
     LEDGER_USER_AGENT the crawler's honest User-Agent (with a contact URL)
     LEDGER_CATALOG_INTERVAL  seconds between catalog crawls of chained jobs (default 14400)
     LEDGER_DEFAULT_CRAWL_DELAY  crawl delay (s) for stores found by discovery (default 1)
+    LEDGER_CHECKPOINT_EVERY  events between read-model checkpoints the projector takes
+                      (default 200000; 0: none)
 
 Bad values fail fast with a ConfigError naming the variable; there is no
 silent fallback to an in-memory store.
@@ -46,6 +48,8 @@ class Settings:
     deployment: str = ""
     #: networks the SSRF guard lets requests reach (LEDGER_ALLOW_NETWORKS, CIDRs)
     allow_networks: tuple[str, ...] = ()
+    #: the projector takes a read-model checkpoint every so many events (0: never)
+    checkpoint_every: int = 200_000
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -60,6 +64,7 @@ class Settings:
             default_crawl_delay=_delay(env.get("LEDGER_DEFAULT_CRAWL_DELAY")),
             deployment=_deployment(env.get("LEDGER_DEPLOYMENT") or ""),
             allow_networks=_networks(env.get("LEDGER_ALLOW_NETWORKS") or ""),
+            checkpoint_every=_int(env, "LEDGER_CHECKPOINT_EVERY", 200_000, 0, 10**12),
         )
         settings.validate()
         return settings

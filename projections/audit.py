@@ -71,6 +71,13 @@ class StoredChain:
     def head(self) -> int:
         return int(self.recorder.max_notification_id() or 0)
 
+    def link_at(self, position: int) -> bytes | None:
+        """The stored link of the event at `position` (None: no such event, or no link)."""
+        rows = self.backend.chain_rows(self.recorder, position - 1, 1)
+        if not rows or rows[0][0] != position or rows[0][5] is None:
+            return None
+        return bytes(rows[0][5])
+
 
 CHECKPOINTS = Table(TABLE, ("position",),
                     {"position": "int", "events": "int", "chain_hash": "text"})

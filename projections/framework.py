@@ -21,7 +21,7 @@ from typing import Any
 from domain.envelope import Envelope
 from domain.sightings import expand
 from projections.db import Database, Row, Tx
-from projections.search import search_table
+from projections.search import search_objects, search_table
 
 POSITIONS = "projection_positions"
 Handler = Callable[[Envelope, "Rows"], None]
@@ -41,6 +41,14 @@ class Table:
     def ddl(self, db: Database, prefix: str) -> list[str]:
         """The statements creating this table on `db`'s engine (its adapter renders them)."""
         return db.table_ddl(prefix + self.name, self.columns, self.key, self.indexes, self.search)
+
+    def objects(self, dialect: str, prefix: str) -> set[str]:
+        """The names of what `ddl` creates, as `Database.object_names` lists them."""
+        name = prefix + self.name
+        found = {name} | {f"{name}_{'_'.join(index)}" for index in self.indexes}
+        if self.search:
+            found |= search_objects(dialect, name)
+        return found
 
 
 class Rows:
@@ -112,6 +120,9 @@ class Projection(ABC):
 
     prefix: str = ""
     name: str = field(default="", init=False)
+    #: bumped when the handlers change what rows they write (the tables staying the
+    #: same): checkpoints taken before are then ignored (`projections.checkpoints`)
+    checkpoint_version: int = field(default=1, init=False)
     tables: tuple[Table, ...] = field(default=(), init=False)
 
     def handlers(self) -> dict[str, Handler]:
@@ -209,17 +220,27 @@ def lowest_position(db: Database, names: Sequence[str]) -> int:
 
 def create_all(db: Database, projections: Sequence[Projection]) -> None:
     """Create the projections' tables in one transaction (one commit, not one each:
-    on PostgreSQL each commit of DDL waits for its WAL flush)."""
-    with db.transaction() as tx:
-        _create_positions(db, tx)
-        for projection in projections:
-            projection.create_in(db, tx)
+    on PostgreSQL each commit of DDL waits for its WAL flush). When every table, index
+    and search object exists already (the usual case: a process starting on a store
+    that has them) one query finds so and nothing is run: each short-lived command
+    (`jobs show`) would otherwise send ~60 idempotent statements."""
+    wanted = {POSITIONS} | {name for p in projections for t in p.tables
+                            for name in t.objects(db.dialect, p.prefix)}
+    if wanted <= db.created:
+        return
+    if not wanted <= db.object_names():
+        with db.transaction() as tx:
+            create_positions(db, tx)
+            for projection in projections:
+                projection.create_in(db, tx)
+    db.created |= wanted
 
 
 def drop_all(db: Database, projections: Sequence[Projection]) -> None:
     """Drop the projections' tables and positions in one transaction."""
+    db.created.clear()
     with db.transaction() as tx:
-        _create_positions(db, tx)
+        create_positions(db, tx)
         for projection in projections:
             projection.drop_in(db, tx)
 
@@ -228,7 +249,7 @@ def drop_all(db: Database, projections: Sequence[Projection]) -> None:
 POSITIONS_TABLE = Table(POSITIONS, ("name",), {"name": "text", "position": "int"})
 
 
-def _create_positions(db: Database, tx: Tx) -> None:
+def create_positions(db: Database, tx: Tx) -> None:
     for statement in POSITIONS_TABLE.ddl(db, ""):
         tx.execute(statement)
 

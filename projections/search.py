@@ -25,9 +25,10 @@ import re
 from dataclasses import dataclass
 
 from domain.errors import InvalidInput
-from eventstore.ddl import DOC, index_faults, search_table, weight_class
+from eventstore.ddl import DOC, index_faults, search_objects, search_table, weight_class
 
-__all__ = ["DOC", "SearchQuery", "bm25_weights", "index_faults", "search_table"]
+__all__ = ["DOC", "SearchQuery", "bm25_weights", "index_faults", "search_objects",
+           "search_table"]
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)  # letters and digits
 #: words of a query at most (the rest are ignored)

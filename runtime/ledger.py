@@ -13,8 +13,9 @@ from pathlib import Path
 from domain.application import CrawlLedger
 from eventstore.base import Backend
 from eventstore.side_tables import SideTables
-from projections import Projection, read_models
+from projections import Projection, checkpoints, read_models
 from projections.alerts import AlertQueries
+from projections.audit import StoredChain
 from projections.db import Database
 from projections.framework import create_all, lowest_position
 from projections.queries import ReadModel
@@ -36,6 +37,9 @@ class Ledger:
     backend: Backend
     #: where embedded data lives: raw pages, Parquet datasets, logs
     data_dir: Path
+    #: the projector step takes a checkpoint of the read models every so many events
+    #: (0: never; `projections.checkpoints`)
+    checkpoint_every: int = 0
     source: NotificationLogSource = field(init=False)
     read: ReadModel = field(init=False)
     tables: SideTables = field(init=False)
@@ -44,6 +48,7 @@ class Ledger:
     _alerts: AlertQueries | None = field(default=None, init=False, repr=False)
     _commands: Dispatcher | None = field(default=None, init=False, repr=False)
     _tracking: tuple[str, ...] | None = field(default=None, init=False, repr=False)
+    _checkpointed: int | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.source = NotificationLogSource(self.app.recorder, self.backend)
@@ -84,10 +89,36 @@ class Ledger:
         return ProjectionRunner(self.source, self.db, self.projections(), batch_size)
 
     def catch_up(self) -> int:
-        """The projector step: bring the read models up to date with everything recorded."""
+        """The projector step: bring the read models up to date with everything recorded
+        (and take a checkpoint of them when `checkpoint_every` events have passed)."""
         if self._runner is None:  # creating one creates the tables: do it once
             self._runner = self.runner()
-        return self._runner.catch_up()
+        count = self._runner.catch_up()
+        if count and self.checkpoint_every > 0:
+            self._checkpoint_if_due()
+        return count
+
+    @property
+    def chain(self) -> StoredChain:
+        """The event log's audit chain (its stored links)."""
+        return StoredChain(self.backend, self.app.recorder)
+
+    def checkpoint(self) -> checkpoints.Checkpoint:
+        """Catch the read models up and take a checkpoint of them."""
+        if self._runner is None:
+            self._runner = self.runner()
+        self._runner.catch_up()
+        point = checkpoints.write(self.db, self.projections(), self.chain.link_at)
+        self._checkpointed = point.position
+        return point
+
+    def _checkpoint_if_due(self) -> None:
+        if self._checkpointed is None:
+            known = checkpoints.checkpoints(self.db)
+            self._checkpointed = known[0].position if known else 0
+        if self.projection_position() - self._checkpointed >= self.checkpoint_every:
+            self._checkpointed = checkpoints.write(self.db, self.projections(),
+                                                   self.chain.link_at).position
 
     def projection_position(self) -> int:
         """The last event position every read model has applied (a read: it neither

@@ -12,6 +12,8 @@ import random
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+from domain import ids
+from domain.urls import normalize_url
 from domain.values import CrawlFailure, CrawlSuccess, Observation, Offer
 from ledger.bootstrap import Ledger
 
@@ -19,18 +21,25 @@ T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 PRODUCTS = 6
 
 
-def record_seeded_history(ledger: Ledger, cycles: int = 12, seed: int = 0) -> datetime:
-    """Record the history; returns the time of its last event."""
+def record_seeded_history(ledger: Ledger, cycles: int = 12, seed: int = 0,
+                          first_cycle: int = 0) -> datetime:
+    """Record the history; returns the time of its last event. With `first_cycle`, the
+    stores and jobs exist (recorded by an earlier call) and the crawls go on from that
+    cycle."""
     rng = random.Random(seed)
     app = ledger.app
     jobs = []
     for shop in ("alpha", "beta"):
+        url = f"https://{shop}.example/p.json"
+        if first_cycle:
+            jobs.append((shop, ids.job_id("catalog", normalize_url(url))))
+            continue
         store = app.register_store(name=shop.title(), base_url=f"https://{shop}.example",
                                    platform="shopify", now=T0)
-        jobs.append((shop, app.schedule_job(kind="catalog", url=f"https://{shop}.example/p.json",
+        jobs.append((shop, app.schedule_job(kind="catalog", url=url,
                                             now=T0, store_id=store, every=3600, adaptive=False)))
     now = T0
-    for cycle in range(cycles):
+    for cycle in range(first_cycle, first_cycle + cycles):
         for index, (shop, job) in enumerate(jobs):
             now = T0 + timedelta(hours=cycle, minutes=7 * index)
             lease = app.lease(job, "w1", 300, now).lease_id

@@ -49,6 +49,8 @@ def test_other_settings() -> None:
                                   "LEDGER_USER_AGENT": "bot/2", "LEDGER_CATALOG_INTERVAL": "600"})
     assert settings.broker_servers == ["k1:9092", "k2:9093"]
     assert (settings.user_agent, settings.catalog_interval) == ("bot/2", 600)
+    assert Settings.from_env({}).checkpoint_every == 200_000
+    assert Settings.from_env({"LEDGER_CHECKPOINT_EVERY": "0"}).checkpoint_every == 0
 
 
 @pytest.mark.parametrize(("env", "names"), [
@@ -61,6 +63,8 @@ def test_other_settings() -> None:
     ({"LEDGER_BROKER": "kafka://k"}, "LEDGER_BROKER"),
     ({"LEDGER_CATALOG_INTERVAL": "often"}, "LEDGER_CATALOG_INTERVAL"),
     ({"LEDGER_CATALOG_INTERVAL": "59"}, "LEDGER_CATALOG_INTERVAL"),
+    ({"LEDGER_CHECKPOINT_EVERY": "-1"}, "LEDGER_CHECKPOINT_EVERY"),
+    ({"LEDGER_CHECKPOINT_EVERY": "often"}, "LEDGER_CHECKPOINT_EVERY"),
 ])
 def test_bad_values_fail_fast_naming_the_variable(env: dict[str, str], names: str) -> None:
     with pytest.raises(ConfigError, match=names):
