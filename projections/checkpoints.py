@@ -41,6 +41,7 @@ from projections.db import Database, Tx
 from projections.framework import (
     MOVE_POSITION,
     Projection,
+    Table,
     create_positions,
     positions,
 )
@@ -98,13 +99,18 @@ def create_tables(db: Database) -> None:
         _create_tables(db, tx)
 
 
+#: the checkpoints and their tables' Parquet parts (rendered by the database's adapter)
+_TABLES = (
+    Table(TABLE, ("id",), {"id": "int", "position": "int", "link": "text", "fingerprint": "text",
+                           "digest": "text", "manifest": "text"}),
+    Table(PARTS, ("checkpoint", "name"), {"checkpoint": "int", "name": "text", "data": "blob"}),
+)
+
+
 def _create_tables(db: Database, tx: Tx) -> None:
-    i, t = db.column_type("int"), db.column_type("text")
-    tx.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (id {i} PRIMARY KEY, position {i} NOT NULL, "
-               f"link {t} NOT NULL, fingerprint {t} NOT NULL, digest {t} NOT NULL, "
-               f"manifest {t} NOT NULL)")
-    tx.execute(f"CREATE TABLE IF NOT EXISTS {PARTS} (checkpoint {i} NOT NULL, name {t} NOT NULL,"
-               f" data {db.column_type('blob')} NOT NULL, PRIMARY KEY (checkpoint, name))")
+    for table in _TABLES:
+        for statement in table.ddl(db, ""):
+            tx.execute(statement)
 
 
 def checkpoints(db: Database) -> list[Checkpoint]:
@@ -220,7 +226,7 @@ def restore(db: Database, projections: Sequence[Projection], position: int,
         for name, (projection, table) in specs.items():
             statements = table.ddl(db, projection.prefix)
             for statement in statements:
-                if db.dialect == "postgres" and statement.startswith("CREATE INDEX"):
+                if db.dialect == "postgres" and statement.split(None, 2)[1] == "INDEX":
                     later.append(statement)
                 else:
                     tx.execute(statement)

@@ -33,8 +33,7 @@ def test_existing_tables_cost_one_query_and_a_missing_index_is_made_again(
     create_all(ledger.db, models)
     assert opened == []
 
-    index = "job_status_store_id"
-    assert index in wanted
+    index = min(n for n in wanted if n.startswith("job_status_"))  # one of its indexes
     with transaction() as tx:
         tx.execute(f"DROP INDEX {index}")
     assert index not in ledger.db.object_names()
