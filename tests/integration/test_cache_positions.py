@@ -118,7 +118,8 @@ def test_a_change_made_while_a_result_was_recorded_is_seen_by_the_next_one(
     monkeypatch.setattr(ledger.app, "_save", interleaved)
     shop.record("a", "b")
     monkeypatch.undo()
-    assert saves == [1, 3]  # the lease's job; the result's job and its two products
+    # the lease's job; the result's job and its crawl's Sightings (a and b unchanged)
+    assert saves == [1, 2]
     shop.record("a", "b")
     c = shop.product(ledger, "c")
     assert c.in_stock and c.consecutive_misses == 1
