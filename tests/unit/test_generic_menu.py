@@ -247,3 +247,26 @@ def test_explain_on_a_platform_payload_says_whether_the_generic_reader_agrees(
     assert main(["extract", str(path), "--explain", "--json"]) == 0
     note = capsys.readouterr().err
     assert "adapter shopify" in note and "generic menu reader agrees on 1 of 1 options" in note
+
+
+def test_a_size_valued_field_labels_a_records_own_price_but_a_ratio_does_not() -> None:
+    payload = [{"Name": "Rise Flower - Fireworks", "Weight": 3.5, "Weight_Str": "3.5g", "Price": 29.4},
+               {"Name": "Tincture", "Size": "30 ml", "Price": 45},
+               {"name": "Vape Cart", "grams_per_eighth": "3.5 grams", "price": 40}]
+    assert paid(menu(payload)) == {("Rise Flower - Fireworks", "3.5g"): Decimal("29.4"),
+                                   ("Tincture", "30 ml"): 45, ("Vape Cart", "default"): 40}
+
+
+def test_the_only_option_held_in_an_object_of_its_own() -> None:
+    payload = [{"id": 1, "name": "Gummies 100mg", "msrp": None, "dispensary": {"name": "Shop"},
+                "bestOfferVariant": {"price": 10, "quantity": 1, "unit": "pc"}},
+               {"id": 2, "name": "Chocolate", "bestOfferVariant": {"price": 16, "displayQuantity": "each"}}]
+    assert paid(menu(payload)) == {("Gummies 100mg", "1pc"): 10, ("Chocolate", "each"): 16}
+
+
+def test_one_product_listed_by_two_stores_at_two_prices_keeps_both() -> None:
+    payload = [{"name": "Flower 1g", "store": "A", "price": 10},
+               {"name": "Flower 1g", "store": "B", "price": 12},
+               {"name": "Flower 1g", "store": "B", "price": 12}]
+    prices = sorted(o.offers[0].price for o in menu(payload))
+    assert prices == [10, 12]

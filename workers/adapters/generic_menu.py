@@ -47,10 +47,10 @@ def read_menu(data: Any, currency: str = "USD", budget: Budget | None = None
     found = find_records(data, lambda item: product_record(item, read), budget)
     codes = [named_currency(item.record) or item.currency or currency for item in found]
     offers = _in_units([read[id(item.record)] for item in found], codes)
-    observations: dict[tuple[str, str], Observation] = {}
+    observations: dict[tuple[str, str, tuple[Offer, ...]], Observation] = {}
     for item, options, code in zip(found, offers, codes, strict=True):
-        obs = _observation(item.record, options, code)
-        observations.setdefault((obs.provider_product_id, obs.name), obs)
+        obs = _observation(item.record, options, code)  # one product listed twice at one price
+        observations.setdefault((obs.provider_product_id, obs.name, obs.offers), obs)
     return tuple(observations.values())
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "is_sale_key",
     "is_struck_key",
     "label_of",
+    "size_label",
     "slot_weight",
     "stock_of",
     "words",
@@ -44,6 +45,9 @@ MAX_PRICE = Decimal(1_000_000)
 KEY_CACHE = 8192
 #: keys of one object looked at (a hostile object with a million keys stays cheap)
 MAX_KEYS = 400
+#: a size by the shape of its value: a number (or fraction) and a unit, or "each"
+_SIZE = re.compile(r"\s*(?:(?:\d+(?:[.,]\d+)?|\d+/\d+)\s*(?:g|gr|grams?|mg|kg|oz|ounces?|ml|l|lbs?|"
+                   r"pcs?|pieces?|ct|count|pk|pack|ea|each|units?)\.?|each|unit)\s*$", re.I)
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+(?:\.\d+)?")
 
 PRICE = frozenset({"price", "prices", "pricing"})
@@ -208,6 +212,17 @@ def label_of(record: dict[str, Any], nested: bool = False) -> str | None:
         return None
     inner = (label_of(value, nested=True) for value in by_words.values() if isinstance(value, dict))
     return next((label for label in inner if label), None)
+
+
+def size_label(record: dict[str, Any]) -> str | None:
+    """The first string field whose value is a size by its shape (`"3.5g"`, `"1/8 oz"`,
+    `"100 mg"`, `"each"`), whatever its key but a ratio's (`grams_per_eighth: "3.5 grams"`
+    is a conversion, not the product's size): the label of a record's own price."""
+    for key, value in islice(record.items(), MAX_KEYS):
+        if (isinstance(value, str) and len(value) <= 24 and _SIZE.match(value)
+                and "per" not in words(key)):
+            return value.strip()
+    return None
 
 
 def stock_of(record: dict[str, Any]) -> tuple[int | None, bool | None]:

@@ -8,7 +8,9 @@ Menu APIs lay a product's options out in four ways; the first that yields a pric
    `recPrices`, `medicalPrices`) and their specials (`recSpecialPrices`);
 3. per-weight price slots, on the record (`price_gram`, `price_eighth_ounce`,
    `discounted_price_gram`) or in a price object (`prices: {"1g": 10, "3.5g": 30}`);
-4. the record's own price (`price`, `priceRec`, `price: {"amount": …}`, `pricing: {…}`).
+4. the record's own price (`price`, `priceRec`, `price: {"amount": …}`, `pricing: {…}`),
+   labelled by a field whose value is a size (`"3.5g"`, `"1/8 oz"`, `"each"`);
+5. one option object of its own (`bestOffer: {"price": 10, "unit": "pc"}`).
 
 Within an option, a price whose key names a sale (`special`, `promo`, `discount`, `sale`)
 is the special, one naming a struck price (`compare_at`, `original`, `msrp`) the
@@ -62,8 +64,9 @@ def read_options(record: dict[str, Any]) -> list[RawOffer]:
         if found:
             return _on_sale(found, record)
     count, in_stock = f.stock_of(record)
-    own = [replace(o, count=count, in_stock=in_stock) for o in _prices("default", record)]
-    return _on_sale(own, record)
+    own = [replace(o, count=count, in_stock=in_stock)
+           for o in _prices(f.size_label(record) or "default", record)]
+    return _on_sale(own or _from_offer_object(record), record)
 
 
 def _on_sale(offers: list[RawOffer], record: dict[str, Any]) -> list[RawOffer]:
@@ -97,13 +100,24 @@ def _from_option_objects(record: dict[str, Any]) -> list[RawOffer]:
 
 
 def _option(element: dict[str, Any], wrapped: bool = False) -> list[RawOffer]:
-    offers = _prices(f.label_of(element) or "default", element)
+    offers = _prices(f.label_of(element) or f.size_label(element) or "default", element)
     if not offers and not wrapped:  # {"item_variation_data": {...}}, {"node": {...}}
         inner = next((v for _, v in _items(element) if isinstance(v, dict)
                       and _prices("x", v)), None)
         return _option(inner, wrapped=True) if inner is not None else []
     count, in_stock = f.stock_of(element)
     return [replace(offer, count=count, in_stock=in_stock) for offer in offers]
+
+
+def _from_offer_object(record: dict[str, Any]) -> list[RawOffer]:
+    """One option held in an object of its own (`bestOffer: {"price": 10, "unit": "pc"}`):
+    the first child object, but a list of products, that carries a price."""
+    for key, value in _items(record):
+        if isinstance(value, dict) and not f.is_product_list_key(key):
+            offers = _option(value, wrapped=True)
+            if offers:
+                return offers
+    return []
 
 
 def _from_parallel_lists(record: dict[str, Any]) -> list[RawOffer]:
