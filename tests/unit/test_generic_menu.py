@@ -270,3 +270,37 @@ def test_one_product_listed_by_two_stores_at_two_prices_keeps_both() -> None:
                {"name": "Flower 1g", "store": "B", "price": 12}]
     prices = sorted(o.offers[0].price for o in menu(payload))
     assert prices == [10, 12]
+
+
+def test_a_product_list_whose_keys_say_nothing_is_read_by_value_shape() -> None:
+    payload = {"k0": [
+        {"k1": "Rise Flower 3.5g - Fireworks", "k2": "3.5g", "k3": 3.5, "k4": 29.4, "k5": 8.4,
+         "k6": 0.324, "k7": "https://x.invalid/a", "k8": 1001, "k9": None},
+        {"k1": "Rest Flower 1g - Bagel", "k2": "1g", "k3": 1, "k4": 12, "k5": 12,
+         "k6": 0.616, "k7": "https://x.invalid/b", "k8": 1002, "k9": 9.99},
+        {"k1": "Tincture 30ml", "k2": "30 ml", "k3": 30, "k4": 45.5, "k5": 1.52,
+         "k6": 2.017, "k7": "https://x.invalid/c", "k8": 1003, "k9": None}]}
+    assert paid(menu(payload)) == {("Rise Flower 3.5g - Fireworks", "3.5g"): Decimal("29.4"),
+                                   ("Rest Flower 1g - Bagel", "1g"): Decimal("9.99"),
+                                   ("Tincture 30ml", "30 ml"): Decimal("45.5")}
+
+
+def test_options_whose_keys_say_nothing_are_read_by_structure() -> None:
+    payload = [{"a": "Blue Dream Flower", "b": [{"c": "1g", "d": 12.5, "e": 991}, {"c": "3.5g", "d": 35, "e": 992}]},
+               {"a": "Sour Diesel Cart", "b": [{"c": "0.5g", "d": 25, "e": 993}]}]
+    assert paid(menu(payload)) == {("Blue Dream Flower", "1g"): Decimal("12.5"),
+                                   ("Blue Dream Flower", "3.5g"): 35, ("Sour Diesel Cart", "0.5g"): 25}
+
+
+def test_arrays_that_are_not_products_are_not_read_as_products() -> None:
+    payload = {"a": [{"lat": 33.388697, "lon": -111.6762}, {"lat": 33.1, "lon": -111.2}],
+               "b": [{"open": 540, "close": 1260}, {"open": 1980, "close": 2700}],
+               "c": [{"slug": "edibles-1", "n": 4}, {"slug": "flower-2", "n": 7}],
+               "d": [{"when": "2024-03-29T06:17:10Z", "v": 12.5}, {"when": "2024-03-30T06:17:10Z", "v": 13}]}
+    assert menu(payload) == ()
+
+
+def test_a_second_plain_price_lower_than_the_first_is_the_special() -> None:
+    payload = [{"name": "Ice Cream Cake", "variants": [{"name": "3.5g", "price": 30.0, "q7Price": 21.0}]},
+               {"name": "Tincture", "price": 40, "pricePerUnit": 4}]
+    assert paid(menu(payload)) == {("Ice Cream Cake", "3.5g"): 21, ("Tincture", "default"): 40}

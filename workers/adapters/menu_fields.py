@@ -28,6 +28,7 @@ __all__ = [
     "is_money_in_cents",
     "is_name_key",
     "is_option_list_key",
+    "is_plain_price_key",
     "is_price_key",
     "is_product_list_key",
     "is_sale_key",
@@ -77,6 +78,12 @@ PRODUCT_LISTS = frozenset({"products", "product", "menu", "hits", "results", "ed
                            "categories", "groups", "collections", "related", "recommendations"})
 LABEL_LISTS = frozenset({"options", "option", "weights", "weight", "sizes", "size", "labels",
                          "label", "units"})
+#: every word given a meaning above (a key of only these and price words is not "plain")
+KNOWN = (PRICE | SALE | STRUCK | MEDICAL | CENTS | NOT_PAID | WEIGHT | OPTION_LISTS
+         | PRODUCT_LISTS | LABEL_LISTS | frozenset({"unit", "each", "item", "package", "rec",
+                                                    "recreational", "adult", "use", "money",
+                                                    "amount", "value", "base", "list", "net",
+                                                    "gross", "final", "current", "sell", "selling"}))
 NAMES = ("name", "title", "product name", "display name", "item name", "product title")
 LABELS = ("option", "label", "name", "title", "size", "weight", "display weight", "weight label",
           "unit size", "variant", "variant name", "package size", "description", "amount",
@@ -115,6 +122,14 @@ def is_price_key(key: str) -> bool:
     if excluded == {"per"} and found[found.index("per") + 1:][:1] in PER_PIECE:
         return True
     return not excluded
+
+
+@lru_cache(maxsize=KEY_CACHE)
+def is_plain_price_key(key: str) -> bool:
+    """A price key whose other words have no meaning here (`price`, `q7Price`, `precio_x`):
+    not per-unit, medical, cents, struck or a weight slot."""
+    found = set(words(key))
+    return is_price_key(key) and not found & (KNOWN - PRICE)
 
 
 def is_money_in_cents(key: str, value: Any) -> bool:

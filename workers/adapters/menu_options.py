@@ -12,7 +12,9 @@ Menu APIs lay a product's options out in four ways; the first that yields a pric
    labelled by a field whose value is a size (`"3.5g"`, `"1/8 oz"`, `"each"`);
 5. one option object of its own (`bestOffer: {"price": 10, "unit": "pc"}`).
 
-Within an option, a price whose key names a sale (`special`, `promo`, `discount`, `sale`)
+Within an option, a second plain price (its key naming nothing but a price and words
+of no known meaning: `price` beside `q7Price`) lower than the first is the special; a
+price whose key names a sale (`special`, `promo`, `discount`, `sale`)
 is the special, one naming a struck price (`compare_at`, `original`, `msrp`) the
 regular one; `…Med`/`medical…` prices are a separate, medical offer. A sale object
 (`{"type": "percentage", "amount": 25}`) is applied to the regular price. Amounts
@@ -205,6 +207,8 @@ def _prices(option: str, record: dict[str, Any], nested: bool = False) -> list[R
             found /= 100 if cents else scale
         group = groups.setdefault("medical" if f.is_medical(key) else "regular", {})
         role = "special" if f.is_sale_key(key) else "struck" if f.is_struck_key(key) else "price"
+        if role == "price" and "price" in group and f.is_plain_price_key(key):
+            group.setdefault("second", found)
         group.setdefault(role, found)
         if role == "price":
             group.setdefault("integral", isinstance(value, int) and scale == 1 and not cents)
@@ -216,6 +220,9 @@ def _offer(option: str, kind: str, group: dict[str, Any]) -> RawOffer | None:
     price = group.get("price", struck)
     if price is None:
         return None
+    second = group.get("second")
+    if special is None and second is not None and second < price:
+        special = second  # two plain prices: the lower is what a buyer pays now
     if struck is not None and struck > price:
         price, special = struck, price
     if special is None and isinstance(group.get("sale"), dict):
