@@ -304,3 +304,20 @@ def test_a_second_plain_price_lower_than_the_first_is_the_special() -> None:
     payload = [{"name": "Ice Cream Cake", "variants": [{"name": "3.5g", "price": 30.0, "q7Price": 21.0}]},
                {"name": "Tincture", "price": 40, "pricePerUnit": 4}]
     assert paid(menu(payload)) == {("Ice Cream Cake", "3.5g"): 21, ("Tincture", "default"): 40}
+
+
+def test_parallel_lists_whose_keys_say_nothing_are_options_with_their_specials() -> None:
+    payload = {"a": [{"b": "Live Sugar 1g", "c": ["1gC", "2gC"], "d": [43, 80], "e": [27.95, None]},
+                     {"b": "Serving Tray", "c": ["N/A 1"], "d": [12], "e": [None]},
+                     {"b": "Animal Mintz", "c": ["1/8oz"], "d": [64], "e": [None]}]}
+    assert paid(menu(payload)) == {("Live Sugar 1g", "1gC"): Decimal("27.95"),
+                                   ("Live Sugar 1g", "2gC"): 80, ("Serving Tray", "N/A 1"): 12,
+                                   ("Animal Mintz", "1/8oz"): 64}
+
+
+def test_a_sparse_column_far_below_the_price_is_not_its_special() -> None:
+    payload = [{"n": "Cherry Punch 3.5g", "p": 24, "t": None}, {"n": "Funk Mountain 1g", "p": 7.8, "t": 1.21},
+               {"n": "LA Kush Cake 3.5g", "p": 24.5, "t": None}]
+    assert paid(menu(payload)) == {("Cherry Punch 3.5g", "default"): 24,
+                                   ("Funk Mountain 1g", "default"): Decimal("7.8"),
+                                   ("LA Kush Cake 3.5g", "default"): Decimal("24.5")}

@@ -16,7 +16,9 @@ The array must hold at least two objects sharing keys; a shared key is a column:
   when its key names a sale, or when it is set on only some of the products (a
   per-gram price is set on all of them);
 - **options** are a column of arrays of objects, each with a label (a size by its
-  shape, else a short varied string) and a price column of their own.
+  shape, else a short varied string) and a price column of their own; or parallel
+  arrays: one of sizes beside ones of amounts of the same length (`["1g", "2g"]`,
+  `[43, 80]`, `[27.95, null]`), read as columns the same way.
 
 Each element becomes a canonical record (`name`, `price`, `special_price`, `size` (a
 value shaped like a size: `menu_fields.size_label`),
@@ -46,6 +48,8 @@ MAX_KEYS = 400
 SHARED = 0.6
 #: a price column's median lies within these bounds (cents of a large price included)
 LOWEST, HIGHEST = Decimal("0.5"), Decimal(100_000)
+#: a special is at least this share of the price (a column far below is another quantity)
+MIN_SHARE = Decimal("0.2")
 _NUMBER = re.compile(r"\s*\d+(?:\.\d+)?\s*$")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4}")
 _ID = re.compile(r"[0-9a-fA-F-]{8,}|[\w-]*\d[\w-]*")
@@ -65,10 +69,13 @@ def infer_records(items: list[Any]) -> list[Row | None] | None:
     if name is None:
         return None
     price, special = _price_columns(objects, columns - {name})
-    options = _option_column(objects, columns - {name, price, special})
-    if price is None and options is None:
+    options, by_objects = _option_column(objects, columns - {name, price, special})
+    parallel, by_lists = _parallel_columns(objects, columns - {name, price, special})
+    if options is not None and parallel is not None:  # the more price-like reading wins
+        options, parallel = (options, None) if by_objects >= by_lists else (None, parallel)
+    if price is None and options is None and parallel is None:
         return None
-    read = _reader(name, price, special, options)
+    read = _reader(name, price, special, options, parallel)
     return [read(item) if isinstance(item, dict) else None for item in items]
 
 
@@ -77,8 +84,9 @@ def _columns(objects: list[Row]) -> set[str]:
     return {key for key, count in counts.items() if count >= SHARED * len(objects)}
 
 
-def _reader(name: str, price: str | None, special: str | None, options: tuple[str, str, str, str | None] | None
-            ) -> Callable[[Row], Row | None]:
+def _reader(name: str, price: str | None, special: str | None,
+            options: tuple[str, str, str, str | None] | None,
+            parallel: tuple[str, str, str | None] | None = None) -> Callable[[Row], Row | None]:
     def read(item: Row) -> Row | None:
         title = item.get(name)
         if not isinstance(title, str) or not title.strip():
@@ -89,6 +97,8 @@ def _reader(name: str, price: str | None, special: str | None, options: tuple[st
                        "quantity": count, "in_stock": in_stock, "size": f.size_label(item)}
         if options is not None:
             record["variants"] = _variants(item.get(options[0]), *options[1:])
+        elif parallel is not None:
+            record["variants"] = _zipped(item, *parallel)
         return record
     return read
 
@@ -148,10 +158,12 @@ def _price_columns(objects: list[Row], columns: set[str]) -> tuple[str | None, s
     if not money:
         return None, None
     by_rank = sorted(money, key=lambda k: _rank(k, money[k]), reverse=True)
-    price = by_rank[0]
-    if sum(v is not None for v in money[price]) < SHARED * len(objects):
+    full = [k for k in by_rank if sum(v is not None for v in money[k]) >= SHARED * len(objects)]
+    if not full:
         return None, None
-    specials = [key for key in by_rank[1:] if _lower_beside(money[key], money[price], key)]
+    price = full[0]  # a column set on few rows is no product's price (it may be a special)
+    specials = [key for key in by_rank if key != price
+                and _lower_beside(money[key], money[price], key)]
     return price, (specials[0] if specials else None)
 
 
@@ -203,12 +215,21 @@ def _amount(value: Any) -> Decimal | None:
 def _lower_beside(column: list[Decimal | None], prices: list[Decimal | None], key: str) -> bool:
     """Lower than the price wherever both are set; named a sale, or set on some rows only."""
     pairs = [(s, p) for s, p in zip(column, prices, strict=True) if s is not None and p is not None]
-    if not pairs or any(s >= p for s, p in pairs):
+    if not pairs or any(s >= p or s < MIN_SHARE * p for s, p in pairs):
         return False
     return f.is_sale_key(key) or len(pairs) < 0.9 * sum(p is not None for p in prices)
 
 
-def _option_column(objects: list[Row], columns: set[str]) -> tuple[str, str, str, str | None] | None:
+Rank = tuple[bool, bool, Decimal]
+_NO_RANK: Rank = (False, False, Decimal(0))
+
+
+def _price_rank(rows: list[Row], key: str) -> Rank:
+    return _rank(key, [_amount(row.get(key)) for row in rows])
+
+
+def _option_column(objects: list[Row], columns: set[str]
+                   ) -> tuple[tuple[str, str, str, str | None] | None, Rank]:
     """(the column of option arrays, their label, price and special columns)."""
     for key in sorted(columns):
         if f.is_product_list_key(key):  # categories' products are products, not options
@@ -221,8 +242,8 @@ def _option_column(objects: list[Row], columns: set[str]) -> tuple[str, str, str
         price, special = _price_columns(elements, inner)
         label = _label_column(elements, inner - {price, special}) if price else None
         if price is not None and label is not None:
-            return key, label, price, special
-    return None
+            return (key, label, price, special), _price_rank(elements, price)
+    return None, _NO_RANK
 
 
 def _label_column(elements: list[Row], columns: set[str]) -> str | None:
@@ -233,5 +254,41 @@ def _label_column(elements: list[Row], columns: set[str]) -> str | None:
     if sizes and sizes[0][0] >= 0.5:
         return sizes[0][1]
     short = [k for k in sorted(columns) if all(isinstance(e.get(k), str) and 0 < len(e[k]) <= 40
-                                               for e in elements)]
+                                               for e in elements)
+             and len({e[k] for e in elements}) > 1]  # one value everywhere is a type tag
     return short[0] if short else None
+
+
+def _zipped(item: Row, labels: str, prices: str, specials: str | None) -> list[Row]:
+    names, amounts = item.get(labels), item.get(prices)
+    if not isinstance(names, list) or not isinstance(amounts, list) or len(names) != len(amounts):
+        return []
+    sales = item.get(specials) if specials else None
+    if not isinstance(sales, list) or len(sales) != len(names):
+        sales = [None] * len(names)
+    return [{"label": _label_text(n), "price": a, "special_price": s}
+            for n, a, s in islice(zip(names, amounts, sales, strict=True), SAMPLE)]
+
+
+def _option_like(value: Any) -> bool:
+    """An option label in a list: a size, or a short string holding a number ("1gC")."""
+    return isinstance(value, str) and len(value) <= 24 and (
+        f.size_label({"label": value}) is not None or any(c.isdigit() for c in value))
+
+
+def _parallel_columns(objects: list[Row], columns: set[str]
+                      ) -> tuple[tuple[str, str, str | None] | None, Rank]:
+    """(the column of size lists, the price list beside it, the special list) for records
+    holding parallel arrays (`["1g", "2g"]` beside `[43, 80]`)."""
+    lists = {k for k in columns if all(isinstance(o.get(k), list) for o in objects)}
+    for labels in sorted(lists):
+        names = [o[labels] for o in objects]
+        flat = [v for row in names for v in row[:20]]
+        if not flat or sum(_option_like(v) for v in flat) < 0.5 * len(flat):
+            continue
+        rows = [{k: o[k][i] for k in lists if len(o[k]) == len(o[labels])}
+                for o in objects for i in range(min(len(o[labels]), 20))]
+        price, special = _price_columns(rows, _columns(rows) - {labels})
+        if price is not None:
+            return (labels, price, special), _price_rank(rows, price)
+    return None, _NO_RANK
