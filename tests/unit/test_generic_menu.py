@@ -321,3 +321,10 @@ def test_a_sparse_column_far_below_the_price_is_not_its_special() -> None:
     assert paid(menu(payload)) == {("Cherry Punch 3.5g", "default"): 24,
                                    ("Funk Mountain 1g", "default"): Decimal("7.8"),
                                    ("LA Kush Cake 3.5g", "default"): Decimal("24.5")}
+
+
+def test_keys_in_other_languages_name_the_price_and_the_offer() -> None:
+    payload = {"productos": [{"nombre": "Aceite CBD 10%", "precio": "39.90", "precio_oferta": "29.90"},
+                             {"nombre": "Flor Amnesia", "precio": "12.00"}]}
+    assert paid(menu(payload, "EUR")) == {("Aceite CBD 10%", "default"): Decimal("29.90"),
+                                          ("Flor Amnesia", "default"): Decimal("12.00")}

@@ -51,9 +51,16 @@ _SIZE = re.compile(r"\s*(?:(?:\d+(?:[.,]\d+)?|\d+/\d+)\s*(?:g|gr|grams?|mg|kg|oz
                    r"pcs?|pieces?|ct|count|pk|pack|ea|each|units?)\.?|each|unit)\s*$", re.I)
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+(?:\.\d+)?")
 
-PRICE = frozenset({"price", "prices", "pricing"})
+#: words of a price, in English and the languages menu and shop APIs are written in
+#: (keys are split on ASCII letters: `preço` reads as "pre", "o" and is not matched)
+PRICE = frozenset({"price", "prices", "pricing", "precio", "precios", "prix", "preis", "preise",
+                   "prezzo", "prezzi", "prijs", "prijzen", "pris", "cena", "ceny", "hinta",
+                   "fiyat", "harga", "preco", "precos"})
 SALE = frozenset({"special", "specials", "sale", "discount", "discounted", "promo",
-                  "promotional", "promotion", "deal", "reduced"})
+                  "promotional", "promotion", "deal", "reduced", "oferta", "rebaja", "descuento",
+                  "promocion", "solde", "soldes", "remise", "angebot", "rabatt", "aktion",
+                  "sconto", "scontato", "offerta", "aanbieding", "korting", "tilbud", "rea",
+                  "alennus", "indirim", "indirimli", "promocja", "promocao", "desconto"})
 #: the regular price beside a current one (`compare_at_price`, `regular_price`)
 STRUCK = frozenset({"compare", "original", "was", "msrp", "strikethrough", "strike", "before",
                     "old", "regular"})
@@ -84,7 +91,9 @@ KNOWN = (PRICE | SALE | STRUCK | MEDICAL | CENTS | NOT_PAID | WEIGHT | OPTION_LI
                                                     "recreational", "adult", "use", "money",
                                                     "amount", "value", "base", "list", "net",
                                                     "gross", "final", "current", "sell", "selling"}))
-NAMES = ("name", "title", "product name", "display name", "item name", "product title")
+NAMES = ("name", "title", "product name", "display name", "item name", "product title",
+         "nombre", "titulo", "nom", "titre", "bezeichnung", "titel", "produktname", "nome",
+         "naam", "navn", "nazwa", "producto", "produit", "prodotto")
 LABELS = ("option", "label", "name", "title", "size", "weight", "display weight", "weight label",
           "unit size", "variant", "variant name", "package size", "description", "amount",
           "grams", "quantity", "unit")
