@@ -328,3 +328,12 @@ def test_keys_in_other_languages_name_the_price_and_the_offer() -> None:
                              {"nombre": "Flor Amnesia", "precio": "12.00"}]}
     assert paid(menu(payload, "EUR")) == {("Aceite CBD 10%", "default"): Decimal("29.90"),
                                           ("Flor Amnesia", "default"): Decimal("12.00")}
+
+
+def test_fields_of_a_wrapper_object_are_columns_and_zero_is_not_set() -> None:
+    payload = {"z": [{"i": "1", "a": {"t": "Blackberry Kush 2g Disposable", "p": {"u": 55, "g": 0}}},
+                     {"i": "2", "a": {"t": "Mendo Breath 1g Wax", "p": {"u": 30.5, "g": 0}}},
+                     {"i": "3", "a": {"t": "Gorilla Guava 1g Wax", "p": {"u": 30, "g": 0}}}]}
+    assert paid(menu(payload)) == {("Blackberry Kush 2g Disposable", "default"): 55,
+                                   ("Mendo Breath 1g Wax", "default"): Decimal("30.5"),
+                                   ("Gorilla Guava 1g Wax", "default"): 30}

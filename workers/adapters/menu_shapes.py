@@ -3,7 +3,9 @@ by the shape of the values.
 
 Used by the generic menu reader when no element of an array is a product by its keys
 (a platform that names its fields in another language, in abbreviations, or opaquely).
-The array must hold at least two objects sharing keys; a shared key is a column:
+The array must hold at least two objects sharing keys; a shared key is a column (the
+fields of objects an element holds are columns too, `attributes.name`, two levels deep);
+zero is "not set":
 
 - the **name** column holds varied strings, mostly letters, usually several words —
   not ids, urls, dates, slugs or long descriptions;
@@ -61,7 +63,8 @@ Row = dict[str, Any]
 def infer_records(items: list[Any]) -> list[Row | None] | None:
     """Each element as a canonical product record (None for one that is not), or None
     when the array's structure is not a product list's."""
-    objects = [item for item in islice(items, SAMPLE) if isinstance(item, dict)]
+    flat = [_flat(item) if isinstance(item, dict) else None for item in items]
+    objects = [item for item in islice(flat, SAMPLE) if item is not None]
     if len(objects) < 2:
         return None
     columns = _columns(objects)
@@ -76,7 +79,19 @@ def infer_records(items: list[Any]) -> list[Row | None] | None:
     if price is None and options is None and parallel is None:
         return None
     read = _reader(name, price, special, options, parallel)
-    return [read(item) if isinstance(item, dict) else None for item in items]
+    return [read(item) if item is not None else None for item in flat]
+
+
+def _flat(item: Row, depth: int = 0) -> Row:
+    """The object's fields and, two levels deep, those of the objects it holds, as
+    `outer.inner` (JSON:API's `attributes`, a `prices` object, a `node`)."""
+    found: Row = {}
+    for key, value in islice(item.items(), MAX_KEYS):
+        if isinstance(value, dict) and depth < 2:
+            found.update({f"{key}.{inner}": v for inner, v in _flat(value, depth + 1).items()})
+        else:
+            found[key] = value
+    return found
 
 
 def _columns(objects: list[Row]) -> set[str]:
@@ -182,7 +197,7 @@ def _money(key: str, objects: list[Row]) -> list[Decimal | None] | None:
         return None
     amounts = [_amount(item.get(key)) for item in objects]
     set_ = [a for a in amounts if a is not None]
-    if not set_ or any(item.get(key) not in (None, "") and a is None for item, a in
+    if not set_ or any(item.get(key) not in (None, "", 0) and a is None for item, a in
                        zip(objects, amounts, strict=True)):
         return None  # a column of prices holds prices or nothing
     two_places = sum(_places(a) <= 2 for a in set_)
