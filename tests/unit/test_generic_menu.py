@@ -252,9 +252,11 @@ def test_explain_on_a_platform_payload_says_whether_the_generic_reader_agrees(
 def test_a_size_valued_field_labels_a_records_own_price_but_a_ratio_does_not() -> None:
     payload = [{"Name": "Rise Flower - Fireworks", "Weight": 3.5, "Weight_Str": "3.5g", "Price": 29.4},
                {"Name": "Tincture", "Size": "30 ml", "Price": 45},
+               {"Name": "LLR Cartridge | 0.5g", "Weight_Str": ".5g", "Price": 24},
                {"name": "Vape Cart", "grams_per_eighth": "3.5 grams", "price": 40}]
     assert paid(menu(payload)) == {("Rise Flower - Fireworks", "3.5g"): Decimal("29.4"),
-                                   ("Tincture", "30 ml"): 45, ("Vape Cart", "default"): 40}
+                                   ("Tincture", "30 ml"): 45, ("LLR Cartridge | 0.5g", ".5g"): 24,
+                                   ("Vape Cart", "default"): 40}
 
 
 def test_the_only_option_held_in_an_object_of_its_own() -> None:

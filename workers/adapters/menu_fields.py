@@ -47,7 +47,7 @@ KEY_CACHE = 8192
 #: keys of one object looked at (a hostile object with a million keys stays cheap)
 MAX_KEYS = 400
 #: a size by the shape of its value: a number (or fraction) and a unit, or "each"
-_SIZE = re.compile(r"\s*(?:(?:\d+(?:[.,]\d+)?|\d+/\d+)\s*(?:g|gr|grams?|mg|kg|oz|ounces?|ml|l|lbs?|"
+_SIZE = re.compile(r"\s*(?:(?:\d*[.,]\d+|\d+/\d+|\d+)\s*(?:g|gr|grams?|mg|kg|oz|ounces?|ml|l|lbs?|"
                    r"pcs?|pieces?|ct|count|pk|pack|ea|each|units?)\.?|each|unit)\s*$", re.I)
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+(?:\.\d+)?")
 
