@@ -247,3 +247,95 @@ def test_explain_on_a_platform_payload_says_whether_the_generic_reader_agrees(
     assert main(["extract", str(path), "--explain", "--json"]) == 0
     note = capsys.readouterr().err
     assert "adapter shopify" in note and "generic menu reader agrees on 1 of 1 options" in note
+
+
+def test_a_size_valued_field_labels_a_records_own_price_but_a_ratio_does_not() -> None:
+    payload = [{"Name": "Rise Flower - Fireworks", "Weight": 3.5, "Weight_Str": "3.5g", "Price": 29.4},
+               {"Name": "Tincture", "Size": "30 ml", "Price": 45},
+               {"Name": "LLR Cartridge | 0.5g", "Weight_Str": ".5g", "Price": 24},
+               {"name": "Vape Cart", "grams_per_eighth": "3.5 grams", "price": 40}]
+    assert paid(menu(payload)) == {("Rise Flower - Fireworks", "3.5g"): Decimal("29.4"),
+                                   ("Tincture", "30 ml"): 45, ("LLR Cartridge | 0.5g", ".5g"): 24,
+                                   ("Vape Cart", "default"): 40}
+
+
+def test_the_only_option_held_in_an_object_of_its_own() -> None:
+    payload = [{"id": 1, "name": "Gummies 100mg", "msrp": None, "dispensary": {"name": "Shop"},
+                "bestOfferVariant": {"price": 10, "quantity": 1, "unit": "pc"}},
+               {"id": 2, "name": "Chocolate", "bestOfferVariant": {"price": 16, "displayQuantity": "each"}}]
+    assert paid(menu(payload)) == {("Gummies 100mg", "1pc"): 10, ("Chocolate", "each"): 16}
+
+
+def test_one_product_listed_by_two_stores_at_two_prices_keeps_both() -> None:
+    payload = [{"name": "Flower 1g", "store": "A", "price": 10},
+               {"name": "Flower 1g", "store": "B", "price": 12},
+               {"name": "Flower 1g", "store": "B", "price": 12}]
+    prices = sorted(o.offers[0].price for o in menu(payload))
+    assert prices == [10, 12]
+
+
+def test_a_product_list_whose_keys_say_nothing_is_read_by_value_shape() -> None:
+    payload = {"k0": [
+        {"k1": "Rise Flower 3.5g - Fireworks", "k2": "3.5g", "k3": 3.5, "k4": 29.4, "k5": 8.4,
+         "k6": 0.324, "k7": "https://x.invalid/a", "k8": 1001, "k9": None},
+        {"k1": "Rest Flower 1g - Bagel", "k2": "1g", "k3": 1, "k4": 12, "k5": 12,
+         "k6": 0.616, "k7": "https://x.invalid/b", "k8": 1002, "k9": 9.99},
+        {"k1": "Tincture 30ml", "k2": "30 ml", "k3": 30, "k4": 45.5, "k5": 1.52,
+         "k6": 2.017, "k7": "https://x.invalid/c", "k8": 1003, "k9": None}]}
+    assert paid(menu(payload)) == {("Rise Flower 3.5g - Fireworks", "3.5g"): Decimal("29.4"),
+                                   ("Rest Flower 1g - Bagel", "1g"): Decimal("9.99"),
+                                   ("Tincture 30ml", "30 ml"): Decimal("45.5")}
+
+
+def test_options_whose_keys_say_nothing_are_read_by_structure() -> None:
+    payload = [{"a": "Blue Dream Flower", "b": [{"c": "1g", "d": 12.5, "e": 991}, {"c": "3.5g", "d": 35, "e": 992}]},
+               {"a": "Sour Diesel Cart", "b": [{"c": "0.5g", "d": 25, "e": 993}]}]
+    assert paid(menu(payload)) == {("Blue Dream Flower", "1g"): Decimal("12.5"),
+                                   ("Blue Dream Flower", "3.5g"): 35, ("Sour Diesel Cart", "0.5g"): 25}
+
+
+def test_arrays_that_are_not_products_are_not_read_as_products() -> None:
+    payload = {"a": [{"lat": 33.388697, "lon": -111.6762}, {"lat": 33.1, "lon": -111.2}],
+               "b": [{"open": 540, "close": 1260}, {"open": 1980, "close": 2700}],
+               "c": [{"slug": "edibles-1", "n": 4}, {"slug": "flower-2", "n": 7}],
+               "d": [{"when": "2024-03-29T06:17:10Z", "v": 12.5}, {"when": "2024-03-30T06:17:10Z", "v": 13}]}
+    assert menu(payload) == ()
+
+
+def test_a_second_plain_price_lower_than_the_first_is_the_special() -> None:
+    payload = [{"name": "Ice Cream Cake", "variants": [{"name": "3.5g", "price": 30.0, "q7Price": 21.0}]},
+               {"name": "Tincture", "price": 40, "pricePerUnit": 4}]
+    assert paid(menu(payload)) == {("Ice Cream Cake", "3.5g"): 21, ("Tincture", "default"): 40}
+
+
+def test_parallel_lists_whose_keys_say_nothing_are_options_with_their_specials() -> None:
+    payload = {"a": [{"b": "Live Sugar 1g", "c": ["1gC", "2gC"], "d": [43, 80], "e": [27.95, None]},
+                     {"b": "Serving Tray", "c": ["N/A 1"], "d": [12], "e": [None]},
+                     {"b": "Animal Mintz", "c": ["1/8oz"], "d": [64], "e": [None]}]}
+    assert paid(menu(payload)) == {("Live Sugar 1g", "1gC"): Decimal("27.95"),
+                                   ("Live Sugar 1g", "2gC"): 80, ("Serving Tray", "N/A 1"): 12,
+                                   ("Animal Mintz", "1/8oz"): 64}
+
+
+def test_a_sparse_column_far_below_the_price_is_not_its_special() -> None:
+    payload = [{"n": "Cherry Punch 3.5g", "p": 24, "t": None}, {"n": "Funk Mountain 1g", "p": 7.8, "t": 1.21},
+               {"n": "LA Kush Cake 3.5g", "p": 24.5, "t": None}]
+    assert paid(menu(payload)) == {("Cherry Punch 3.5g", "default"): 24,
+                                   ("Funk Mountain 1g", "default"): Decimal("7.8"),
+                                   ("LA Kush Cake 3.5g", "default"): Decimal("24.5")}
+
+
+def test_keys_in_other_languages_name_the_price_and_the_offer() -> None:
+    payload = {"productos": [{"nombre": "Aceite CBD 10%", "precio": "39.90", "precio_oferta": "29.90"},
+                             {"nombre": "Flor Amnesia", "precio": "12.00"}]}
+    assert paid(menu(payload, "EUR")) == {("Aceite CBD 10%", "default"): Decimal("29.90"),
+                                          ("Flor Amnesia", "default"): Decimal("12.00")}
+
+
+def test_fields_of_a_wrapper_object_are_columns_and_zero_is_not_set() -> None:
+    payload = {"z": [{"i": "1", "a": {"t": "Blackberry Kush 2g Disposable", "p": {"u": 55, "g": 0}}},
+                     {"i": "2", "a": {"t": "Mendo Breath 1g Wax", "p": {"u": 30.5, "g": 0}}},
+                     {"i": "3", "a": {"t": "Gorilla Guava 1g Wax", "p": {"u": 30, "g": 0}}}]}
+    assert paid(menu(payload)) == {("Blackberry Kush 2g Disposable", "default"): 55,
+                                   ("Mendo Breath 1g Wax", "default"): Decimal("30.5"),
+                                   ("Gorilla Guava 1g Wax", "default"): 30}

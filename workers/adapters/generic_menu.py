@@ -27,6 +27,7 @@ from workers.adapters.base import Extraction, ExtractionError, Page, Request
 from workers.adapters.json_walk import Budget, find_records, load, named_currency
 from workers.adapters.menu_common import menu_observation
 from workers.adapters.menu_options import RawOffer, read_options
+from workers.adapters.menu_shapes import infer_records
 from workers.adapters.offers import make_offer
 from workers.adapters.payload import first_text
 from workers.currency import minor_units
@@ -44,13 +45,14 @@ def read_menu(data: Any, currency: str = "USD", budget: Budget | None = None
               ) -> tuple[Observation, ...]:
     """The products of a parsed JSON payload; () when it holds none (or is hostile)."""
     read: dict[int, list[RawOffer]] = {}  # the options product_record read, by record
-    found = find_records(data, lambda item: product_record(item, read), budget)
+    found = find_records(data, lambda item: product_record(item, read), budget,
+                         infer=infer_records)
     codes = [named_currency(item.record) or item.currency or currency for item in found]
     offers = _in_units([read[id(item.record)] for item in found], codes)
-    observations: dict[tuple[str, str], Observation] = {}
+    observations: dict[tuple[str, str, tuple[Offer, ...]], Observation] = {}
     for item, options, code in zip(found, offers, codes, strict=True):
-        obs = _observation(item.record, options, code)
-        observations.setdefault((obs.provider_product_id, obs.name), obs)
+        obs = _observation(item.record, options, code)  # one product listed twice at one price
+        observations.setdefault((obs.provider_product_id, obs.name, obs.offers), obs)
     return tuple(observations.values())
 
 
@@ -154,7 +156,8 @@ class GenericMenuAdapter:
 
     def detects(self, page: Page) -> bool:
         data = load(page.text)
-        return data is not None and bool(find_records(data, product_record, first_only=True))
+        return data is not None and bool(find_records(data, product_record, first_only=True,
+                                                      infer=infer_records))
 
     def start(self, task: CrawlTask) -> Request:
         return Request(task.url)

@@ -19,7 +19,7 @@ from decimal import Decimal
 from itertools import islice
 from typing import Any
 
-__all__ = ["Budget", "Found", "find_records", "load", "named_currency"]
+__all__ = ["Budget", "Found", "Infer", "find_records", "load", "named_currency"]
 
 #: the largest string decoded as embedded JSON, in characters
 MAX_EMBEDDED = 5_000_000
@@ -29,6 +29,10 @@ CLOCK_EVERY = 256
 MAX_KEYS = 400
 _CURRENCY_KEYS = frozenset({"currency", "currencycode", "currency_code", "pricecurrency",
                             "currencyiso"})
+
+
+#: reads an array as a whole: each element's record (or None), or None when it holds none
+Infer = Callable[[list[Any]], "list[dict[str, Any] | None] | None"]
 
 
 @dataclass
@@ -83,10 +87,13 @@ def load(text: str) -> Any:
 
 
 def find_records(data: Any, as_record: Callable[[Any], dict[str, Any] | None],
-                 budget: Budget | None = None, *, first_only: bool = False) -> list[Found]:
+                 budget: Budget | None = None, *, first_only: bool = False,
+                 infer: Infer | None = None) -> list[Found]:
     """The outermost records (`as_record` says what a value's record is, or None): the
     elements of arrays, and objects that are records themselves (a product detail's
-    `{"product": {…}}`), breadth first; what a record holds is not searched. With
+    `{"product": {…}}`), breadth first; what a record holds is not searched. An array
+    none of whose elements is a record is given to `infer` (which reads the array as a
+    whole, by its structure) and what it returns goes through `as_record`. With
     `first_only`, the walk stops at the first record (enough to say "a menu")."""
     budget = budget or Budget()
     found: list[Found] = []
@@ -97,6 +104,9 @@ def find_records(data: Any, as_record: Callable[[Any], dict[str, Any] | None],
             continue
         if isinstance(value, list):
             records = _records(value, as_record, budget, first_only)
+            if (infer is not None and not any(records) and not budget.exhausted
+                    and budget.spend(len(value))):
+                records = _inferred(value, infer, as_record) or records
             for item, record in zip(value, records, strict=True):
                 if record is not None:
                     found.append(Found(record, currency))
@@ -115,6 +125,14 @@ def find_records(data: Any, as_record: Callable[[Any], dict[str, Any] | None],
             if inner is not None:
                 queue.append((inner, depth + 1, currency, embedded + 1))
     return found
+
+
+def _inferred(items: list[Any], infer: Infer, as_record: Callable[[Any], dict[str, Any] | None]
+              ) -> list[dict[str, Any] | None] | None:
+    inferred = infer(items)
+    if inferred is None:
+        return None
+    return [None if row is None else as_record(row) for row in inferred]
 
 
 def _records(items: list[Any], as_record: Callable[[Any], dict[str, Any] | None],

@@ -28,11 +28,13 @@ __all__ = [
     "is_money_in_cents",
     "is_name_key",
     "is_option_list_key",
+    "is_plain_price_key",
     "is_price_key",
     "is_product_list_key",
     "is_sale_key",
     "is_struck_key",
     "label_of",
+    "size_label",
     "slot_weight",
     "stock_of",
     "words",
@@ -44,11 +46,21 @@ MAX_PRICE = Decimal(1_000_000)
 KEY_CACHE = 8192
 #: keys of one object looked at (a hostile object with a million keys stays cheap)
 MAX_KEYS = 400
+#: a size by the shape of its value: a number (or fraction) and a unit, or "each"
+_SIZE = re.compile(r"\s*(?:(?:\d*[.,]\d+|\d+/\d+|\d+)\s*(?:g|gr|grams?|mg|kg|oz|ounces?|ml|l|lbs?|"
+                   r"pcs?|pieces?|ct|count|pk|pack|ea|each|units?)\.?|each|unit)\s*$", re.I)
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+(?:\.\d+)?")
 
-PRICE = frozenset({"price", "prices", "pricing"})
+#: words of a price, in English and the languages menu and shop APIs are written in
+#: (keys are split on ASCII letters: `preço` reads as "pre", "o" and is not matched)
+PRICE = frozenset({"price", "prices", "pricing", "precio", "precios", "prix", "preis", "preise",
+                   "prezzo", "prezzi", "prijs", "prijzen", "pris", "cena", "ceny", "hinta",
+                   "fiyat", "harga", "preco", "precos"})
 SALE = frozenset({"special", "specials", "sale", "discount", "discounted", "promo",
-                  "promotional", "promotion", "deal", "reduced"})
+                  "promotional", "promotion", "deal", "reduced", "oferta", "rebaja", "descuento",
+                  "promocion", "solde", "soldes", "remise", "angebot", "rabatt", "aktion",
+                  "sconto", "scontato", "offerta", "aanbieding", "korting", "tilbud", "rea",
+                  "alennus", "indirim", "indirimli", "promocja", "promocao", "desconto"})
 #: the regular price beside a current one (`compare_at_price`, `regular_price`)
 STRUCK = frozenset({"compare", "original", "was", "msrp", "strikethrough", "strike", "before",
                     "old", "regular"})
@@ -73,7 +85,15 @@ PRODUCT_LISTS = frozenset({"products", "product", "menu", "hits", "results", "ed
                            "categories", "groups", "collections", "related", "recommendations"})
 LABEL_LISTS = frozenset({"options", "option", "weights", "weight", "sizes", "size", "labels",
                          "label", "units"})
-NAMES = ("name", "title", "product name", "display name", "item name", "product title")
+#: every word given a meaning above (a key of only these and price words is not "plain")
+KNOWN = (PRICE | SALE | STRUCK | MEDICAL | CENTS | NOT_PAID | WEIGHT | OPTION_LISTS
+         | PRODUCT_LISTS | LABEL_LISTS | frozenset({"unit", "each", "item", "package", "rec",
+                                                    "recreational", "adult", "use", "money",
+                                                    "amount", "value", "base", "list", "net",
+                                                    "gross", "final", "current", "sell", "selling"}))
+NAMES = ("name", "title", "product name", "display name", "item name", "product title",
+         "nombre", "titulo", "nom", "titre", "bezeichnung", "titel", "produktname", "nome",
+         "naam", "navn", "nazwa", "producto", "produit", "prodotto")
 LABELS = ("option", "label", "name", "title", "size", "weight", "display weight", "weight label",
           "unit size", "variant", "variant name", "package size", "description", "amount",
           "grams", "quantity", "unit")
@@ -111,6 +131,14 @@ def is_price_key(key: str) -> bool:
     if excluded == {"per"} and found[found.index("per") + 1:][:1] in PER_PIECE:
         return True
     return not excluded
+
+
+@lru_cache(maxsize=KEY_CACHE)
+def is_plain_price_key(key: str) -> bool:
+    """A price key whose other words have no meaning here (`price`, `q7Price`, `precio_x`):
+    not per-unit, medical, cents, struck or a weight slot."""
+    found = set(words(key))
+    return is_price_key(key) and not found & (KNOWN - PRICE)
 
 
 def is_money_in_cents(key: str, value: Any) -> bool:
@@ -208,6 +236,17 @@ def label_of(record: dict[str, Any], nested: bool = False) -> str | None:
         return None
     inner = (label_of(value, nested=True) for value in by_words.values() if isinstance(value, dict))
     return next((label for label in inner if label), None)
+
+
+def size_label(record: dict[str, Any]) -> str | None:
+    """The first string field whose value is a size by its shape (`"3.5g"`, `"1/8 oz"`,
+    `"100 mg"`, `"each"`), whatever its key but a ratio's (`grams_per_eighth: "3.5 grams"`
+    is a conversion, not the product's size): the label of a record's own price."""
+    for key, value in islice(record.items(), MAX_KEYS):
+        if (isinstance(value, str) and len(value) <= 24 and _SIZE.match(value)
+                and "per" not in words(key)):
+            return value.strip()
+    return None
 
 
 def stock_of(record: dict[str, Any]) -> tuple[int | None, bool | None]:

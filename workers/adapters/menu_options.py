@@ -8,9 +8,13 @@ Menu APIs lay a product's options out in four ways; the first that yields a pric
    `recPrices`, `medicalPrices`) and their specials (`recSpecialPrices`);
 3. per-weight price slots, on the record (`price_gram`, `price_eighth_ounce`,
    `discounted_price_gram`) or in a price object (`prices: {"1g": 10, "3.5g": 30}`);
-4. the record's own price (`price`, `priceRec`, `price: {"amount": …}`, `pricing: {…}`).
+4. the record's own price (`price`, `priceRec`, `price: {"amount": …}`, `pricing: {…}`),
+   labelled by a field whose value is a size (`"3.5g"`, `"1/8 oz"`, `"each"`);
+5. one option object of its own (`bestOffer: {"price": 10, "unit": "pc"}`).
 
-Within an option, a price whose key names a sale (`special`, `promo`, `discount`, `sale`)
+Within an option, a second plain price (its key naming nothing but a price and words
+of no known meaning: `price` beside `q7Price`) lower than the first is the special; a
+price whose key names a sale (`special`, `promo`, `discount`, `sale`)
 is the special, one naming a struck price (`compare_at`, `original`, `msrp`) the
 regular one; `…Med`/`medical…` prices are a separate, medical offer. A sale object
 (`{"type": "percentage", "amount": 25}`) is applied to the regular price. Amounts
@@ -62,8 +66,9 @@ def read_options(record: dict[str, Any]) -> list[RawOffer]:
         if found:
             return _on_sale(found, record)
     count, in_stock = f.stock_of(record)
-    own = [replace(o, count=count, in_stock=in_stock) for o in _prices("default", record)]
-    return _on_sale(own, record)
+    own = [replace(o, count=count, in_stock=in_stock)
+           for o in _prices(f.size_label(record) or "default", record)]
+    return _on_sale(own or _from_offer_object(record), record)
 
 
 def _on_sale(offers: list[RawOffer], record: dict[str, Any]) -> list[RawOffer]:
@@ -97,13 +102,24 @@ def _from_option_objects(record: dict[str, Any]) -> list[RawOffer]:
 
 
 def _option(element: dict[str, Any], wrapped: bool = False) -> list[RawOffer]:
-    offers = _prices(f.label_of(element) or "default", element)
+    offers = _prices(f.label_of(element) or f.size_label(element) or "default", element)
     if not offers and not wrapped:  # {"item_variation_data": {...}}, {"node": {...}}
         inner = next((v for _, v in _items(element) if isinstance(v, dict)
                       and _prices("x", v)), None)
         return _option(inner, wrapped=True) if inner is not None else []
     count, in_stock = f.stock_of(element)
     return [replace(offer, count=count, in_stock=in_stock) for offer in offers]
+
+
+def _from_offer_object(record: dict[str, Any]) -> list[RawOffer]:
+    """One option held in an object of its own (`bestOffer: {"price": 10, "unit": "pc"}`):
+    the first child object, but a list of products, that carries a price."""
+    for key, value in _items(record):
+        if isinstance(value, dict) and not f.is_product_list_key(key):
+            offers = _option(value, wrapped=True)
+            if offers:
+                return offers
+    return []
 
 
 def _from_parallel_lists(record: dict[str, Any]) -> list[RawOffer]:
@@ -191,6 +207,8 @@ def _prices(option: str, record: dict[str, Any], nested: bool = False) -> list[R
             found /= 100 if cents else scale
         group = groups.setdefault("medical" if f.is_medical(key) else "regular", {})
         role = "special" if f.is_sale_key(key) else "struck" if f.is_struck_key(key) else "price"
+        if role == "price" and "price" in group and f.is_plain_price_key(key):
+            group.setdefault("second", found)
         group.setdefault(role, found)
         if role == "price":
             group.setdefault("integral", isinstance(value, int) and scale == 1 and not cents)
@@ -202,6 +220,9 @@ def _offer(option: str, kind: str, group: dict[str, Any]) -> RawOffer | None:
     price = group.get("price", struck)
     if price is None:
         return None
+    second = group.get("second")
+    if special is None and second is not None and second < price:
+        special = second  # two plain prices: the lower is what a buyer pays now
     if struck is not None and struck > price:
         price, special = struck, price
     if special is None and isinstance(group.get("sale"), dict):
