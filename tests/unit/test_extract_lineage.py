@@ -126,10 +126,14 @@ def test_a_page_without_heading_offering_a_price_beside_its_buy_button_is_named_
     assert obs.name == "Deluxe Mattress | Beds Ltd"
     assert (obs.offers[0].price, obs.offers[0].currency) == (1049, "GBP")
     assert obs.attributes["source.name"] == "document title"
-    # without the buy button nothing says the page offers that one price
+    # without a buy button, only a page showing that one amount as a price is one product
     bare = NO_HEADING.replace('<input type="submit" value="Add to Basket">', "")
     _, extraction = extract_page(Page(url="https://beds.example.co.uk/deluxe", text=bare,
                                       body=bare.encode()))
+    assert [o.name for o in extraction.observations] == ["Deluxe Mattress | Beds Ltd"]
+    two = bare.replace("</form>", '</form><div class="productPrice">From &pound;899.00</div>')
+    _, extraction = extract_page(Page(url="https://beds.example.co.uk/deluxe", text=two,
+                                      body=two.encode()))
     assert extraction.observations == ()
 
 
