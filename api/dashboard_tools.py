@@ -20,7 +20,7 @@ from domain.errors import LedgerError
 from runtime.clock import Clock
 from runtime.ledger import Ledger
 from runtime.proxy_pool import proxy_rows
-from runtime.slots import planned_load
+from runtime.slots import planned_load, rebalance
 from runtime.tables import ProxyTable
 
 __all__ = ["SCHEDULE_HOURS", "SCHEDULE_SLOTS", "add_tool_pages"]
@@ -101,4 +101,35 @@ def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock
         found, recurring = planned_load(ledger, clock.now(), slot, hours * 3600)
         return kit.render(request, "schedule.html", who, chart=slot_chart(found), slot=slot,
                       hours=hours, slots=SCHEDULE_SLOTS, horizons=SCHEDULE_HOURS,
-                      recurring=recurring)
+                      recurring=recurring, outcomes=who[0].take_flash())
+
+    @router.post("/schedule/rebalance")
+    async def rebalance_runs(request: Request) -> Response:
+        """Spread the next runs over the slots: a preview first (how many runs move, the
+        spread score before and after), applied only once confirmed (as `POST
+        /api/v1/schedule/rebalance`)."""
+        try:
+            who, fields = await kit.acting(request)
+            slot, hours = _choice(fields, "slot", SCHEDULE_SLOTS, 900), _choice(
+                fields, "hours", SCHEDULE_HOURS, 24)
+            apply = first_field(fields, "confirmed") == "1"
+            try:
+                moves, before, after = kit.call(rebalance, ledger, clock.now(), apply, slot,
+                                                hours * 3600)
+            except (LedgerError, ValueError) as error:
+                raise Refused(422, str(error)) from None
+        except Refused as error:
+            return kit.refused(request, error)
+        if not apply:
+            return kit.render(request, "schedule_confirm.html", who, moves=len(moves),
+                              before=before.score, after=after.score, slot=slot, hours=hours)
+        who[0].flash = {"rebalance": f"{len(moves)} next runs moved; spread score "
+                                     f"{before.score} -> {after.score}"}
+        return RedirectResponse(f"/schedule?slot={slot}&hours={hours}", status_code=303)
+
+
+def _choice(fields: dict[str, list[str]], name: str, allowed: tuple[int, ...] | list[int],
+            default: int) -> int:
+    """A form's whole-number field when it is one of `allowed`, else `default`."""
+    text = first_field(fields, name)
+    return int(text) if text.isdigit() and int(text) in allowed else default
