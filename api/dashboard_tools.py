@@ -18,6 +18,7 @@ from api.dashboard_kit import PageKit, Refused, first_field
 from api.schedule_chart import slot_chart
 from domain.errors import LedgerError
 from runtime.clock import Clock
+from runtime.commands import DisableProxy, EnableProxy, token_origin
 from runtime.ledger import Ledger
 from runtime.proxy_pool import proxy_rows
 from runtime.slots import planned_load, rebalance
@@ -58,12 +59,13 @@ def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock
             who, fields = await kit.acting(request)
             reason = first_field(fields, "reason").strip()[:400]
             try:
+                origin = token_origin(who[1].name, who[1].scope, "dashboard", reason or None)
                 if change == "disable":
                     if not reason:
                         raise Refused(422, "say why the proxy is disabled")
-                    kit.call(ledger.app.disable_proxy, proxy_id, reason, clock.now())
+                    kit.call(ledger.commands.send, DisableProxy(proxy_id, origin), clock.now())
                 elif change == "enable":
-                    kit.call(ledger.app.enable_proxy, proxy_id, clock.now())
+                    kit.call(ledger.commands.send, EnableProxy(proxy_id, origin), clock.now())
                 else:
                     raise Refused(404, f"no proxy change {change!r}")
             except (LedgerError, ValueError) as error:

@@ -14,9 +14,11 @@ from fastapi import APIRouter, Depends
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field
 
+from api.auth import Token
 from api.consistency import Writes
 from domain.errors import NotFound
 from runtime.clock import Clock
+from runtime.commands import DisableProxy, EnableProxy, token_origin
 from runtime.ledger import Ledger
 from runtime.proxy_pool import AddressGuard, add_proxy, proxy_guard, proxy_rows
 from runtime.tables import ProxyTable
@@ -37,6 +39,7 @@ def build_proxies_router(ledger: Ledger, clock: Clock, writes: Writes,
                          read: Callable[..., Any], operate: Callable[..., Any],
                          guard: AddressGuard | None) -> APIRouter:
     router = APIRouter(prefix="/proxies", tags=["proxies"])
+    operator = Depends(operate)  # a default, not `Annotated`: annotations are strings here
     stores: list[ProxyTable] = []
     checked_by = proxy_guard(guard)
 
@@ -66,16 +69,19 @@ def build_proxies_router(ledger: Ledger, clock: Clock, writes: Writes,
         await run_in_threadpool(writes.settle)  # not on the event loop: it may wait
         return shown(str(proxy_id))
 
-    @router.post("/{proxy_id}/disable", dependencies=[Depends(operate)])
-    def disable(proxy_id: str, body: DisableIn | None = None) -> dict[str, Any]:
+    @router.post("/{proxy_id}/disable")
+    def disable(proxy_id: str, body: DisableIn | None = None,
+                token: Token = operator) -> dict[str, Any]:
+        origin = token_origin(token.name, token.scope, "api", body.reason if body else None)
         with writes:
-            ledger.app.disable_proxy(proxy_id, body.reason if body else "", clock.now())
+            ledger.commands.send(DisableProxy(proxy_id, origin), clock.now())
         return shown(str(ledger.app.get_proxy(proxy_id).id))
 
-    @router.post("/{proxy_id}/enable", dependencies=[Depends(operate)])
-    def enable(proxy_id: str) -> dict[str, Any]:
+    @router.post("/{proxy_id}/enable")
+    def enable(proxy_id: str, token: Token = operator) -> dict[str, Any]:
         with writes:
-            ledger.app.enable_proxy(proxy_id, clock.now())
+            ledger.commands.send(EnableProxy(proxy_id, token_origin(token.name, token.scope,
+                                                                    "api")), clock.now())
         return shown(str(ledger.app.get_proxy(proxy_id).id))
 
     return router

@@ -20,6 +20,7 @@ from domain.errors import Conflict, InvalidInput, NotFound
 from domain.persistence import as_uuid
 from domain.proxy import Proxy
 from domain.timeutil import command, utc
+from domain.values import Origin
 
 if TYPE_CHECKING:
     from domain.store import Store
@@ -61,15 +62,17 @@ class ProxyCommands:
         return self.find(Proxy, ids.proxy_id(address))
 
     @command
-    def disable_proxy(self, proxy_id: UUID | str, reason: str, now: datetime) -> None:
+    def disable_proxy(self, proxy_id: UUID | str, reason: str, now: datetime,
+                      origin: Origin | None = None) -> None:
         proxy = self.get_proxy(proxy_id)
-        proxy.disable(reason, utc(now))
+        proxy.disable(reason, utc(now), origin)
         self._save(proxy)
 
     @command
-    def enable_proxy(self, proxy_id: UUID | str, now: datetime) -> None:
+    def enable_proxy(self, proxy_id: UUID | str, now: datetime,
+                     origin: Origin | None = None) -> None:
         proxy = self.get_proxy(proxy_id)
-        proxy.enable(utc(now))
+        proxy.enable(utc(now), origin)
         self._save(proxy)
 
     @command

@@ -21,6 +21,7 @@ from domain import ids
 from domain.aggregate import LedgerAggregate
 from domain.errors import InvalidInput, InvalidTransition
 from domain.snapshot_event import LedgerSnapshot
+from domain.values import Origin
 
 __all__ = ["PROXY_SCHEMES", "Proxy", "proxy_address"]
 
@@ -78,15 +79,15 @@ class Proxy(LedgerAggregate):
         return cls(address=proxy_address(url), region=check_region(region), at=at)
 
     # operator commands ------------------------------------------------------
-    def disable(self, reason: str, at: datetime) -> None:
+    def disable(self, reason: str, at: datetime, origin: Origin | None = None) -> None:
         if not self.enabled:
             raise InvalidTransition(f"proxy {self.id} is already disabled")
-        self._disabled(reason.strip() or "disabled by an operator", at)
+        self._disabled(reason.strip() or "disabled by an operator", at, **_by(origin))
 
-    def enable(self, at: datetime) -> None:
+    def enable(self, at: datetime, origin: Origin | None = None) -> None:
         if self.enabled:
             raise InvalidTransition(f"proxy {self.id} is already enabled")
-        self._enabled(at)
+        self._enabled(at, **_by(origin))
 
     # health -------------------------------------------------------------------
     def deactivate(self, consecutive_failures: int, error: str, retest_at: datetime,
@@ -111,12 +112,14 @@ class Proxy(LedgerAggregate):
 
     # events -------------------------------------------------------------------
     @event("Disabled")
-    def _disabled(self, reason: str, at: datetime) -> None:
+    def _disabled(self, reason: str, at: datetime, actor: str | None = None,
+                  surface: str | None = None) -> None:
         self.enabled = False
         self.disabled_reason = reason
 
     @event("Enabled")
-    def _enabled(self, at: datetime) -> None:
+    def _enabled(self, at: datetime, actor: str | None = None,
+                 surface: str | None = None) -> None:
         self.enabled = True
         self.disabled_reason = None
 
@@ -134,3 +137,8 @@ class Proxy(LedgerAggregate):
     @event("RetestFailed")
     def _retest_failed(self, error: str, retest_at: datetime, at: datetime) -> None:
         self.retest_at = retest_at
+
+
+def _by(origin: Origin | None) -> dict[str, str | None]:
+    """Who and where, for an operator's change (events recorded before carry neither)."""
+    return {"actor": origin.actor, "surface": origin.surface} if origin is not None else {}

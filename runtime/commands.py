@@ -28,8 +28,9 @@ from runtime.alert_channels import (
     record_subscription,
 )
 
-__all__ = ["JOB_CONTROLS", "AddSubscription", "CancelJob", "Command", "DisableStore",
-           "Dispatcher", "EnableStore", "ForceRunJob", "JobCommand", "Origin", "PauseJob",
+__all__ = ["JOB_CONTROLS", "AddSubscription", "CancelJob", "Command", "DisableProxy",
+           "DisableStore", "Dispatcher", "EnableProxy", "EnableStore", "ForceRunJob",
+           "JobCommand", "Origin", "PauseJob",
            "RemoveSubscription", "ReopenJob", "RequeueDead", "ResumeJob", "RetryJob",
            "ScheduleJob", "Scheduling", "TestAlert", "cli_origin", "token_origin"]
 
@@ -144,8 +145,22 @@ class TestAlert:
     origin: Origin
 
 
+@dataclass(frozen=True)
+class DisableProxy:
+    """Take an egress proxy out of the pool; the origin's reason is recorded."""
+
+    proxy_id: UUID | str
+    origin: Origin
+
+
+@dataclass(frozen=True)
+class EnableProxy:
+    proxy_id: UUID | str
+    origin: Origin
+
+
 Command = (JobCommand | ScheduleJob | RequeueDead | DisableStore | EnableStore | AddSubscription
-           | RemoveSubscription | TestAlert)
+           | RemoveSubscription | TestAlert | DisableProxy | EnableProxy)
 
 #: the job commands by the name drivers accept (CLI subcommand, API path, dashboard button)
 JOB_CONTROLS: dict[str, type[JobCommand]] = {
@@ -180,6 +195,9 @@ class Dispatcher:
                 app, self.channels(), c.subscription_id, now, c.origin),
             TestAlert: lambda c, now: app.record_alert_test(
                 c.subscription_id, c.delivered, c.status, c.error, now, c.origin),
+            DisableProxy: lambda c, now: app.disable_proxy(
+                c.proxy_id, c.origin.reason or "", now, c.origin),
+            EnableProxy: lambda c, now: app.enable_proxy(c.proxy_id, now, c.origin),
         }
 
     def channels(self) -> ChannelStore:

@@ -11,6 +11,7 @@ from ledger.cli.errors import CommandError
 from ledger.cli.output import print_json, print_table
 from ledger.embedded import run_loop
 from ledger.settings import Settings
+from runtime.commands import DisableProxy, EnableProxy, cli_origin
 from runtime.proxy_pool import add_proxy, proxy_rows
 from workers.addresses import AddressGuard
 
@@ -95,14 +96,14 @@ def _state(row: dict[str, Any]) -> str:
 
 def disable_cmd(args: argparse.Namespace) -> int:
     with open_ledger(fresh=False) as ledger:
-        ledger.app.disable_proxy(args.proxy_id, args.reason, utcnow())
+        ledger.commands.send(DisableProxy(args.proxy_id, cli_origin(args.reason)), utcnow())
     print(f"proxy {args.proxy_id} disabled")
     return 0
 
 
 def enable_cmd(args: argparse.Namespace) -> int:
     with open_ledger(fresh=False) as ledger:
-        ledger.app.enable_proxy(args.proxy_id, utcnow())
+        ledger.commands.send(EnableProxy(args.proxy_id, cli_origin()), utcnow())
     print(f"proxy {args.proxy_id} enabled")
     return 0
 

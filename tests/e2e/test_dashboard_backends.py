@@ -134,6 +134,10 @@ def test_pages_sign_in_and_refusals_on_both_backends(ledger: Ledger) -> None:
         shown = browser.get("/proxies").text
         assert "disable: done" in shown and "disabled</span> moved" in shown
         assert not ledger.app.get_proxy(proxy).enabled
+        (disabled,) = [e for e in ledger.source.read(0, 100_000)
+                       if e.event_type == "Proxy.Disabled" and e.stream_id == proxy]
+        assert (disabled.payload["actor"], disabled.payload["surface"]) == (
+            "token:operate (operate)", "dashboard")
         assert "No alert subscription yet" in browser.get("/alerts").text
         ledger.app.create_subscription(
             name="hoodie back", target_kind="search", target="hoodie",

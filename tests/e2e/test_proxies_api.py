@@ -39,6 +39,11 @@ def test_proxies_over_http(ledger: Ledger) -> None:
         unknown = http.post("/api/v1/proxies/00000000-0000-0000-0000-000000000000/enable",
                             headers=operate)
         assert unknown.status_code == 404
+        changes = [(e.event_type, e.payload["actor"], e.payload["surface"])
+                   for e in ledger.source.read(0, 100_000)
+                   if e.event_type in ("Proxy.Disabled", "Proxy.Enabled")]
+        assert changes == [("Proxy.Disabled", "token:operate (operate)", "api"),
+                           ("Proxy.Enabled", "token:operate (operate)", "api")]
         answers = json.dumps([made.json(), off.json(), on.json(), listed.json()])
         assert SECRET not in answers and "u:" not in answers
 

@@ -118,6 +118,9 @@ def test_a_store_crawls_through_its_regions_proxy(
     log = cli("events", "tail", "--json")
     types = [json.loads(line)["event_type"] for line in log.splitlines()]
     assert {"Proxy.Added", "Proxy.Disabled", "Proxy.Enabled", "Store.EgressChanged"} <= set(types)
+    by = {json.loads(line)["event_type"]: json.loads(line)["payload"] for line in log.splitlines()}
+    assert by["Proxy.Disabled"]["actor"].startswith("cli:") and \
+        by["Proxy.Disabled"]["surface"] == "cli" and by["Proxy.Enabled"]["surface"] == "cli"
     assert all(SECRET not in text and "crawler:" not in text for text in printed)
 
 
