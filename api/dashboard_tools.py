@@ -116,8 +116,9 @@ def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock
                 fields, "hours", SCHEDULE_HOURS, 24)
             apply = first_field(fields, "confirmed") == "1"
             try:
-                moves, before, after = kit.call(rebalance, ledger, clock.now(), apply, slot,
-                                                hours * 3600)
+                moves, before, after = kit.call(
+                    rebalance, ledger, clock.now(), apply, slot, hours * 3600,
+                    token_origin(who[1].name, who[1].scope, "dashboard"))
             except (LedgerError, ValueError) as error:
                 raise Refused(422, str(error)) from None
         except Refused as error:

@@ -13,8 +13,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, Field
 
+from api.auth import Token
 from api.consistency import Writes
 from runtime.clock import Clock
+from runtime.commands import token_origin
 from runtime.ledger import Ledger
 from runtime.slots import HORIZON, SLOT, Distribution, planned_load, rebalance
 
@@ -44,14 +46,15 @@ def build_schedule_router(ledger: Ledger, clock: Clock, writes: Writes,
         found, _ = planned_load(ledger, clock.now(), slot_seconds, hours * 3600)
         return _shown(found)
 
-    @router.post("/rebalance", dependencies=[Depends(operate)])
-    def move(body: Rebalance) -> dict[str, Any]:
+    @router.post("/rebalance")
+    def move(body: Rebalance, token: Token = Depends(operate)) -> dict[str, Any]:  # noqa: B008
         if body.slot_seconds > body.hours * 3600:
             raise ValueError("slot_seconds must not be longer than the horizon (hours)")
         writes.settle()  # plan from read models that have this server's writes
         with writes:
             moves, before, after = rebalance(ledger, clock.now(), body.apply, body.slot_seconds,
-                                             body.hours * 3600)
+                                             body.hours * 3600,
+                                             token_origin(token.name, token.scope, "api"))
         return {"applied": body.apply, "score_before": before.score,
                 "score_after": after.score, "before": _shown(before), "after": _shown(after),
                 "moves": [{"job_id": m.job_id, "before": m.before.isoformat(),

@@ -73,8 +73,8 @@ class JobControls:
         return requeued
 
     @command
-    def move_jobs(self, moves: Sequence[tuple[UUID | str, datetime, str]], now: datetime
-                  ) -> list[UUID]:
+    def move_jobs(self, moves: Sequence[tuple[UUID | str, datetime, str]], now: datetime,
+                  origin: Origin | None = None) -> list[UUID]:
         """Move each job's next run (`Rescheduled` with the move's reason), in one save;
         a job that is no longer scheduled is left as it is."""
         moved = []
@@ -82,7 +82,7 @@ class JobControls:
         for job_id, next_run_at, reason in moves:
             job = self.get_job(job_id)
             if job.state == "scheduled" and not job.one_shot:
-                job.move(utc(next_run_at), reason, utc(now))
+                job.move(utc(next_run_at), reason, utc(now), origin)
                 jobs.append(job)
                 moved.append(job.id)
         self._save(*jobs)

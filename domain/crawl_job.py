@@ -388,7 +388,8 @@ class CrawlJob(JobOperations, LedgerAggregate):
         self.next_run_at = at
 
     @event("Rescheduled")
-    def _rescheduled(self, next_run_at: datetime, reason: str, at: datetime) -> None:
+    def _rescheduled(self, next_run_at: datetime, reason: str, at: datetime,
+                     actor: str | None = None, surface: str | None = None) -> None:
         self.state = "scheduled"
         self.next_run_at = next_run_at
 

@@ -74,9 +74,10 @@ class JobOperations:
         self._require("pause", *sorted(ACTION_STATES["pause"]))
         self._paused(now, **_recorded(origin))
 
-    def move(self, next_run_at: datetime, reason: str, now: datetime) -> None:
+    def move(self, next_run_at: datetime, reason: str, now: datetime,
+             origin: Origin | None = None) -> None:
         self._require("move", "scheduled")
-        self._rescheduled(next_run_at, reason, now)
+        self._rescheduled(next_run_at, reason, now, **_by_whom(origin))
 
     def resume(self, now: datetime, origin: Origin | None = None) -> None:
         self._require("resume", *sorted(ACTION_STATES["resume"]))
@@ -121,3 +122,7 @@ def _recorded(origin: Origin | None) -> dict[str, str | None]:
     history recorded before origins were)."""
     return origin.fields() if origin is not None else {}
 
+
+def _by_whom(origin: Origin | None) -> dict[str, str | None]:
+    """Who and where only (a move's reason is its own field)."""
+    return {"actor": origin.actor, "surface": origin.surface} if origin is not None else {}

@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from domain.timeutil import iso
+from domain.values import Origin
 from runtime.ledger import Ledger
 
 __all__ = ["Distribution", "Move", "Planned", "distribution", "place", "plan", "planned_jobs",
@@ -251,12 +252,13 @@ def planned_load(ledger: Ledger, now: datetime, slot: int = SLOT,
 
 
 def rebalance(ledger: Ledger, now: datetime, apply: bool, slot: int = SLOT,
-              horizon: int = HORIZON) -> tuple[list[Move], Distribution, Distribution]:
+              horizon: int = HORIZON, origin: Origin | None = None
+              ) -> tuple[list[Move], Distribution, Distribution]:
     """Plan the moves from the job-status read model as it is (the caller catches it up);
-    with `apply`, record them (`Rescheduled` with each reason)."""
+    with `apply`, record them (`Rescheduled` with each reason, and who asked)."""
     moves, before, after = plan(planned_jobs(ledger), now, slot, horizon)
     if apply:
         for start in range(0, len(moves), 500):
             ledger.app.move_jobs([(m.job_id, m.after, m.reason)
-                                  for m in moves[start:start + 500]], now)
+                                  for m in moves[start:start + 500]], now, origin)
     return moves, before, after

@@ -69,11 +69,13 @@ def show_distribution(args: argparse.Namespace) -> int:
 
 
 def run_rebalance(args: argparse.Namespace) -> int:
+    from runtime.commands import cli_origin
     from runtime.slots import rebalance
 
     slot = _slot(args)
     with open_ledger() as ledger:  # caught up: the plan reads the read models
-        moves, before, after = rebalance(ledger, utcnow(), args.apply, slot, args.hours * 3600)
+        moves, before, after = rebalance(ledger, utcnow(), args.apply, slot, args.hours * 3600,
+                                         cli_origin())
     if args.json:
         print_json({"applied": bool(args.apply), "score_before": before.score,
                     "score_after": after.score,

@@ -1,6 +1,6 @@
 """The dashboard's schedule page on both backends, over HTTP: an operator rebalances the
 next runs from it — a preview first (how many runs move, the spread score before and
-after) that records nothing, then the moves once confirmed; a read-scope session sees no
+after) that records nothing, then the moves once confirmed, each naming who asked; a read-scope session sees no
 form and is refused if it posts one."""
 
 from __future__ import annotations
@@ -25,8 +25,12 @@ def crowded(ledger: Ledger) -> None:
 
 
 def moved(ledger: Ledger) -> int:
-    return sum(1 for e in ledger.source.read(0, 10_000)
-               if e.event_type == "CrawlJob.Rescheduled")
+    return len(moves(ledger))
+
+
+def moves(ledger: Ledger) -> list[dict[str, object]]:
+    return [e.payload for e in ledger.source.read(0, 10_000)
+            if e.event_type == "CrawlJob.Rescheduled"]
 
 
 def test_rebalance_from_the_schedule_page_previews_then_moves(ledger: Ledger) -> None:
@@ -49,6 +53,8 @@ def test_rebalance_from_the_schedule_page_previews_then_moves(ledger: Ledger) ->
         assert done.status_code == 303
         assert done.headers["location"] == "/schedule?slot=900&hours=24"
         assert moved(ledger) == asked
+        assert {(m["actor"], m["surface"]) for m in moves(ledger)} == {
+            ("token:operate (operate)", "dashboard")}  # who moved them, and from where
         assert f"{asked} next runs moved" in browser.get("/schedule").text
 
 
