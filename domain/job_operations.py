@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from domain.errors import InvalidInput
 from domain.retry import RetryPolicy
-from domain.values import Origin
+from domain.values import Origin, who_and_where
 
 __all__ = ["ACTION_STATES", "CANCELLABLE", "REOPENABLE", "JobOperations", "actions_for",
            "check_schedule"]
@@ -77,7 +77,7 @@ class JobOperations:
     def move(self, next_run_at: datetime, reason: str, now: datetime,
              origin: Origin | None = None) -> None:
         self._require("move", "scheduled")
-        self._rescheduled(next_run_at, reason, now, **_by_whom(origin))
+        self._rescheduled(next_run_at, reason, now, **who_and_where(origin))
 
     def resume(self, now: datetime, origin: Origin | None = None) -> None:
         self._require("resume", *sorted(ACTION_STATES["resume"]))
@@ -122,7 +122,3 @@ def _recorded(origin: Origin | None) -> dict[str, str | None]:
     history recorded before origins were)."""
     return origin.fields() if origin is not None else {}
 
-
-def _by_whom(origin: Origin | None) -> dict[str, str | None]:
-    """Who and where only (a move's reason is its own field)."""
-    return {"actor": origin.actor, "surface": origin.surface} if origin is not None else {}

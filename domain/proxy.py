@@ -21,7 +21,7 @@ from domain import ids
 from domain.aggregate import LedgerAggregate
 from domain.errors import InvalidInput, InvalidTransition
 from domain.snapshot_event import LedgerSnapshot
-from domain.values import Origin
+from domain.values import Origin, who_and_where
 
 __all__ = ["PROXY_SCHEMES", "Proxy", "proxy_address"]
 
@@ -82,12 +82,12 @@ class Proxy(LedgerAggregate):
     def disable(self, reason: str, at: datetime, origin: Origin | None = None) -> None:
         if not self.enabled:
             raise InvalidTransition(f"proxy {self.id} is already disabled")
-        self._disabled(reason.strip() or "disabled by an operator", at, **_by(origin))
+        self._disabled(reason.strip() or "disabled by an operator", at, **who_and_where(origin))
 
     def enable(self, at: datetime, origin: Origin | None = None) -> None:
         if self.enabled:
             raise InvalidTransition(f"proxy {self.id} is already enabled")
-        self._enabled(at, **_by(origin))
+        self._enabled(at, **who_and_where(origin))
 
     # health -------------------------------------------------------------------
     def deactivate(self, consecutive_failures: int, error: str, retest_at: datetime,
@@ -138,7 +138,3 @@ class Proxy(LedgerAggregate):
     def _retest_failed(self, error: str, retest_at: datetime, at: datetime) -> None:
         self.retest_at = retest_at
 
-
-def _by(origin: Origin | None) -> dict[str, str | None]:
-    """Who and where, for an operator's change (events recorded before carry neither)."""
-    return {"actor": origin.actor, "surface": origin.surface} if origin is not None else {}

@@ -13,7 +13,7 @@ from domain import ids
 from domain.aggregate import LedgerAggregate
 from domain.errors import InvalidInput, InvalidTransition
 from domain.snapshot_event import LedgerSnapshot
-from domain.values import Origin, Policy
+from domain.values import Origin, Policy, who_and_where
 
 PLATFORMS = ("dispensary", "shopify", "woocommerce", "jsonld", "microdata", "generic", "locator", "feed")
 
@@ -116,7 +116,7 @@ class Store(LedgerAggregate):
     def disable(self, reason: str, origin: Origin | None = None) -> None:
         if not self.enabled:
             raise InvalidTransition(f"store {self.id} is already disabled")
-        self._disabled(reason, **_by(origin))
+        self._disabled(reason, **who_and_where(origin))
 
     # events ---------------------------------------------------------------
     @event("PolicyChanged")
@@ -150,9 +150,3 @@ class Store(LedgerAggregate):
                   ) -> None:
         self.enabled = False
         self.disabled_reason = reason
-
-
-def _by(origin: Origin | None) -> dict[str, str | None]:
-    """Who and where, for the store's events (its reason is a field of its own)."""
-    return {"actor": origin.actor, "surface": origin.surface} if origin is not None else {}
-

@@ -297,3 +297,9 @@ class Origin:
         """The event fields that record it."""
         return {"actor": self.actor, "surface": self.surface, "reason": self.reason}
 
+
+def who_and_where(origin: Origin | None) -> dict[str, str | None]:
+    """An origin's actor and surface as event fields, for events whose reason is a field of
+    their own (none without an origin: events recorded before origins carry neither)."""
+    return {"actor": origin.actor, "surface": origin.surface} if origin is not None else {}
+
