@@ -40,6 +40,7 @@ from projections.queries import JOB_STATES
 from runtime.clock import Clock
 from runtime.commands import (
     JOB_CONTROLS,
+    ChangeStorePolicy,
     Command,
     DisableStore,
     EnableStore,
@@ -333,8 +334,7 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, writes: Wr
                     delay = float(value)
                     if not 0 <= delay <= 86400:
                         raise Refused(422, "the crawl delay must be 0..86400 seconds")
-                    call(ledger.app.change_store_policy, store_id, now=clock.now(),
-                         crawl_delay=delay)
+                    send(ChangeStorePolicy(store_id, delay, by(token, fields)))
                 else:
                     raise Refused(404, f"no store change {change!r}")
             except (LedgerError, ValueError) as error:

@@ -109,9 +109,10 @@ class CrawlLedger(JobControls, ResultRecording, Reextraction, ProductImages, Wor
                      registered_at=utc(now))
 
     @command
-    def change_store_policy(self, store_id: UUID | str, *, now: datetime, **policy: Any) -> None:
+    def change_store_policy(self, store_id: UUID | str, *, now: datetime,
+                            origin: Origin | None = None, **policy: Any) -> None:
         store = self.get_store(store_id)
-        store.change_policy(**policy)
+        store.change_policy(**policy, origin=origin)
         self._save(store)
 
     @command

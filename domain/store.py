@@ -66,6 +66,7 @@ class Store(LedgerAggregate):
         max_concurrency: int | None = None,
         respect_robots: bool | None = None,
         user_agent: str | None = None,
+        origin: Origin | None = None,
     ) -> None:
         new = Policy(
             crawl_delay=self.policy.crawl_delay if crawl_delay is None else float(crawl_delay),
@@ -81,7 +82,8 @@ class Store(LedgerAggregate):
             raise InvalidInput(f"max concurrency must be 1..64, got {new.max_concurrency}")
         if new != self.policy:
             self._policy_changed(
-                new.crawl_delay, new.max_concurrency, new.respect_robots, new.user_agent
+                new.crawl_delay, new.max_concurrency, new.respect_robots, new.user_agent,
+                **who_and_where(origin)
             )
 
     def change_egress(self, egress: str | None) -> None:
@@ -121,7 +123,8 @@ class Store(LedgerAggregate):
     # events ---------------------------------------------------------------
     @event("PolicyChanged")
     def _policy_changed(
-        self, crawl_delay: float, max_concurrency: int, respect_robots: bool, user_agent: str | None
+        self, crawl_delay: float, max_concurrency: int, respect_robots: bool, user_agent: str | None,
+        actor: str | None = None, surface: str | None = None
     ) -> None:
         self.policy = replace(self.policy, crawl_delay=crawl_delay,
                               max_concurrency=max_concurrency, respect_robots=respect_robots,

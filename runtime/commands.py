@@ -28,7 +28,8 @@ from runtime.alert_channels import (
     record_subscription,
 )
 
-__all__ = ["JOB_CONTROLS", "AddSubscription", "CancelJob", "Command", "DisableProxy",
+__all__ = ["JOB_CONTROLS", "AddSubscription", "CancelJob", "ChangeStorePolicy", "Command",
+           "DisableProxy",
            "DisableStore", "Dispatcher", "EnableProxy", "EnableStore", "ForceRunJob",
            "JobCommand", "Origin", "PauseJob",
            "RemoveSubscription", "ReopenJob", "RequeueDead", "ResumeJob", "RetryJob",
@@ -146,6 +147,15 @@ class TestAlert:
 
 
 @dataclass(frozen=True)
+class ChangeStorePolicy:
+    """Set a store's politeness: its crawl delay between requests (seconds)."""
+
+    store_id: UUID | str
+    crawl_delay: float
+    origin: Origin
+
+
+@dataclass(frozen=True)
 class DisableProxy:
     """Take an egress proxy out of the pool; the origin's reason is recorded."""
 
@@ -160,7 +170,7 @@ class EnableProxy:
 
 
 Command = (JobCommand | ScheduleJob | RequeueDead | DisableStore | EnableStore | AddSubscription
-           | RemoveSubscription | TestAlert | DisableProxy | EnableProxy)
+           | RemoveSubscription | TestAlert | DisableProxy | EnableProxy | ChangeStorePolicy)
 
 #: the job commands by the name drivers accept (CLI subcommand, API path, dashboard button)
 JOB_CONTROLS: dict[str, type[JobCommand]] = {
@@ -198,6 +208,8 @@ class Dispatcher:
             DisableProxy: lambda c, now: app.disable_proxy(
                 c.proxy_id, c.origin.reason or "", now, c.origin),
             EnableProxy: lambda c, now: app.enable_proxy(c.proxy_id, now, c.origin),
+            ChangeStorePolicy: lambda c, now: app.change_store_policy(
+                c.store_id, now=now, origin=c.origin, crawl_delay=c.crawl_delay),
         }
 
     def channels(self) -> ChannelStore:
