@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 from fastapi import APIRouter, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 
@@ -80,12 +81,18 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, writes: Wr
     #: the overview's results per hour and the log head they were read at
     hourly_at: list[Any] = [-1, []]
 
-    def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def write(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """A write as the server's writes (`api.consistency.Writes`); on a worker thread."""
         with writes:
             return function(*args, **kwargs)
 
-    def send(command: Command) -> Any:
-        return call(ledger.commands.send, command, clock.now())
+    async def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """A write from an async handler, off the event loop: `Writes` may wait for the
+        projector, and a waiting handler must not stall every other request."""
+        return await run_in_threadpool(write, function, *args, **kwargs)
+
+    async def send(command: Command) -> Any:
+        return await call(ledger.commands.send, command, clock.now())
 
     def by(token: Token, fields: dict[str, list[str]]) -> Origin:
         """The signed-in token as the actor; the form's reason, if it gave one."""
@@ -142,7 +149,7 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, writes: Wr
         except Refused as error:
             return refused(request, error)
         target = _local((fields.get("next") or ["/"])[0])
-        opened = sessions.open((fields.get("token") or [""])[0].strip())
+        opened = await run_in_threadpool(sessions.open, (fields.get("token") or [""])[0].strip())
         if opened is None:
             return render(request, "login.html", None, code=401, next=target,
                           error="That token is not valid (or is a bot token).")
@@ -156,7 +163,7 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, writes: Wr
         who = viewer(request)
         fields = await form(request)
         if who is not None and Sessions.csrf_ok(who[0], (fields.get("csrf") or [""])[0]):
-            sessions.close(request.cookies.get(COOKIE))
+            await run_in_threadpool(sessions.close, request.cookies.get(COOKIE))
         response = RedirectResponse("/login", status_code=303)
         response.delete_cookie(COOKIE, path="/")
         return response
@@ -225,9 +232,10 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, writes: Wr
             return refused(request, error)
         back = {k: first_field(fields, k) for k in ("state", "store", "kind", "q", "sort")}
         if first_field(fields, "confirmed") != "1":
-            return confirm(request, who, action, ids, "/jobs/actions", "/jobs?" + _query(back),
-                           first_field(fields, "reason"), back)
-        who[0].flash = run_bulk(action, ids, by(who[1], fields))
+            return await run_in_threadpool(
+                confirm, request, who, action, ids, "/jobs/actions", "/jobs?" + _query(back),
+                first_field(fields, "reason"), back)
+        who[0].flash = await run_in_threadpool(run_bulk, action, ids, by(who[1], fields))
         return RedirectResponse("/jobs?" + _query(back), status_code=303)
 
     def run_bulk(action: str, ids: list[str], origin: Origin) -> dict[str, str]:
@@ -235,12 +243,12 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, writes: Wr
         if action == "requeue-dead":
             writes.settle()  # the dead jobs the read models know of, this server's writes too
             dead = [r["job_id"] for r in ledger.read.jobs(state="dead")]
-            for requeued in call(ledger.commands.send, RequeueDead(dead, origin), clock.now()):
+            for requeued in write(ledger.commands.send, RequeueDead(dead, origin), clock.now()):
                 outcomes[str(requeued)] = "requeued"
             return outcomes or {"": "no dead job to requeue"}
         for job_id in ids:
             try:
-                send(JOB_CONTROLS[action](job_id, origin))
+                write(ledger.commands.send, JOB_CONTROLS[action](job_id, origin), clock.now())
                 outcomes[job_id] = f"{action}: done"
             except (LedgerError, ValueError) as error:
                 outcomes[job_id] = f"{action} refused: {error}"
@@ -281,10 +289,11 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, writes: Wr
             if action not in JOB_CONTROLS:
                 raise Refused(422, f"unknown action {action!r}")
             if action in CONFIRMED_ACTIONS and first_field(fields, "confirmed") != "1":
-                return confirm(request, who, action, [job_id], f"/jobs/{job_id}/action",
-                               f"/jobs/{job_id}", first_field(fields, "reason"), {})
+                return await run_in_threadpool(
+                    confirm, request, who, action, [job_id], f"/jobs/{job_id}/action",
+                    f"/jobs/{job_id}", first_field(fields, "reason"), {})
             try:
-                send(JOB_CONTROLS[action](job_id, by(who[1], fields)))
+                await send(JOB_CONTROLS[action](job_id, by(who[1], fields)))
             except (LedgerError, ValueError) as error:
                 raise Refused(409, f"{action} refused: {error}") from None
         except Refused as error:
@@ -327,14 +336,14 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, writes: Wr
                 if change == "disable":
                     if not value:
                         raise Refused(422, "say why the store is disabled")
-                    send(DisableStore(store_id, by(token, fields)))
+                    await send(DisableStore(store_id, by(token, fields)))
                 elif change == "enable":
-                    send(EnableStore(store_id, by(token, fields)))
+                    await send(EnableStore(store_id, by(token, fields)))
                 elif change == "policy":
                     delay = float(value)
                     if not 0 <= delay <= 86400:
                         raise Refused(422, "the crawl delay must be 0..86400 seconds")
-                    send(ChangeStorePolicy(store_id, delay, by(token, fields)))
+                    await send(ChangeStorePolicy(store_id, delay, by(token, fields)))
                 else:
                     raise Refused(404, f"no store change {change!r}")
             except (LedgerError, ValueError) as error:

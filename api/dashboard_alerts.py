@@ -89,7 +89,7 @@ def add_alert_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Cloc
                                       first_field(fields, "target_kind"),
                                       first_field(fields, "target")[:400],
                                       _triggers(fields), admitted)
-                made = kit.call(ledger.commands.send, AddSubscription(new, origin(fields, who)),
+                made = await kit.call(ledger.commands.send, AddSubscription(new, origin(fields, who)),
                                 clock.now())
             except (LedgerError, ValueError) as error:
                 raise Refused(422, str(error)) from None
@@ -105,12 +105,12 @@ def add_alert_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Cloc
             try:
                 if sender is None:
                     raise Refused(409, "this server has no alert sender to test with")
-                found, channel = kit.call(lambda: channel_to_test(
+                found, channel = await kit.call(lambda: channel_to_test(
                     ledger.app, ledger.commands.channels(), subscription_id))
                 body, headers = sample_message(str(found), clock.now())
                 async with sender() as notifier:
                     outcome = await notifier.send(channel, body, headers)
-                kit.call(ledger.commands.send, TestAlert(
+                await kit.call(ledger.commands.send, TestAlert(
                     found, outcome.ok, outcome.status, outcome.error, origin(fields, who)),
                          clock.now())
             except (LedgerError, ValueError) as error:
@@ -126,12 +126,12 @@ def add_alert_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Cloc
         try:
             who, fields = await kit.acting(request)
             try:
-                subscription = kit.call(ledger.app.get_subscription, subscription_id)
+                subscription = await kit.call(ledger.app.get_subscription, subscription_id)
                 if first_field(fields, "confirmed") != "1":
                     return kit.render(request, "alert_confirm.html", who,
                                       subscription=subscription,
                                       reason=first_field(fields, "reason"))
-                kit.call(ledger.commands.send,
+                await kit.call(ledger.commands.send,
                          RemoveSubscription(subscription.id, origin(fields, who)), clock.now())
             except (LedgerError, ValueError) as error:
                 raise Refused(409, str(error)) from None

@@ -41,4 +41,5 @@ class PageKit:
     to_login: Callable[[Request], RedirectResponse]
     acting: Callable[[Request], Awaitable[tuple[Who, dict[str, list[str]]]]]
     refused: Callable[[Request, Refused], HTMLResponse]
-    call: Callable[..., Any]
+    #: a write, awaited: it runs on a worker thread, never on the event loop
+    call: Callable[..., Awaitable[Any]]

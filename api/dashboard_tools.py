@@ -63,9 +63,9 @@ def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock
                 if change == "disable":
                     if not reason:
                         raise Refused(422, "say why the proxy is disabled")
-                    kit.call(ledger.commands.send, DisableProxy(proxy_id, origin), clock.now())
+                    await kit.call(ledger.commands.send, DisableProxy(proxy_id, origin), clock.now())
                 elif change == "enable":
-                    kit.call(ledger.commands.send, EnableProxy(proxy_id, origin), clock.now())
+                    await kit.call(ledger.commands.send, EnableProxy(proxy_id, origin), clock.now())
                 else:
                     raise Refused(404, f"no proxy change {change!r}")
             except (LedgerError, ValueError) as error:
@@ -116,7 +116,7 @@ def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock
                 fields, "hours", SCHEDULE_HOURS, 24)
             apply = first_field(fields, "confirmed") == "1"
             try:
-                moves, before, after = kit.call(
+                moves, before, after = await kit.call(
                     rebalance, ledger, clock.now(), apply, slot, hours * 3600,
                     token_origin(who[1].name, who[1].scope, "dashboard"))
             except (LedgerError, ValueError) as error:

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 from api_server import bearer
 from test_api import T0, serving
+from test_dashboard_alerts import csrf
 
 from api.consistency import LAG_HEADER
 from domain.values import CrawlFailure
@@ -104,3 +105,43 @@ def test_a_client_reads_its_own_writes(ledger: Ledger) -> None:
             assert http.get("/api/v1/jobs", params={"state": "paused"}).json()["items"]
     finally:
         projector.stop()
+
+
+class _HeldProjector(Projector):
+    """A projector whose read-your-writes wait holds until the test lets it go: a write
+    waiting for the read models, for as long as the test needs it to."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        super().__init__(ledger)
+        self.waiting, self.release = threading.Event(), threading.Event()
+
+    def wait_past(self, position: int, timeout: float) -> bool:
+        self.waiting.set()
+        self.release.wait(30)
+        return super().wait_past(position, 0)
+
+
+def test_a_dashboard_write_waiting_for_the_read_models_blocks_no_other_request(
+        ledger: Ledger) -> None:
+    store = ledger.app.register_store(name="Shop", base_url="https://shop.example",
+                                      platform="shopify", now=T0)
+    job = ledger.app.schedule_job(kind="catalog", url="https://shop.example/products.json",
+                                  now=T0, store_id=store, every=3600)
+    ledger.catch_up()
+    projector = _HeldProjector(ledger)
+    with serving(ledger, projector=projector) as (url, secrets), \
+            httpx.Client(base_url=url, timeout=30) as browser, ThreadPoolExecutor(1) as pool:
+        browser.post("/login", data={"token": secrets["operate"], "next": "/"})
+        secret = csrf(browser.get(f"/jobs/{job}").text)
+        pausing = pool.submit(browser.post, f"/jobs/{job}/action",
+                              data={"action": "pause", "reason": "held", "csrf": secret})
+        assert projector.waiting.wait(30), "the pause never reached its read-your-writes wait"
+        try:  # the pause is recorded and waits: the server still answers everyone else
+            assert not pausing.done()
+            assert httpx.get(f"{url}/healthz", timeout=5).status_code == 200
+            assert httpx.get(f"{url}/api/v1/stores", headers=bearer(secrets["read"]),
+                             timeout=5).status_code == 200
+        finally:
+            projector.release.set()
+        assert pausing.result(30).status_code == 303
+    assert ledger.app.get_job(job).state == "paused"
