@@ -43,10 +43,10 @@ def stock_words(elements: list[lxml.html.HtmlElement], heading: int | None,
         text = " ".join((element.text or "").split())
         if not 2 < len(text) <= 120 or _NOT_ABOUT_STOCK.found_in(text):
             continue
-        if control is not None and any(a is control for a in element.iterancestors()):
-            continue
         found = from_text(text)
         if found != "unknown":
+            if control is not None and any(a is control for a in element.iterancestors()):
+                continue
             if _TEMPLATE.search(text) or hidden(element):
                 continue  # an unrendered template's words ("${name} not available"), or
                 # a message the page keeps hidden until a script shows it
