@@ -18,8 +18,10 @@ from workers.urls import normalize_url
 
 __all__ = ["PRODUCT_TYPES", "page_products"]
 
-#: the types of a product itself
-_PRODUCT = ("Product", "ProductGroup")
+#: the types of a product itself: schema.org's Product and its subtypes (a used-car
+#: listing is a `Car`, a configured item an `IndividualProduct`)
+_PRODUCT = ("Product", "ProductGroup", "ProductModel", "IndividualProduct", "SomeProducts",
+            "Vehicle", "Car", "Motorcycle", "BusOrCoach", "MotorizedBicycle")
 #: the schema.org types `page_products` reads products from (a product itself, or the
 #: products an ItemList lists)
 PRODUCT_TYPES = (*_PRODUCT, "ItemList")
@@ -60,7 +62,7 @@ def _list_products(node: dict[str, Any]) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     for element in as_dicts(node.get("itemListElement")):
         item = element.get("item") if is_type(element, "ListItem") else element
-        if isinstance(item, dict) and is_type(item, "Product"):
+        if isinstance(item, dict) and any(is_type(item, name) for name in _PRODUCT):
             found.append(item)
     return found
 

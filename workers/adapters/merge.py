@@ -32,6 +32,7 @@ from decimal import Decimal
 from domain.values import Observation, Offer
 from workers.adapters.offers import make_offer
 from workers.adapters.price_candidates import collect, why
+from workers.adapters.schema_product import PRICE_HIGH
 from workers.adapters.visible import Visible
 from workers.currency import Where
 from workers.prices import written_forms
@@ -107,8 +108,8 @@ def _completed(obs: Observation, seen: Visible, where: Where,
         sources.update(price="visible", regular_price="visible",
                        currency="visible" if seen.price.currency else sources["currency"])
     elif len(offers) == 1:
-        offers = (_with_visible_bid(_with_visible_sale(offers[0], seen, sources), seen,
-                                    sources),)
+        offer = _within_range(offers[0], obs.attributes.get(PRICE_HIGH), seen, sources)
+        offers = (_with_visible_bid(_with_visible_sale(offer, seen, sources), seen, sources),)
     elif seen.price is not None:
         # several offers: the one whose price the page shows as the price comes first
         shown = [o for o in offers if _paid(o) == seen.price.amount]
@@ -153,6 +154,19 @@ def _with_visible_sale(offer: Offer, seen: Visible, sources: dict[str, str]) -> 
         return offer
     sources["price"] = "visible sale price beside the structured one"
     return replace(offer, special_price=seen.price.amount)
+
+
+def _within_range(offer: Offer, high: str | None, seen: Visible, sources: dict[str, str]
+                  ) -> Offer:
+    """A structured price range (an AggregateOffer from `lowPrice` to `highPrice`) names
+    what the cheapest variant costs; the one price the page shows inside the range is
+    what the variant on display costs, and what a buyer of it pays."""
+    if high is None or offer.price is None or offer.special_price is not None \
+            or seen.price is None or seen.price.currency not in (None, offer.currency) \
+            or not offer.price < seen.price.amount <= Decimal(high):
+        return offer
+    sources["price"] = "visible price inside the structured price range"
+    return replace(offer, price=seen.price.amount)
 
 
 def _with_visible_bid(offer: Offer, seen: Visible, sources: dict[str, str]) -> Offer:

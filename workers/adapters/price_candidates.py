@@ -18,7 +18,9 @@ The ranking, first rule that applies:
    one is paid (`merge._with_visible_sale`);
 3. structured offer: the shop's own data about this product, in the order JSON-LD,
    microdata, RDFa, the platform's JSON, OpenGraph; its sale price when lower; with
-   several offers, the one whose price the page shows as its price comes first;
+   several offers, the one whose price the page shows as its price comes first; a price
+   range (an AggregateOffer from `lowPrice` to `highPrice`) gives way to the price the
+   page shows inside it (`merge._within_range`);
 4. visible: the candidate with the most points (`Candidate.score`: +4 marked or
    labelled as a price, +2 marked as the product's own price, +2 shows a currency,
    +3/+2/+1 within 40/120/400 elements of the heading and of the buy control, -1/-2
@@ -46,6 +48,9 @@ _RULES = {
     "visible sale price beside the structured one":
         "rule 2 (sale shown in text): the structured price is shown struck through or as "
         "the list price beside this lower one",
+    "visible price inside the structured price range":
+        "rule 3 (structured offer): the structured offer is a price range; the page shows "
+        "this price inside it for the variant on display",
     "visible":
         "rule 4 (no structured price): the visible candidate with the most points",
 }

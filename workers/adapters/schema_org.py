@@ -17,7 +17,7 @@ from workers.adapters.main_product import PRODUCT_TYPES, page_products
 from workers.adapters.merge import Choice, complete, merge
 from workers.adapters.opengraph import opengraph_observation
 from workers.adapters.platform_json import platform_product
-from workers.adapters.schema_product import product_observation
+from workers.adapters.schema_product import PRICE_HIGH, product_observation
 from workers.adapters.structured_data import (
     PageData,
     parse_html,
@@ -97,7 +97,8 @@ class SchemaOrgAdapter:
             return observations, ()  # a category page: every product as listed
         main = observations[0] if observations else None
         seen = read_visible(tree, where) if explain or main is None or not complete(main) \
-            or _may_show_a_sale(main, page) or _may_be_unbuyable(main, page) else None
+            or PRICE_HIGH in main.attributes or _may_show_a_sale(main, page) \
+            or _may_be_unbuyable(main, page) else None
         main, choices = merge(main, origin, seen, where, page.url, data.opengraph)
         return ((main,) if main else ()), choices
 

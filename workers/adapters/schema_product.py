@@ -53,6 +53,10 @@ def product_observation(
     # price may be a starting bid
     ends = next((_scalar(o.get("availabilityEnds")) for o in _flat_offers(node.get("offers"), 0)
                  if _scalar(o.get("availabilityEnds"))), None)
+    attributes = {"availability_ends": ends} if ends else {}
+    high = _range_high(node.get("offers"), offers, hint)
+    if high is not None:
+        attributes[PRICE_HIGH] = format(high, "f")
     return Observation(
         provider_product_id=sku or _scalar(node.get("productID")) or url or page_url,
         name=name,
@@ -64,8 +68,23 @@ def product_observation(
         image_url=_image(node.get("image"), page_url),
         sku=sku,
         description=plain_text(node.get("description")),
-        attributes={"availability_ends": ends} if ends else {},
+        attributes=attributes,
     )
+
+
+#: the attribute holding the top of an AggregateOffer's price range (`lowPrice` is the
+#: offer's price): the page may show which price in it the variant on display costs
+PRICE_HIGH = "price_range_high"
+
+
+def _range_high(raw: Any, offers: tuple[Offer, ...], hint: str | None) -> Decimal | None:
+    """The `highPrice` of the product's one offer when it is a range (an AggregateOffer
+    from `lowPrice` to a higher `highPrice`), else None."""
+    nodes = _flat_offers(raw, depth=0)
+    if len(nodes) != 1 or len(offers) != 1 or offers[0].price is None:
+        return None
+    high, _ = _money(nodes[0].get("highPrice"), _scalar(nodes[0].get("priceCurrency")) or hint)
+    return high if high is not None and high > offers[0].price else None
 
 
 def _availability(offers: tuple[Offer, ...], raw: Any) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 import lxml.etree
 import lxml.html
 
+from workers.adapters.page_heading import heading_holders
 from workers.adapters.rdfa import flatten_rdfa
 from workers.adapters.schema_product import type_name
 from workers.caseless import Caseless
@@ -127,10 +128,14 @@ def _drop_related_sections(tree: lxml.html.HtmlElement) -> None:
     XPath and each is searched on its own, which equals searching "class id"
     (the pattern has no space). An EXSLT `re:test` in the XPath, calling back
     into Python per element, took ~2.4× as long on the crawl bench's pages and
-    ~1.1× on the corpus's real pages (~1,600 class and id values a page)."""
+    ~1.1× on the corpus's real pages (~1,600 class and id values a page). An element
+    holding the product's heading is the product's own section and stays."""
     found_in = _RELATED.found_in
-    for element in dict.fromkeys(value.getparent() for value in _NAMES(tree) if found_in(value)):
-        if element.tag in _KEEP_TAGS:
+    marked = dict.fromkeys(value.getparent() for value in _NAMES(tree) if found_in(value))
+    # the product's own section, whatever its classes say (`page_heading`)
+    own = heading_holders(tree) if marked else frozenset()
+    for element in marked:
+        if element.tag in _KEEP_TAGS or element in own:
             continue
         parent = element.getparent()
         if parent is not None:

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, replace
 
 import lxml.html
 
+from workers.adapters.page_heading import heading_holders
 from workers.adapters.visible_amounts import not_a_price, with_currency_beside
 from workers.adapters.visible_buy import availability, disabled, is_buy, label, usable
 from workers.adapters.visible_marks import (
@@ -48,6 +49,7 @@ from workers.adapters.visible_marks import (
     MAIN_PRICE,
     another_offer,
     before_tax,
+    labelled_regular,
     marked_old_by_class,
     struck,
     unit_price,
@@ -196,7 +198,12 @@ def _walk(tree: lxml.html.HtmlElement, wrappers: bool = False) -> _Walk:
     # a stray second `<html>` (a server-side include of a whole document) is parsed as a
     # sibling of the first: the page's product may be in it
     roots = [root, *root.itersiblings()]
-    noise = _Noise(sum(_count(top) for top in roots)) if wrappers else _is_noise
+    skipped = _Noise(sum(_count(top) for top in roots)) if wrappers else _is_noise
+    own = heading_holders(tree)  # the product's section, whatever its classes say
+
+    def noise(element: lxml.html.HtmlElement) -> bool:
+        return element not in own and skipped(element)
+
     # depth first in document order, never entering skipped subtrees (no recursion: a
     # hostile page may nest deeper than Python's stack)
     stack = list(reversed(roots))
@@ -299,7 +306,9 @@ def _candidates(walk: _Walk, where: Where) -> list[Candidate]:
         marked, around = _context(element), _own_words(element)
         if unit_price(text, marked, around):
             continue  # "$0.75 each", "1,50 € / 100 g"
-        struck_through, marked_old = struck(element, text, around), marked_old_by_class(marked)
+        struck_through = struck(element, text, around)
+        marked_old = marked_old_by_class(marked) or (
+            not struck_through and labelled_regular(element, text, around))
         net = before_tax(text, around, marked)
         reasons = ["labelled as before tax"] if net else []
         score = 0.0

@@ -25,7 +25,7 @@ import lxml.html
 from workers.caseless import Caseless
 
 __all__ = ["CONVERTED", "MAIN_PRICE", "OLD_LABELS", "another_offer", "before_tax",
-           "marked_old_by_class", "struck", "unit_price"]
+           "labelled_regular", "marked_old_by_class", "struck", "unit_price"]
 
 #: classes and ids platforms give the product's own price (a bonus over other prices)
 MAIN_PRICE = re.compile(r"our-?price|deal-?price|sale-?price|special-?price|final-?price|"
@@ -42,8 +42,8 @@ _OLD_MARK = Caseless(r"\b(?:old|was|before|list|strike|crossed|compare|orig|"
                      r"\b(?:avant|antes|prima|alt)(?![a-z])")
 #: labels of a price that is not what a buyer pays now: the list, recommended or former
 #: price ("MRP", "UVP", "RRP", "was"), in Latin-script languages (as whole words) …
-_OLD_LATIN = (r"was|statt|uvp|rrp|mrp|m\.r\.p\.?|msrp|list price|retail price|listenpreis|regular price|"
-              r"reg\. price|compare at|original price|normalpreis|ovp|avant|antes|prima|before|"
+_OLD_LATIN = (r"was|statt|uvp|rrp|mrp|m\.r\.p\.?|msrp|list price|retail price|listenpreis|"
+              r"compare at|original price|normalpreis|ovp|avant|antes|prima|before|"
               r"vorher|old price|alter preis|zuvor|prix conseillé|prix de référence|"
               r"precio de lista|precio recomendado|precio anterior|prezzo consigliato|"
               r"prezzo di listino|pvpr?|adviesprijs|cena katalogowa|zamiast|"
@@ -51,8 +51,14 @@ _OLD_LATIN = (r"was|statt|uvp|rrp|mrp|m\.r\.p\.?|msrp|list price|retail price|li
               r"běžná cena|pôvodná cena")
 #: … and in others
 _OLD_OTHER = r"старая цена|было|цена без скидки|рекомендованная цена|定価|参考価格|原價|原价|市场价|建議售價|정가"
-OLD_LABELS = f"\\b(?:{_OLD_LATIN})(?!\\w)|{_OLD_OTHER}"
-_OLD_WORDS = re.compile(OLD_LABELS, re.IGNORECASE)
+#: labels that themes also set before the price paid when nothing is on sale ("Regular
+#: price $88", a visually hidden label): they name a former price only beside a lower one
+_REGULAR = r"regular price|reg\. price|precio regular|prix régulier|preço normal"
+_OLD_WORDS = re.compile(f"\\b(?:{_OLD_LATIN})(?!\\w)|{_OLD_OTHER}", re.IGNORECASE)
+_REGULAR_WORDS = re.compile(f"\\b(?:{_REGULAR})(?!\\w)", re.IGNORECASE)
+#: every label of a list, recommended or former price (a page's source is searched for
+#: them to tell whether its visible prices may show a sale)
+OLD_LABELS = f"\\b(?:{_OLD_LATIN}|{_REGULAR})(?!\\w)|{_OLD_OTHER}"
 _DIGIT = re.compile(r"\d")
 _TAX = (r"(?:mwst|ust|vat|tva|iva|btw|moms|mva|dph|ddv|pvm|pvn|áfa|alv|gst|tax|taxes|"
         r"steuer|ндс|пдв)")
@@ -128,14 +134,26 @@ def struck(element: lxml.html.HtmlElement, text: str, around: str = "") -> bool:
     return (not _DIGIT.search(rest) and bool(_OLD_WORDS.search(rest))) or _labelled_old(element)
 
 
-def _labelled_old(element: lxml.html.HtmlElement) -> bool:
+def _labelled_old(element: lxml.html.HtmlElement, words: re.Pattern[str] = _OLD_WORDS
+                  ) -> bool:
     """Whether the element just before the price is a short label naming it old or a list
     price ("<span>M.R.P.:</span> <span>₹1,999</span>")."""
     before = element.getprevious()
     if before is None or not isinstance(before.tag, str) or (before.tail or "").strip():
         return False
     label = before.text_content()
-    return len(label) <= 30 and not _DIGIT.search(label) and bool(_OLD_WORDS.search(label))
+    return len(label) <= 30 and not _DIGIT.search(label) and bool(words.search(label))
+
+
+def labelled_regular(element: lxml.html.HtmlElement, text: str, around: str = "") -> bool:
+    """Whether the price is labelled "Regular price" (in its text, the short text around it
+    holding no other amount, or a label just before it): a former price only beside a
+    lower current one, for themes label the price paid so when nothing is on sale."""
+    if _REGULAR_WORDS.search(text):
+        return True
+    rest = around.replace(text, " ", 1) if text in around else ""
+    return (not _DIGIT.search(rest) and bool(_REGULAR_WORDS.search(rest))) or _labelled_old(
+        element, _REGULAR_WORDS)
 
 
 def marked_old_by_class(marked: str) -> bool:

@@ -36,6 +36,8 @@ def stock_words(elements: list[lxml.html.HtmlElement], heading: int | None,
     if not anchors:
         return "unknown"
     start, end = max(min(anchors) - 300, 0), max(anchors) + 600
+    # the buy control's own words are its labels (read below, as the control's)
+    control = elements[buy] if buy is not None else None
     said: list[tuple[bool, int, str]] = []
     for index, element in enumerate(elements[start:end], start):
         text = " ".join((element.text or "").split())
@@ -43,6 +45,8 @@ def stock_words(elements: list[lxml.html.HtmlElement], heading: int | None,
             continue
         found = from_text(text)
         if found != "unknown":
+            if control is not None and any(a is control for a in element.iterancestors()):
+                continue
             if _TEMPLATE.search(text) or hidden(element):
                 continue  # an unrendered template's words ("${name} not available"), or
                 # a message the page keeps hidden until a script shows it
@@ -59,6 +63,13 @@ def stock_words(elements: list[lxml.html.HtmlElement], heading: int | None,
 
 
 def _control_says(control: lxml.html.HtmlElement) -> str | None:
+    """What the buy control's label says about stock. A control holding several labels
+    ("do koszyka", "Sprawdź dostępność w sklepie", "Produkt niedostępny") shows one of them
+    by the page's styles, which the page's bytes do not settle: it says nothing."""
+    labels = [e for e in control.iterdescendants() if isinstance(e.tag, str)
+              and not hidden(e) and (e.text or "").strip()]
+    if len(labels) > 1:
+        return None
     label = " ".join(filter(None, (control.text_content() if control.tag != "input" else "",
                                    control.get("value"), control.get("aria-label"))))
     found = from_text(label[:120])
