@@ -35,7 +35,6 @@ from runtime.ledger import Ledger
 from runtime.results import RecordResult, ResultHandler
 from runtime.scheduler import Scheduler
 from workers.adapters.base import Page, Request
-from workers.archive import RawArchive
 from workers.crawl_pages import CrawlPages, PageReader, failed
 from workers.errors import FetchError, failure
 from workers.fetch import decode_body
@@ -147,7 +146,7 @@ class BotPages:
         #: the thread every ledger call of the bot path runs on (its results group there)
         self.db = db or DbThread(1)
         self.results = ResultHandler(ledger.app, self.db, clock, patience)
-        self.archive = RawArchive(ledger.data_dir)
+        self.archive = ledger.archive()
         self._crawls: dict[str, _Crawl] = {}
         self._lock = threading.Lock()
 
