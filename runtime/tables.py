@@ -13,14 +13,17 @@ from eventstore.side_tables import (
     Offsets,
     ProxyTable,
     RelayPositionTable,
+    SessionTable,
     SideTables,
     StoredChannel,
     StoredPosition,
+    StoredSession,
     Token,
     TokenTable,
     WorkerOwnerTable,
 )
 
 __all__ = ["AlertChannelTable", "Claim", "Counters", "HeartbeatTable", "ImageClaimTable",
-           "KafkaOffsetTable", "Offsets", "ProxyTable", "RelayPositionTable", "SideTables",
-           "StoredChannel", "StoredPosition", "Token", "TokenTable", "WorkerOwnerTable"]
+           "KafkaOffsetTable", "Offsets", "ProxyTable", "RelayPositionTable", "SessionTable",
+           "SideTables", "StoredChannel", "StoredPosition", "StoredSession", "Token", "TokenTable",
+           "WorkerOwnerTable"]

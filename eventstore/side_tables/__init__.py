@@ -23,8 +23,10 @@ from eventstore.side_tables.ports import (
     Offsets,
     ProxyTable,
     RelayPositionTable,
+    SessionTable,
     StoredChannel,
     StoredPosition,
+    StoredSession,
     Token,
     TokenTable,
     WorkerOwnerTable,
@@ -32,13 +34,14 @@ from eventstore.side_tables.ports import (
 from eventstore.side_tables.proxies import SqlProxies
 from eventstore.side_tables.relay import RelayPositions
 from eventstore.side_tables.schema import SIDE_TABLES, create_side_tables
+from eventstore.side_tables.sessions import SqlSessions
 from eventstore.side_tables.tokens import SqlTokens
 from eventstore.side_tables.workers import SqlHeartbeats, SqlWorkerOwners
 
 __all__ = ["CLAIM_TTL", "SIDE_TABLES", "AlertChannelTable", "Claim", "Counters", "HeartbeatTable",
            "ImageClaimTable", "KafkaOffsetTable", "Offsets", "ProxyTable", "RelayPositionTable",
-           "SideTables", "StoredChannel", "StoredPosition", "Token", "TokenTable",
-           "WorkerOwnerTable", "create_side_tables"]
+           "SessionTable", "SideTables", "StoredChannel", "StoredPosition", "StoredSession",
+           "Token", "TokenTable", "WorkerOwnerTable", "create_side_tables"]
 
 
 class SideTables:
@@ -47,6 +50,7 @@ class SideTables:
     def __init__(self, db: Database) -> None:
         self.db = db
         self.tokens: TokenTable = SqlTokens(db)
+        self.sessions: SessionTable = SqlSessions(db)
         self.image_claims: ImageClaimTable = ImageClaims(db)
         self.alert_channels: AlertChannelTable = SqlAlertChannels(db)
         self.proxies: ProxyTable = SqlProxies(db)
