@@ -7,6 +7,7 @@ from eventstore.side_tables import (
     AlertChannelTable,
     Claim,
     Counters,
+    DatasetManifestTable,
     HeartbeatTable,
     ImageClaimTable,
     KafkaOffsetTable,
@@ -16,6 +17,7 @@ from eventstore.side_tables import (
     SessionTable,
     SideTables,
     StoredChannel,
+    StoredManifest,
     StoredPosition,
     StoredSession,
     Token,
@@ -23,7 +25,7 @@ from eventstore.side_tables import (
     WorkerOwnerTable,
 )
 
-__all__ = ["AlertChannelTable", "Claim", "Counters", "HeartbeatTable", "ImageClaimTable",
+__all__ = ["AlertChannelTable", "Claim", "Counters", "DatasetManifestTable", "HeartbeatTable", "ImageClaimTable",
            "KafkaOffsetTable", "Offsets", "ProxyTable", "RelayPositionTable", "SessionTable",
-           "SideTables", "StoredChannel", "StoredPosition", "StoredSession", "Token", "TokenTable",
+           "SideTables", "StoredChannel", "StoredManifest", "StoredPosition", "StoredSession", "Token", "TokenTable",
            "WorkerOwnerTable"]

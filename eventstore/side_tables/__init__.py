@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from eventstore.database import Database
 from eventstore.side_tables.alert_channels import SqlAlertChannels
+from eventstore.side_tables.dataset_manifests import SqlDatasetManifests
 from eventstore.side_tables.image_claims import CLAIM_TTL, ImageClaims
 from eventstore.side_tables.kafka_offsets import SqlKafkaOffsets
 from eventstore.side_tables.ports import (
     AlertChannelTable,
     Claim,
     Counters,
+    DatasetManifestTable,
     HeartbeatTable,
     ImageClaimTable,
     KafkaOffsetTable,
@@ -25,6 +27,7 @@ from eventstore.side_tables.ports import (
     RelayPositionTable,
     SessionTable,
     StoredChannel,
+    StoredManifest,
     StoredPosition,
     StoredSession,
     Token,
@@ -38,9 +41,10 @@ from eventstore.side_tables.sessions import SqlSessions
 from eventstore.side_tables.tokens import SqlTokens
 from eventstore.side_tables.workers import SqlHeartbeats, SqlWorkerOwners
 
-__all__ = ["CLAIM_TTL", "SIDE_TABLES", "AlertChannelTable", "Claim", "Counters", "HeartbeatTable",
+__all__ = ["CLAIM_TTL", "SIDE_TABLES", "AlertChannelTable", "Claim", "Counters",
+           "DatasetManifestTable", "HeartbeatTable",
            "ImageClaimTable", "KafkaOffsetTable", "Offsets", "ProxyTable", "RelayPositionTable",
-           "SessionTable", "SideTables", "StoredChannel", "StoredPosition", "StoredSession",
+           "SessionTable", "SideTables", "StoredChannel", "StoredManifest", "StoredPosition", "StoredSession",
            "Token", "TokenTable", "WorkerOwnerTable", "create_side_tables"]
 
 
@@ -51,6 +55,7 @@ class SideTables:
         self.db = db
         self.tokens: TokenTable = SqlTokens(db)
         self.sessions: SessionTable = SqlSessions(db)
+        self.dataset_manifests: DatasetManifestTable = SqlDatasetManifests(db)
         self.image_claims: ImageClaimTable = ImageClaims(db)
         self.alert_channels: AlertChannelTable = SqlAlertChannels(db)
         self.proxies: ProxyTable = SqlProxies(db)

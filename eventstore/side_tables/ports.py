@@ -17,9 +17,10 @@ from typing import Any, NamedTuple, Protocol
 
 from eventstore.database import Tx
 
-__all__ = ["AlertChannelTable", "Claim", "Counters", "HeartbeatTable", "ImageClaimTable",
+__all__ = ["AlertChannelTable", "Claim", "Counters", "DatasetManifestTable", "HeartbeatTable", "ImageClaimTable",
            "KafkaOffsetTable", "Offsets", "ProxyTable", "RelayPositionTable", "SessionTable",
-           "StoredChannel", "StoredPosition", "StoredSession", "Token", "TokenTable",
+           "StoredChannel", "StoredManifest", "StoredPosition", "StoredSession", "Token",
+           "TokenTable",
            "WorkerOwnerTable"]
 
 #: next offset per (topic, partition)
@@ -57,6 +58,26 @@ class TokenTable(Protocol):
         ...
 
     def any_live(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class StoredManifest:
+    """Which events a Parquet dataset directory holds (every one up to `position`) and
+    the dataset projection's state after them (JSON text)."""
+
+    position: int
+    state: str
+
+
+class DatasetManifestTable(Protocol):
+    """The Parquet datasets' manifests by the id of their directory
+    (`projections.datasets`): the source of truth a catch-up resumes from."""
+
+    def load(self, dataset_id: str) -> StoredManifest | None: ...
+
+    def save(self, dataset_id: str, position: int, state: str) -> None: ...
+
+    def forget(self, dataset_id: str) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,14 @@ from typing import Any
 import backends
 
 from eventstore.database import Database, SQLiteDatabase
-from eventstore.side_tables import SIDE_TABLES, SideTables, StoredSession, Token, create_side_tables
+from eventstore.side_tables import (
+    SIDE_TABLES,
+    SideTables,
+    StoredManifest,
+    StoredSession,
+    Token,
+    create_side_tables,
+)
 from ledger.bootstrap import Ledger
 
 T0 = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)
@@ -55,6 +62,18 @@ def test_sessions(ledger: Ledger) -> None:
     sessions.close("k2")
     sessions.close("k2")  # closing twice is no error
     assert sessions.get("k2") is None
+
+
+def test_dataset_manifests(ledger: Ledger) -> None:
+    manifests = ledger.tables.dataset_manifests
+    assert manifests.load("d1") is None
+    manifests.save("d1", 5, '{"format":3}')
+    manifests.save("d2", 1, "{}")
+    manifests.save("d1", 9, '{"format":3,"stores":{}}')  # replaced
+    assert manifests.load("d1") == StoredManifest(9, '{"format":3,"stores":{}}')
+    manifests.forget("d1")
+    manifests.forget("d1")  # forgetting twice is no error
+    assert manifests.load("d1") is None and manifests.load("d2") == StoredManifest(1, "{}")
 
 
 def test_image_claims(ledger: Ledger) -> None:
