@@ -70,11 +70,10 @@ class SQLitePackIndex:
         return int(row[0]), int(row[1])
 
     def add(self, rows: Sequence[IndexRow], ends: Mapping[int, int]) -> int:
-        added = 0
         with _errors(), self._transaction():
-            for row in rows:
-                added += self.db.execute("INSERT OR IGNORE INTO bodies VALUES (?, ?, ?, ?)",
-                                         row).rowcount
+            before = self.db.total_changes
+            self.db.executemany("INSERT OR IGNORE INTO bodies VALUES (?, ?, ?, ?)", rows)
+            added = self.db.total_changes - before  # an ignored row changes nothing
             self.db.executemany("UPDATE packs SET indexed_end = max(indexed_end, ?) "
                                 "WHERE id = ?", [(end, pack) for pack, end in ends.items()])
         return added

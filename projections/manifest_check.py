@@ -44,14 +44,14 @@ def manifest_problems(root: Path, head: int, stored: int | None = None) -> list[
     exported: int | None = None
     path = root / MANIFEST
     if path.exists():
-        position = _position(path)
-        if isinstance(position, str):
-            problems.append(f"{MANIFEST}: {position}")
+        read = _position(path)
+        if isinstance(read, str):
+            problems.append(f"{MANIFEST}: {read}")
         else:
-            exported = position
+            exported = read
             problems += _digest_problems(root, path)
-            if position > head:
-                problems.append(f"{MANIFEST}: position {position} is beyond the ledger's "
+            if read > head:
+                problems.append(f"{MANIFEST}: position {read} is beyond the ledger's "
                                 f"last event ({head})")
     if stored is not None and stored > head:
         problems.append(f"{TABLE}: position {stored} is beyond the ledger's last event ({head})")
