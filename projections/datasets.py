@@ -25,8 +25,8 @@ catch-up, so new datasets never start half-way through the log.
 The manifest's source of truth is the side table `dataset_manifests`
 (`DatasetManifestTable`), one row per dataset directory, keyed by the random id in
 the directory's `dataset-id` file; each batch's row is committed after its files
-are in place. `manifest.json` beside the files is an export of the same row,
-written after it, for whoever holds only the folder; a directory written before the
+are in place. `manifest.json` beside the files is an export of the row, written at
+the end of each catch-up that wrote something, for whoever holds only the folder; a directory written before the
 table has only the file, which a catch-up adopts into the table. The file's sha256
 is recorded like every file's, so an edited export is reported
 (`projections.manifest_check`).
@@ -59,6 +59,7 @@ from projections.compaction import compact, discard_superseded
 from projections.dataset_jobs import JOB_STATE_EVENTS, JobRows
 from projections.manifest_check import manifest_problems
 from projections.parquet_writer import (
+    MANIFEST,
     Manifest,
     discard_beyond,
     read_manifest,
@@ -324,10 +325,14 @@ class DatasetWriter:
         return None if ident is None else self.manifests.load(ident)
 
     def _save(self, manifest: Manifest) -> None:
-        """The table's row first (the truth), then its export beside the files."""
+        """The table's row: the truth a catch-up resumes from (every batch's)."""
         state = json.dumps(manifest.state, sort_keys=True, separators=(",", ":"))
         self.manifests.save(self._own_id(), manifest.position, state)
-        write_manifest(self.root, manifest, state)
+
+    def _export(self, manifest: Manifest) -> None:
+        """`manifest.json`: the row as it stands, beside the files (once a catch-up:
+        the state can be tens of megabytes)."""
+        write_manifest(self.root, manifest)
 
     def _own_id(self) -> str:
         ident = self.dataset_id()
@@ -358,6 +363,8 @@ class DatasetWriter:
                 progress(position, max(head, position))
             if len(envelopes) < self.batch_size:
                 self._tidy(position, compacting=total > 0)
+                if position and (total or not (self.root / MANIFEST).exists()):
+                    self._export(Manifest(position, builder.state))
                 return total
 
     def _tidy(self, position: int, compacting: bool = True) -> None:

@@ -15,8 +15,8 @@ duplicate rows. `manifest_problems` reports, one line each:
 - a file that holds positions beyond the manifest's although it starts within
   it (a part, or `products_latest.parquet`): the files and the manifest disagree.
 
-An export one batch behind the table (a writer stopped between the two) is not a
-problem: the next batch rewrites it.
+An export behind the table (written at the end of a catch-up, so a writer stopped
+mid-way leaves it behind) is not a problem: the next catch-up rewrites it.
 
 Parts that start after the position are a crash's leftovers, not a mismatch:
 catch-up deletes them. `DatasetWriter.catch_up` rebuilds the datasets from the

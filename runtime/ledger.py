@@ -31,8 +31,8 @@ from workers.packs import OpenPackIndex
 @dataclass
 class Ledger:
     """The command side (`app`), the read models (`db`, `read`), the side tables
-    (`tables`: tokens, claims, channels, heartbeats, positions, offsets) and the event
-    log (`source`)."""
+    (`tables`: tokens, sessions, dataset manifests, claims, channels, heartbeats,
+    positions, offsets), the raw archive (`archive()`) and the event log (`source`)."""
 
     app: CrawlLedger
     db: Database

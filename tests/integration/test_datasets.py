@@ -30,7 +30,6 @@ from projections.parquet_writer import (
     DATASETS,
     PART,
     latest_through,
-    read_manifest,
 )
 
 T0 = datetime(2026, 3, 1, 20, 0, tzinfo=UTC)
@@ -193,7 +192,7 @@ def test_crash_after_rename_before_manifest_loses_and_duplicates_nothing(
         os.kill(proc.pid, signal.SIGKILL)
     assert line == "paused 60\n" and proc.returncode == -signal.SIGKILL
     root = data_dir / "datasets"
-    position = read_manifest(root).position
+    position = DatasetWriter(data_dir, ledger.source, ledger.tables.dataset_manifests).position()
     assert position == 40  # two batches of 20 committed, the third not
     orphans = [p for p in root.glob("*/date=*/part-*")
                if int(PART.match(p.name).group(1)) > position]  # type: ignore[union-attr]
