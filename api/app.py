@@ -165,7 +165,7 @@ def create_app(ledger: Ledger, tokens: TokenStore, clock: Clock, probes: Probes 
         if status >= 400:
             errors.labels(str(status)).inc()
 
-    sessions = Sessions(tokens)
+    sessions = Sessions(tokens, ledger.tables.sessions)
     app.add_middleware(RequestLimits, guarded=("/api/",), cap_for=body_caps(),
                        body_timeout=body_timeout,
                        authenticated=authenticated_by(tokens.verify, sessions.get, COOKIE))

@@ -46,6 +46,15 @@ class TokenStore:
         """The live token `secret` is, or None."""
         return self.tokens.live(_digest(secret))
 
+    def live(self, digest: str) -> Token | None:
+        """The live token whose secret has this sha256 (`digest`), or None."""
+        return self.tokens.live(digest)
+
+    @staticmethod
+    def digest(secret: str) -> str:
+        """What a token's secret is stored and looked up as (its sha256)."""
+        return _digest(secret)
+
     def list(self) -> list[Token]:
         return self.tokens.all()
 

@@ -1,6 +1,6 @@
 """The bot API: remote workers that reach only the API pull work and push results.
 
-    POST /api/v1/bot/leases                      {"worker", "max"} -> leased tasks + TTL
+    POST /api/v1/bot/leases                      {"worker", "max"} -> leased tasks, TTL, lag
     POST /api/v1/bot/leases/{lease}/heartbeat    {"job_id"}        -> the lease extended
     POST /api/v1/bot/leases/{lease}/result       {"job_id", "ok", …, "body_gzip_b64"}
     POST /api/v1/bot/depart                      {"worker", "reason"}  -> leaves the registry
@@ -12,7 +12,8 @@ a `SubmitPage`, then a `RecordResult` whose actor is the bot's token). A retried
 submit records nothing twice; an expired lease answers 409 and its job is back in
 the queue. Only `bot` tokens, each acting only for the worker names it leased as
 first (`ledger.tables.worker_owners`), and for the current leases of those workers;
-for another's: 403.
+for another's: 403. Leasing reads the read models like every read and projects
+nothing; the answer says how far behind they were (`lag`, `X-Ledger-Lag`).
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ import binascii
 from collections.abc import Callable
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, Field, field_validator
 
 from api.auth import Token
+from api.consistency import LAG_HEADER
 from domain.errors import Forbidden
 from domain.urls import url_refusal
 from runtime.clock import Clock
@@ -128,14 +130,18 @@ def build_bot_router(pages: BotPages, clock: Clock, bot: Callable[..., Token],
         heartbeats.beat(name, body.in_flight, clock.now())
 
     @router.post("/leases")
-    async def lease(body: LeaseRequest, token: Token = acting_bot) -> dict[str, Any]:
-        """Leased jobs, each with the request to fetch first (`request`)."""
+    async def lease(body: LeaseRequest, response: Response,
+                    token: Token = acting_bot) -> dict[str, Any]:
+        """Leased jobs, each with the request to fetch first (`request`), chosen from the
+        read models as they are; `lag` (and `X-Ledger-Lag`): the events they had still
+        to apply."""
         name = f"bot:{body.worker}"
         await pages.db.call(join, name, body, token)
-        leases = await pages.lease(name, ttl, body.max)
-        return {"ttl": ttl, "leases": [{**lease.task.to_payload(),
-                                        "request": _request(lease.request)}
-                                       for lease in leases]}
+        leased = await pages.lease(name, ttl, body.max)
+        response.headers[LAG_HEADER] = str(leased.lag)
+        return {"ttl": ttl, "lag": leased.lag,
+                "leases": [{**lease.task.to_payload(), "request": _request(lease.request)}
+                           for lease in leased.leases]}
 
     @router.post("/depart")
     async def depart(body: Departure, token: Token = acting_bot) -> dict[str, Any]:

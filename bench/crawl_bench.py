@@ -106,6 +106,7 @@ def remove_scratch() -> None:
 async def _crawl_all(urls: list[str], data_dir: Path, per_host: int, workers: int
                      ) -> tuple[float, collections.Counter[str]]:
     from domain.values import CrawlTask, Policy
+    from eventstore.pack_index import open_pack_index
     from workers import adapters
     from workers.addresses import AddressGuard
     from workers.crawler import build_crawler
@@ -120,7 +121,7 @@ async def _crawl_all(urls: list[str], data_dir: Path, per_host: int, workers: in
 
     guard = AddressGuard(["127.0.0.0/8"])  # the bench server, on loopback
     async with build_client(guard=guard) as client:
-        crawler = build_crawler(client, data_dir, adapters.REGISTRY, guard=guard)
+        crawler = build_crawler(client, data_dir, open_pack_index, adapters.REGISTRY, guard=guard)
 
         async def worker() -> None:
             while tasks:

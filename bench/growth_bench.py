@@ -208,7 +208,7 @@ def rebuild_from_latest(ledger: Ledger) -> tuple[float, int]:
 
 def measure_duckdb(ledger: Ledger, product: str) -> tuple[float, float, float]:
     """The datasets caught up from 0 (events/s), then the two queries' medians (s)."""
-    writer = DatasetWriter(ledger.data_dir, ledger.source)
+    writer = DatasetWriter(ledger.data_dir, ledger.source, ledger.tables.dataset_manifests)
     started = time.perf_counter()
     count = writer.catch_up()
     rate = count / (time.perf_counter() - started)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from domain.application import CrawlLedger, LedgerOptions
 from eventstore import Backend, SQLiteBackend
 from eventstore.admin import connection_failed
+from eventstore.pack_index import open_pack_index
 from eventstore.side_tables import create_side_tables
 from ledger.crawlers import crawler_for, runner_crawler
 from ledger.redact import redact_url
@@ -61,7 +62,8 @@ def bootstrap(settings: Settings) -> Ledger:
             raise ConfigError(f"cannot open the event store {redact_url(settings.store)}: "
                               f"{error}") from error
         create_side_tables(db)  # one migration step: every side table, in one transaction
-        ledger = Ledger(app, db, backend, settings.data_dir, settings.checkpoint_every)
+        ledger = Ledger(app, db, backend, settings.data_dir, open_pack_index,
+                        settings.checkpoint_every)
         ledger.create_tables()
         return ledger
 

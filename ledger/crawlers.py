@@ -32,6 +32,7 @@ def page_reader(settings: Settings) -> PageReader:
 @asynccontextmanager
 async def crawler_for(settings: Settings) -> AsyncIterator[Crawler]:
     """A Crawler with a fast HTTP client and the data dir's raw archive; closes both."""
+    from eventstore.pack_index import open_pack_index
     from workers.addresses import AddressGuard
     from workers.crawler import build_crawler
     from workers.egress import Egress
@@ -44,8 +45,8 @@ async def crawler_for(settings: Settings) -> AsyncIterator[Crawler]:
         user_agent=settings.user_agent, guard=guard, proxy=url, max_connections=64))
     async with build_client(user_agent=settings.user_agent, guard=guard) as client:
         reader = page_reader(settings)
-        crawler = build_crawler(client, settings.data_dir, reader.adapters, guard=guard,
-                                egress=egress, max_pages=reader.max_pages,
+        crawler = build_crawler(client, settings.data_dir, open_pack_index, reader.adapters,
+                                guard=guard, egress=egress, max_pages=reader.max_pages,
                                 max_links=reader.max_links)
         try:
             yield crawler

@@ -88,7 +88,7 @@ def draw_chart(ledger: Ledger, path: Path, top: int = 4) -> list[str]:
     from analytics.charts import chart_products
     from projections.datasets import DatasetWriter
 
-    writer = DatasetWriter(ledger.data_dir, ledger.source)
+    writer = DatasetWriter(ledger.data_dir, ledger.source, ledger.tables.dataset_manifests)
     writer.catch_up()
     ids = top_movers(ledger, top)
     con = connect(writer.root)

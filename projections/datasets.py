@@ -22,6 +22,15 @@ rebuild from position 0 yields the same rows. A manifest written by an older
 format (no `format` in its state) is rebuilt from position 0 on the next
 catch-up, so new datasets never start half-way through the log.
 
+The manifest's source of truth is the side table `dataset_manifests`
+(`DatasetManifestTable`), one row per dataset directory, keyed by the random id in
+the directory's `dataset-id` file; each batch's row is committed after its files
+are in place. `manifest.json` beside the files is an export of the row, written at
+the end of each catch-up that wrote something, for whoever holds only the folder; a directory written before the
+table has only the file, which a catch-up adopts into the table. The file's sha256
+is recorded like every file's, so an edited export is reported
+(`projections.manifest_check`).
+
 After each catch-up the writer compacts closed date partitions, merges closed
 dates into month files (see `compaction`) and refreshes the materialised
 `products_latest` (see `parquet_writer`).
@@ -30,8 +39,11 @@ dates into month files (see `compaction`) and refreshes the materialised
 from __future__ import annotations
 
 import fcntl
+import json
 import logging
+import os
 import shutil
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -41,11 +53,13 @@ from typing import Any
 
 from domain.envelope import Envelope
 from domain.sightings import RECORDED, SIGHTED, sighted
+from eventstore.side_tables import DatasetManifestTable, StoredManifest
 from projections.checksums import verify as verify_checksums
 from projections.compaction import compact, discard_superseded
 from projections.dataset_jobs import JOB_STATE_EVENTS, JobRows
 from projections.manifest_check import manifest_problems
 from projections.parquet_writer import (
+    MANIFEST,
     Manifest,
     discard_beyond,
     read_manifest,
@@ -56,7 +70,12 @@ from projections.parquet_writer import (
 )
 from projections.source import EventSource
 
-__all__ = ["DatasetRows", "DatasetWriter", "money", "timestamp"]
+__all__ = ["DATASET_ID", "DatasetRows", "DatasetWriter", "money", "timestamp"]
+
+#: the file naming a dataset directory's row in `dataset_manifests`
+DATASET_ID = "dataset-id"
+#: what `_clear` keeps: the writers' lock and the directory's id
+_KEPT = frozenset({".lock", DATASET_ID})
 
 log = logging.getLogger(__name__)
 
@@ -207,10 +226,13 @@ class DatasetWriter:
     place and before the manifest records the batch — where a crash hurts most.
     """
 
-    def __init__(self, data_dir: Path, source: EventSource, batch_size: int = 5000,
+    def __init__(self, data_dir: Path, source: EventSource, manifests: DatasetManifestTable,
+                 batch_size: int = 5000,
                  before_manifest: Callable[[int], None] | None = None) -> None:
+        """`manifests`: the side table of the datasets' manifests (`ledger.tables`)."""
         self.root = Path(data_dir) / "datasets"
         self.source = source
+        self.manifests = manifests
         self.batch_size = batch_size
         self.before_manifest = before_manifest
         #: what the last catch-up's integrity check found (then rebuilt)
@@ -218,13 +240,34 @@ class DatasetWriter:
         self._verified: dict[str, tuple[int, int]] = {}
 
     def position(self) -> int:
-        return read_manifest(self.root).position
+        return self.manifest().position
+
+    def manifest(self) -> Manifest:
+        """What the datasets hold: this directory's row of the table; for a directory
+        written before the table, its `manifest.json` (the next catch-up adopts it)."""
+        stored = self._row()
+        if stored is not None:
+            return Manifest(stored.position, json.loads(stored.state))
+        try:
+            return read_manifest(self.root)
+        except (OSError, ValueError, KeyError, TypeError):
+            return Manifest()  # unreadable: `integrity_problems` reports it
+
+    def dataset_id(self) -> str | None:
+        """The directory's id in the table (None before its first batch)."""
+        try:
+            return (self.root / DATASET_ID).read_text(encoding="utf-8").strip() or None
+        except FileNotFoundError:
+            return None
 
     def integrity_problems(self) -> list[str]:
         """Dataset files the writer did not write (`projections.checksums`), and a
-        manifest that disagrees with its files or the ledger (`projections.manifest_check`)."""
+        manifest (the table's row, its `manifest.json` export) that disagrees with its
+        files or the ledger (`projections.manifest_check`)."""
+        stored = self._row()
         return (verify_checksums(self.root, self._verified)
-                + manifest_problems(self.root, self.source.head()))
+                + manifest_problems(self.root, self.source.head(),
+                                    None if stored is None else stored.position))
 
     def catch_up(self, progress: Progress | None = None) -> int:
         """Write everything recorded so far; returns the number of events read.
@@ -267,18 +310,46 @@ class DatasetWriter:
         bench and for dataset dirs written before compaction existed.
         """
         with self._locked():
-            self._tidy(read_manifest(self.root).position)
+            self._tidy(self.manifest().position)
 
     def _clear(self) -> None:
         for child in self.root.iterdir():
-            if child.name != ".lock":
+            if child.name not in _KEPT:
                 shutil.rmtree(child) if child.is_dir() else child.unlink()
+        ident = self.dataset_id()
+        if ident is not None:
+            self.manifests.forget(ident)
+
+    def _row(self) -> StoredManifest | None:
+        ident = self.dataset_id()
+        return None if ident is None else self.manifests.load(ident)
+
+    def _save(self, manifest: Manifest) -> None:
+        """The table's row: the truth a catch-up resumes from (every batch's)."""
+        state = json.dumps(manifest.state, sort_keys=True, separators=(",", ":"))
+        self.manifests.save(self._own_id(), manifest.position, state)
+
+    def _export(self, manifest: Manifest) -> None:
+        """`manifest.json`: the row as it stands, beside the files (once a catch-up:
+        the state can be tens of megabytes)."""
+        write_manifest(self.root, manifest)
+
+    def _own_id(self) -> str:
+        ident = self.dataset_id()
+        if ident is None:
+            ident = uuid.uuid4().hex
+            tmp = self.root / f"{DATASET_ID}.tmp"
+            tmp.write_text(ident + "\n", encoding="utf-8")
+            os.replace(tmp, self.root / DATASET_ID)
+        return ident
 
     def _catch_up(self, progress: Progress | None) -> int:
-        manifest = read_manifest(self.root)
+        manifest = self.manifest()
         if not current_format(manifest):
             self._clear()
             manifest = Manifest()
+        elif manifest.position and self._row() is None:
+            self._save(manifest)  # a directory written before the table: adopted
         discard_beyond(self.root, manifest.position)
         discard_superseded(self.root)
         builder = DatasetRows(manifest.state)
@@ -292,6 +363,8 @@ class DatasetWriter:
                 progress(position, max(head, position))
             if len(envelopes) < self.batch_size:
                 self._tidy(position, compacting=total > 0)
+                if position and (total or not (self.root / MANIFEST).exists()):
+                    self._export(Manifest(position, builder.state))
                 return total
 
     def _tidy(self, position: int, compacting: bool = True) -> None:
@@ -308,7 +381,7 @@ class DatasetWriter:
         def commit() -> None:
             if self.before_manifest is not None:
                 self.before_manifest(last)
-            write_manifest(self.root, Manifest(last, builder.state))
+            self._save(Manifest(last, builder.state))
 
         write_batch(self.root, first, last, builder.take(), commit)
         return last

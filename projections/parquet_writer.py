@@ -3,7 +3,9 @@
 Layout under the dataset dir (one dataset per directory, a folder per date)::
 
     datasets/
-      manifest.json                              position + projection state
+      manifest.json                              position + projection state (an export of its
+                                                 row in the side table dataset_manifests)
+      dataset-id                                 the directory's key in that table
       price_observations/date=2026-03-01/part-00000000000000000001-00000000000000001000.parquet
       stock_events/date=…/part-<first>-<last>.parquet
       job_runs/date=…/part-<first>-<last>.parquet
@@ -145,10 +147,12 @@ def read_manifest(root: Path) -> Manifest:
     return Manifest(int(data["position"]), data.get("state"))
 
 
-def write_manifest(root: Path, manifest: Manifest) -> None:
-    """Write the manifest atomically and record its sha256 (`projections.manifest_check`)."""
-    text = json.dumps({"position": manifest.position, "state": manifest.state},
-                      sort_keys=True, separators=(",", ":"))
+def write_manifest(root: Path, manifest: Manifest, state: str | None = None) -> None:
+    """Write the manifest's export atomically and record its sha256
+    (`projections.manifest_check`); `state`: its state as compact JSON, if already made."""
+    if state is None:
+        state = json.dumps(manifest.state, sort_keys=True, separators=(",", ":"))
+    text = f'{{"position":{int(manifest.position)},"state":{state}}}'
     tmp = root / (MANIFEST + ".tmp")
     tmp.write_bytes(text.encode())
     publish_written(root, tmp, root / MANIFEST)

@@ -24,19 +24,24 @@ from projections.source import NotificationLogSource
 from runtime.alert_channels import ChannelStore
 from runtime.commands import Dispatcher
 from runtime.defaults import DEFAULTS
+from workers.archive import RawArchive
+from workers.packs import OpenPackIndex
 
 
 @dataclass
 class Ledger:
     """The command side (`app`), the read models (`db`, `read`), the side tables
-    (`tables`: tokens, claims, channels, heartbeats, positions, offsets) and the event
-    log (`source`)."""
+    (`tables`: tokens, sessions, dataset manifests, claims, channels, heartbeats,
+    positions, offsets), the raw archive (`archive()`) and the event log (`source`)."""
 
     app: CrawlLedger
     db: Database
     backend: Backend
     #: where embedded data lives: raw pages, Parquet datasets, logs
     data_dir: Path
+    #: opens the raw archive's index (`workers.packs.PackIndex`; the composition root's
+    #: adapter, `eventstore.pack_index`)
+    archive_index: OpenPackIndex
     #: the projector step takes a checkpoint of the read models every so many events
     #: (0: never; `projections.checkpoints`)
     checkpoint_every: int = 0
@@ -75,6 +80,10 @@ class Ledger:
         if self._alerts is None:
             self._alerts = AlertQueries(self.db)
         return self._alerts
+
+    def archive(self, *, read_only: bool = False) -> RawArchive:
+        """The data dir's raw archive, with the index adapter this ledger was built with."""
+        return RawArchive(self.data_dir, self.archive_index, read_only=read_only)
 
     def create_tables(self) -> None:
         """Create the read models' tables (bootstrap does, under the schema lock, so

@@ -15,7 +15,7 @@ from uuid import UUID
 from domain.errors import NotFound
 from runtime.history import stream_history
 from runtime.ledger import Ledger
-from workers.archive import ArchiveError, RawArchive
+from workers.archive import ArchiveError
 
 __all__ = ["RawPage", "page_behind"]
 
@@ -40,7 +40,7 @@ def page_behind(ledger: Ledger, job_id: str, at: datetime) -> RawPage:
     ref = str((runs[-1].payload.get("outcome") or {}).get("raw_ref") or "") if runs else ""
     if not ref:
         raise NotFound(f"job {job.id} stored no page for a run at {at.isoformat()}")
-    archive = RawArchive(ledger.data_dir)
+    archive = ledger.archive()
     try:
         pages = archive.page_refs(ref)
         return RawPage(str(job.id), ref, pages, archive.get(pages[0]))

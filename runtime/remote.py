@@ -12,6 +12,13 @@ lease is refused (`LeaseLost`) and the job is back in the queue.
 
 Everything here runs on its own database thread (`DbThread`) and its own locks:
 nothing depends on a lock of the driver that calls it.
+
+Leasing reads the read models as they are, like every read of the API: it never
+projects (the projector beside the server keeps them current, `runtime.projector`)
+and says how far behind they are (`Leases.lag`). Jobs this process leased that the
+read models do not show yet are left out of the next leases (`Unprojected`); a job
+a lagging read model still shows as due is refused by its aggregate, never leased
+twice.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import asyncio
 import threading
 import time
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -35,13 +43,12 @@ from runtime.ledger import Ledger
 from runtime.results import RecordResult, ResultHandler
 from runtime.scheduler import Scheduler
 from workers.adapters.base import Page, Request
-from workers.archive import RawArchive
 from workers.crawl_pages import CrawlPages, PageReader, failed
 from workers.errors import FetchError, failure
 from workers.fetch import decode_body
 
-__all__ = ["MAX_PAGE_BYTES", "Answer", "BotPages", "Lease", "Request", "SubmitPage",
-           "Submitted", "lease_for", "ungzip"]
+__all__ = ["MAX_PAGE_BYTES", "Answer", "BotPages", "Lease", "Leases", "Request", "SubmitPage",
+           "Submitted", "Unprojected", "lease_for", "ungzip"]
 
 #: the largest page a bot may submit, decompressed (the local fetcher's limit)
 MAX_PAGE_BYTES = 8 * 1024 * 1024
@@ -86,6 +93,35 @@ class Answer:
 
 
 @dataclass(frozen=True)
+class Leases:
+    """What a lease request got, and how many events the read models it was chosen
+    from had still to apply."""
+
+    leases: list[Lease]
+    lag: int
+
+
+class Unprojected:
+    """Jobs leased here that the read models may not show yet (they would still look
+    due): each is kept until the read models have applied the log position its lease
+    was recorded at. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def add(self, job_ids: Iterable[str], position: int) -> None:
+        with self._lock:
+            self._jobs.update((job_id, position) for job_id in job_ids)
+
+    def jobs(self, projected: int) -> frozenset[str]:
+        """The jobs whose lease is past `projected` (the read models' position)."""
+        with self._lock:
+            self._jobs = {job: at for job, at in self._jobs.items() if at > projected}
+            return frozenset(self._jobs)
+
+
+@dataclass(frozen=True)
 class Lease:
     """A job leased to a bot, and the request to fetch first (None: the job cannot be
     crawled as it stands; the bot submits a failure and the server records why)."""
@@ -94,18 +130,23 @@ class Lease:
     request: Request | None
 
 
-def lease_for(ledger: Ledger, worker: str, ttl: float, limit: int, now: datetime
-              ) -> list[CrawlTask]:
-    """Dispatch and lease up to `limit` due jobs to `worker` (one scheduler tick, on read
-    models caught up first: they say which jobs are due). Leases that ran out (a bot
-    killed mid-crawl) are expired first, so their jobs are in the queue again."""
-    ledger.catch_up()
+def lease_for(ledger: Ledger, worker: str, ttl: float, limit: int, now: datetime,
+              recent: Unprojected | None = None) -> tuple[list[CrawlTask], int]:
+    """Dispatch and lease up to `limit` due jobs to `worker` (one scheduler tick over the
+    read models as they are: they say which jobs are due; nothing is projected here),
+    and how many events the read models had still to apply. Leases that ran out (a bot
+    killed mid-crawl) are expired first; their jobs are due again once the read models
+    show it. `recent`: jobs leased before that the read models may not show yet."""
+    projected = ledger.projection_position()
+    lag = max(0, ledger.source.head() - projected)
     scheduler = Scheduler(ledger)
-    if scheduler.reap(now):
-        ledger.catch_up()
-    tasks = scheduler.tick_and_lease(now, worker, ttl, limit)
+    scheduler.reap(now)
+    exclude = recent.jobs(projected) if recent is not None else frozenset()
+    tasks = scheduler.tick_and_lease(now, worker, ttl, limit, exclude=exclude)
+    if recent is not None and tasks:
+        recent.add((str(task.job_id) for task in tasks), ledger.source.head())
     metrics.LEASES.inc(len(tasks))
-    return tasks
+    return tasks, lag
 
 
 def ungzip(data: bytes, limit: int = MAX_PAGE_BYTES) -> bytes:
@@ -147,17 +188,19 @@ class BotPages:
         #: the thread every ledger call of the bot path runs on (its results group there)
         self.db = db or DbThread(1)
         self.results = ResultHandler(ledger.app, self.db, clock, patience)
-        self.archive = RawArchive(ledger.data_dir)
+        self.archive = ledger.archive()
         self._crawls: dict[str, _Crawl] = {}
         self._lock = threading.Lock()
+        self._leased = Unprojected()
 
     def close(self) -> None:
         self.db.close()
         self.archive.close()
 
-    async def lease(self, worker: str, ttl: float, limit: int) -> list[Lease]:
-        tasks = await self.db.call(lease_for, self.ledger, worker, ttl, limit, self.clock.now())
-        return [Lease(task, self._first_request(task)) for task in tasks]
+    async def lease(self, worker: str, ttl: float, limit: int) -> Leases:
+        tasks, lag = await self.db.call(lease_for, self.ledger, worker, ttl, limit,
+                                        self.clock.now(), self._leased)
+        return Leases([Lease(task, self._first_request(task)) for task in tasks], lag)
 
     def _first_request(self, task: CrawlTask) -> Request | None:
         try:

@@ -7,20 +7,25 @@ from eventstore.side_tables import (
     AlertChannelTable,
     Claim,
     Counters,
+    DatasetManifestTable,
     HeartbeatTable,
     ImageClaimTable,
     KafkaOffsetTable,
     Offsets,
     ProxyTable,
     RelayPositionTable,
+    SessionTable,
     SideTables,
     StoredChannel,
+    StoredManifest,
     StoredPosition,
+    StoredSession,
     Token,
     TokenTable,
     WorkerOwnerTable,
 )
 
-__all__ = ["AlertChannelTable", "Claim", "Counters", "HeartbeatTable", "ImageClaimTable",
-           "KafkaOffsetTable", "Offsets", "ProxyTable", "RelayPositionTable", "SideTables",
-           "StoredChannel", "StoredPosition", "Token", "TokenTable", "WorkerOwnerTable"]
+__all__ = ["AlertChannelTable", "Claim", "Counters", "DatasetManifestTable", "HeartbeatTable", "ImageClaimTable",
+           "KafkaOffsetTable", "Offsets", "ProxyTable", "RelayPositionTable", "SessionTable",
+           "SideTables", "StoredChannel", "StoredManifest", "StoredPosition", "StoredSession", "Token", "TokenTable",
+           "WorkerOwnerTable"]

@@ -231,7 +231,7 @@ def catch_up_datasets(ledger: Ledger) -> int:
     """The Parquet dataset projection, caught up from the event store in log order."""
     from projections.datasets import DatasetWriter
 
-    return DatasetWriter(ledger.data_dir, ledger.source).catch_up()
+    return DatasetWriter(ledger.data_dir, ledger.source, ledger.tables.dataset_manifests).catch_up()
 
 
 async def write_datasets(res: Resources) -> None:

@@ -6,7 +6,9 @@ A body is named by the sha256 of its raw (uncompressed) bytes and referred to as
     packs/<name>.pack   bodies appended one after another, each a zstd frame behind
                         a 40-byte header; a pack has one writer (a `RawArchive`, from
                         its first new body on) and is only ever appended to
-    index.sqlite        sha256 -> (pack, offset, length) of every packed body
+    index.sqlite        sha256 -> (pack, offset, length) of every packed body (the
+                        index: a port, `workers.packs.PackIndex`, whose adapter the
+                        composition root hands in; `eventstore.pack_index`)
     ab/<sha256>.gz      one file a body: archives written before packs (and
                         `ab/cd/<sha256>.gz`, older still); read, never written
 
@@ -41,7 +43,6 @@ import hashlib
 import json
 import os
 import re
-import sqlite3
 import threading
 import zlib
 from collections.abc import Sequence
@@ -55,15 +56,13 @@ from workers.packs import (
     HEADER,
     MARKS,
     ZSTD,
+    IndexRow,
+    OpenPackIndex,
     Pack,
+    PackIndex,
     cut_short,
     decompress,
-    index_in_memory,
-    lookup,
-    open_index,
-    pack_row,
     scan,
-    transaction,
 )
 
 __all__ = ["ArchiveError", "RawArchive", "Verification", "content_hash", "manifest", "ref_of"]
@@ -115,11 +114,13 @@ class RawArchive:
     threads of a process and between processes (each appends to packs of its own)."""
 
     # zstd's default level; the archive's refs and contents are the same at any level
-    def __init__(self, data_dir: Path | str, compresslevel: int = 3,
+    def __init__(self, data_dir: Path | str, index: OpenPackIndex, compresslevel: int = 3,
                  pack_bytes: int = 1 << 30, *, read_only: bool = False) -> None:
-        """`read_only`: never write to the archive (an auditor's tools, a read-only
-        copy): the index is read into memory and what `get` recovers stays there."""
+        """`index` opens the archive's index (once a process). `read_only`: never write
+        to the archive (an auditor's tools, a read-only copy): the index is read into
+        memory and what `get` recovers stays there."""
         self._root = Path(data_dir) / "raw"
+        self._open_index = index
         self._read_only = read_only
         self._packs = self._root / "packs"
         self._level = compresslevel
@@ -128,7 +129,7 @@ class RawArchive:
         #: a zstd compressor a thread (one is not safe to share between threads)
         self._codecs = threading.local()
         self._pid = -1
-        self._db: sqlite3.Connection | None = None
+        self._db: PackIndex | None = None
         self._pack: Pack | None = None
         #: whether the archive holds one-level files (else `put` does not look for them)
         self._loose = any(len(p.name) == 2 for p in _entries(self._root) if p.is_dir())
@@ -155,7 +156,7 @@ class RawArchive:
             with self._lock:
                 db = self._index()
                 self._append(db, [(digest, member) for digest, member in members
-                                  if lookup(db, digest) is None])
+                                  if db.lookup(digest) is None])
         return [_PREFIX + digest.hex() for digest in digests]
 
     def get(self, raw_ref: str) -> bytes:
@@ -165,7 +166,7 @@ class RawArchive:
         if stored is None:
             stored = self._loose_file(raw_ref)
         if stored is None:
-            with contextlib.suppress(OSError, sqlite3.Error):  # e.g. a read-only copy
+            with contextlib.suppress(OSError):  # e.g. a read-only copy
                 self.recover()
             stored = self._packed(digest)
         if stored is None:
@@ -204,23 +205,17 @@ class RawArchive:
         with self._lock:
             db = self._index()
             for path in self._pack_files():
-                pack_id, start = pack_row(db, path.name)
-                end = start
-                with transaction(db):
-                    for offset, digest, length in scan(path, start):
-                        found += db.execute("INSERT OR IGNORE INTO bodies VALUES (?, ?, ?, ?)",
-                                            (digest, pack_id, offset, length)).rowcount
-                        end = offset + length
-                    db.execute("UPDATE packs SET indexed_end = max(indexed_end, ?) WHERE id = ?",
-                               (end, pack_id))
+                pack_id, start = db.pack(path.name)
+                rows: list[IndexRow] = [(digest, pack_id, offset, length)
+                                        for offset, digest, length in scan(path, start)]
+                end = rows[-1][2] + rows[-1][3] if rows else start
+                found += db.add(rows, {pack_id: end})
         return found
 
     def reindex(self) -> int:
         """Rebuild the index from the packs (after it was lost); bodies indexed."""
         with self._lock:
-            db = self._index()
-            with transaction(db):
-                db.execute("UPDATE packs SET indexed_end = 0")
+            self._index().rewind()
         return self.recover()
 
     def verify(self) -> Verification:
@@ -250,12 +245,10 @@ class RawArchive:
                                       "intact record (damaged); the records before them "
                                       "are read")
         with self._lock:
-            rows = self._index().execute(
-                "SELECT packs.name, bodies.offset, bodies.length, bodies.digest FROM bodies "
-                "JOIN packs ON packs.id = bodies.pack").fetchall()
+            rows = self._index().entries()
         for name, offset, length, digest in rows:
             if (offset, length) not in intact.get(name, ()):
-                found.problems.append(f"index: sha256:{bytes(digest).hex()} points at pack "
+                found.problems.append(f"index: sha256:{digest.hex()} points at pack "
                                       f"{name} offset {offset}, not an intact record there")
         for path in sorted(self._root.glob("[0-9a-f][0-9a-f]/**/*.gz")):
             found.loose_files += 1
@@ -292,11 +285,11 @@ class RawArchive:
             raise ArchiveError(f"malformed raw ref {raw_ref!r}")
         return hexdigest
 
-    def _index(self) -> sqlite3.Connection:
-        """This process's connection to the index (made again in a forked child)."""
+    def _index(self) -> PackIndex:
+        """This process's handle on the index (opened again in a forked child)."""
         if self._pid != os.getpid():
             self._pack, self._db = None, None  # the parent's: not ours to close
-            db = index_in_memory(self._root) if self._read_only else open_index(self._root)
+            db = self._open_index(self._root, read_only=self._read_only)
             self._db, self._pid = db, os.getpid()
         assert self._db is not None
         return self._db
@@ -312,18 +305,18 @@ class RawArchive:
 
     def _has(self, digest: bytes) -> bool:
         with self._lock:
-            if lookup(self._index(), digest) is not None:
+            if self._index().lookup(digest) is not None:
                 return True
         if self._loose:
             hexdigest = digest.hex()
             return os.path.exists(os.path.join(self._root, hexdigest[:2], hexdigest + ".gz"))
         return False
 
-    def _append(self, db: sqlite3.Connection, records: list[tuple[bytes, bytes]]) -> None:
+    def _append(self, db: PackIndex, records: list[tuple[bytes, bytes]]) -> None:
         """(digest, compressed body) records at the end of this writer's pack, then
         their index rows, in one transaction. A write that fails (a full disk) still
         indexes the records written before it, and raises."""
-        rows: list[tuple[bytes, int, int, int]] = []
+        rows: list[IndexRow] = []
         ends: dict[int, int] = {}
         try:
             for digest, member in records:
@@ -344,17 +337,14 @@ class RawArchive:
                 ends[pack.id] = pack.end
         finally:
             if rows:
-                with transaction(db):
-                    db.executemany("INSERT OR IGNORE INTO bodies VALUES (?, ?, ?, ?)", rows)
-                    db.executemany("UPDATE packs SET indexed_end = max(indexed_end, ?) "
-                                   "WHERE id = ?", [(end, pack_id) for pack_id, end in ends.items()])
+                db.add(rows, ends)
 
     def _packed(self, digest: bytes) -> tuple[bytes, bytes] | None:
         """(compression mark, compressed bytes) of `digest`'s indexed record."""
         try:
             with self._lock:
-                found = lookup(self._index(), digest)
-        except (OSError, sqlite3.Error):
+                found = self._index().lookup(digest)
+        except OSError:
             return None  # no index here (a read-only copy of an older archive)
         if found is None:
             return None

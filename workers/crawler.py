@@ -30,6 +30,7 @@ from workers.errors import FetchError
 from workers.fetch import Decode, Fetcher, FetchLimits, decode_body
 from workers.http import RobotsFetcher
 from workers.images import DownloadedImage, ImageDownloader
+from workers.packs import OpenPackIndex
 from workers.politeness import Politeness, PolitenessConfig
 
 __all__ = ["MAX_LINKS", "Crawler", "build_crawler"]
@@ -134,6 +135,7 @@ class Crawler:
 def build_crawler(
     client: httpx.AsyncClient,
     data_dir: Path | str,
+    archive_index: OpenPackIndex,
     adapters: Registry,
     *,
     config: PolitenessConfig = _DEFAULT_CONFIG,
@@ -143,11 +145,12 @@ def build_crawler(
     egress: Egress | None = None,
     max_links: int = MAX_LINKS,
 ) -> Crawler:
-    """A Crawler with real time, robots.txt over `client` and the data dir's archive.
+    """A Crawler with real time, robots.txt over `client` and the data dir's archive
+    (its index opened by `archive_index`, the composition root's adapter).
 
     `guard` must be the one `client` was built with (`build_client(guard=...)`)."""
     guard = guard or AddressGuard()
     politeness = Politeness(RobotsFetcher.on(client, guard), time.monotonic, asyncio.sleep,
                             config)
-    return Crawler(client, politeness, RawArchive(data_dir), adapters, max_pages, limits,
+    return Crawler(client, politeness, RawArchive(data_dir, archive_index), adapters, max_pages, limits,
                    guard=guard, egress=egress, max_links=max_links)

@@ -9,8 +9,11 @@ by its headers. zstd level 3: ~36 µs and ~3.4 KB for a 15 KB product page where
 level 1 took ~94 µs and ~3.8 KB, and compressing was the largest part of archiving
 a page.
 
-The index (`raw/index.sqlite`, WAL) maps a body's sha256 to its pack, offset and
-length, and keeps per pack the end up to which its records are indexed.
+The index maps a body's sha256 to its pack, offset and length, and keeps per pack
+the end up to which its records are indexed. Workers name it as a port (`PackIndex`,
+opened per process by an `OpenPackIndex`); its storage is an adapter's
+(`eventstore.pack_index`: `raw/index.sqlite`), handed to the archive by the
+composition root.
 """
 
 from __future__ import annotations
@@ -18,17 +21,17 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import sqlite3
 import struct
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import zstandard
 
-__all__ = ["HEADER", "MARKS", "ZSTD", "GZIP_MARK", "Pack", "cut_short", "decompress",
-           "index_in_memory", "lookup", "open_index", "pack_row", "scan", "transaction"]
+__all__ = ["HEADER", "MARKS", "ZSTD", "GZIP_MARK", "IndexRow", "OpenPackIndex", "Pack",
+           "PackIndex", "cut_short", "decompress", "scan"]
 
 ZSTD, GZIP_MARK = b"CLZ1", b"CLR1"    # a record's compression
 HEADER = struct.Struct("<4s32sI")    # compression, sha256 digest, compressed length
@@ -37,19 +40,47 @@ GZIP = 31                             # zlib's wbits for a gzip member (header +
 MAX_BODY = 256 << 20                  # far above any fetch's or bot submission's limit
 _PACK_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
                | getattr(os, "O_CLOEXEC", 0))
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS packs (
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE,
-    indexed_end INTEGER NOT NULL          -- bytes from the start walked and indexed
-);
-CREATE TABLE IF NOT EXISTS bodies (
-    digest BLOB PRIMARY KEY,
-    pack INTEGER NOT NULL REFERENCES packs (id),
-    offset INTEGER NOT NULL,              -- of the compressed bytes
-    length INTEGER NOT NULL
-) WITHOUT ROWID;
-"""
+#: (sha256 digest, pack id, offset of the compressed bytes, their length)
+IndexRow = tuple[bytes, int, int, int]
+
+
+class PackIndex(Protocol):
+    """Where each packed body is: sha256 -> (pack, offset, length), and per pack the end
+    up to which its records are indexed. One process's handle; safe to use under the
+    archive's lock from any of its threads. An index that cannot be read or written
+    raises `OSError` (whatever stores it: workers name no database driver)."""
+
+    def lookup(self, digest: bytes) -> tuple[str, int, int] | None:
+        """(pack name, offset, length) of the body with this sha256, or None."""
+        ...
+
+    def pack(self, name: str) -> tuple[int, int]:
+        """(id, indexed end) of the pack named `name`, known to the index from now on."""
+        ...
+
+    def add(self, rows: Sequence[IndexRow], ends: Mapping[int, int]) -> int:
+        """Index `rows` (a digest already indexed keeps its first row) and move each
+        pack's indexed end up to `ends[pack id]`, in one transaction; rows added."""
+        ...
+
+    def rewind(self) -> None:
+        """Every pack's indexed end back to 0 (`RawArchive.reindex` walks them again)."""
+        ...
+
+    def entries(self) -> list[tuple[str, int, int, bytes]]:
+        """(pack name, offset, length, digest) of every indexed body."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class OpenPackIndex(Protocol):
+    """Opens the index of the archive under `root` (`<data_dir>/raw`): for reading and
+    writing, made where there is none; or, `read_only`, a private copy that never
+    writes to the archive (what it indexes stays in memory)."""
+
+    def __call__(self, root: Path, *, read_only: bool) -> PackIndex: ...
+
 
 
 class Pack:
@@ -59,18 +90,14 @@ class Pack:
         self.id, self.name, self.fd, self.end = pack_id, name, fd, 0
 
     @classmethod
-    def create(cls, directory: Path, db: sqlite3.Connection) -> Pack:
+    def create(cls, directory: Path, index: PackIndex) -> Pack:
         for _ in range(100):
             name = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}-{os.urandom(4).hex()}.pack"
             try:
                 fd = os.open(directory / name, _PACK_FLAGS, 0o600)
             except FileExistsError:
                 continue
-            with transaction(db):
-                pack_id = db.execute("INSERT INTO packs (name, indexed_end) VALUES (?, 0)",
-                                     (name,)).lastrowid
-            assert pack_id is not None
-            return cls(pack_id, name, fd)
+            return cls(index.pack(name)[0], name, fd)
         raise FileExistsError(f"no free pack name in {directory}")
 
     def write(self, record: bytes) -> None:
@@ -138,64 +165,3 @@ def decompress(mark: bytes, stored: bytes) -> bytes:
     if not inflate.eof:
         raise zlib.error("an incomplete gzip member")
     return body
-
-
-def lookup(db: sqlite3.Connection, digest: bytes) -> tuple[str, int, int] | None:
-    row = db.execute("SELECT packs.name, bodies.offset, bodies.length FROM bodies "
-                     "JOIN packs ON packs.id = bodies.pack WHERE digest = ?",
-                     (digest,)).fetchone()
-    return None if row is None else (str(row[0]), int(row[1]), int(row[2]))
-
-
-def pack_row(db: sqlite3.Connection, name: str) -> tuple[int, int]:
-    """(id, indexed end) of the pack named `name`, known to the index from now on."""
-    with transaction(db):
-        db.execute("INSERT OR IGNORE INTO packs (name, indexed_end) VALUES (?, 0)", (name,))
-        row = db.execute("SELECT id, indexed_end FROM packs WHERE name = ?", (name,)).fetchone()
-    return int(row[0]), int(row[1])
-
-
-@contextlib.contextmanager
-def transaction(db: sqlite3.Connection) -> Iterator[None]:
-    """One write transaction (the connection is in autocommit mode otherwise)."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        with contextlib.suppress(sqlite3.Error):
-            db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
-
-
-def open_index(root: Path) -> sqlite3.Connection:
-    """The index under `root` (made where there is none), for reading and writing."""
-    (root / "packs").mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(root / "index.sqlite", timeout=30, isolation_level=None,
-                         check_same_thread=False)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")
-    db.executescript(_SCHEMA)
-    return db
-
-
-def index_in_memory(root: Path) -> sqlite3.Connection:
-    """A private copy of the index (empty where there is none). With no WAL file
-    beside it (no writer has it open) the file is read as immutable: nothing is
-    created or locked. With one, it is opened read-only, which reads the WAL through
-    its shared-memory file; where that fails (a read-only copy), as immutable, without
-    the rows still in the WAL: `recover` finds their records again in the packs."""
-    db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-    path = root / "index.sqlite"
-    if path.exists():
-        live = path.with_name(path.name + "-wal").exists()
-        for mode in ("mode=ro", "immutable=1") if live else ("immutable=1",):
-            try:
-                with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?{mode}",
-                                                        uri=True)) as disk:
-                    disk.backup(db)
-                break
-            except sqlite3.Error:
-                continue
-    db.executescript(_SCHEMA)
-    return db

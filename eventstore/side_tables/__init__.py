@@ -11,20 +11,25 @@ from __future__ import annotations
 
 from eventstore.database import Database
 from eventstore.side_tables.alert_channels import SqlAlertChannels
+from eventstore.side_tables.dataset_manifests import SqlDatasetManifests
 from eventstore.side_tables.image_claims import CLAIM_TTL, ImageClaims
 from eventstore.side_tables.kafka_offsets import SqlKafkaOffsets
 from eventstore.side_tables.ports import (
     AlertChannelTable,
     Claim,
     Counters,
+    DatasetManifestTable,
     HeartbeatTable,
     ImageClaimTable,
     KafkaOffsetTable,
     Offsets,
     ProxyTable,
     RelayPositionTable,
+    SessionTable,
     StoredChannel,
+    StoredManifest,
     StoredPosition,
+    StoredSession,
     Token,
     TokenTable,
     WorkerOwnerTable,
@@ -32,13 +37,15 @@ from eventstore.side_tables.ports import (
 from eventstore.side_tables.proxies import SqlProxies
 from eventstore.side_tables.relay import RelayPositions
 from eventstore.side_tables.schema import SIDE_TABLES, create_side_tables
+from eventstore.side_tables.sessions import SqlSessions
 from eventstore.side_tables.tokens import SqlTokens
 from eventstore.side_tables.workers import SqlHeartbeats, SqlWorkerOwners
 
-__all__ = ["CLAIM_TTL", "SIDE_TABLES", "AlertChannelTable", "Claim", "Counters", "HeartbeatTable",
+__all__ = ["CLAIM_TTL", "SIDE_TABLES", "AlertChannelTable", "Claim", "Counters",
+           "DatasetManifestTable", "HeartbeatTable",
            "ImageClaimTable", "KafkaOffsetTable", "Offsets", "ProxyTable", "RelayPositionTable",
-           "SideTables", "StoredChannel", "StoredPosition", "Token", "TokenTable",
-           "WorkerOwnerTable", "create_side_tables"]
+           "SessionTable", "SideTables", "StoredChannel", "StoredManifest", "StoredPosition", "StoredSession",
+           "Token", "TokenTable", "WorkerOwnerTable", "create_side_tables"]
 
 
 class SideTables:
@@ -47,6 +54,8 @@ class SideTables:
     def __init__(self, db: Database) -> None:
         self.db = db
         self.tokens: TokenTable = SqlTokens(db)
+        self.sessions: SessionTable = SqlSessions(db)
+        self.dataset_manifests: DatasetManifestTable = SqlDatasetManifests(db)
         self.image_claims: ImageClaimTable = ImageClaims(db)
         self.alert_channels: AlertChannelTable = SqlAlertChannels(db)
         self.proxies: ProxyTable = SqlProxies(db)

@@ -17,9 +17,11 @@ from typing import Any, NamedTuple, Protocol
 
 from eventstore.database import Tx
 
-__all__ = ["AlertChannelTable", "Claim", "Counters", "HeartbeatTable", "ImageClaimTable",
-           "KafkaOffsetTable", "Offsets", "ProxyTable", "RelayPositionTable", "StoredChannel",
-           "StoredPosition", "Token", "TokenTable", "WorkerOwnerTable"]
+__all__ = ["AlertChannelTable", "Claim", "Counters", "DatasetManifestTable", "HeartbeatTable", "ImageClaimTable",
+           "KafkaOffsetTable", "Offsets", "ProxyTable", "RelayPositionTable", "SessionTable",
+           "StoredChannel", "StoredManifest", "StoredPosition", "StoredSession", "Token",
+           "TokenTable",
+           "WorkerOwnerTable"]
 
 #: next offset per (topic, partition)
 Offsets = dict[tuple[str, int], int]
@@ -56,6 +58,63 @@ class TokenTable(Protocol):
         ...
 
     def any_live(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class StoredManifest:
+    """Which events a Parquet dataset directory holds (every one up to `position`) and
+    the dataset projection's state after them (JSON text)."""
+
+    position: int
+    state: str
+
+
+class DatasetManifestTable(Protocol):
+    """The Parquet datasets' manifests by the id of their directory
+    (`projections.datasets`): the source of truth a catch-up resumes from."""
+
+    def load(self, dataset_id: str) -> StoredManifest | None: ...
+
+    def save(self, dataset_id: str, position: int, state: str) -> None: ...
+
+    def forget(self, dataset_id: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class StoredSession:
+    """A dashboard session's row: the digest of the token it was opened with (never the
+    token), its CSRF secret, when it was last used (seconds since the epoch) and what
+    the last action did, shown once."""
+
+    token_digest: str
+    csrf: str
+    used_at: float
+    flash: dict[str, str]
+
+
+class SessionTable(Protocol):
+    """Dashboard sessions by the digest of their cookie (`api.sessions`): they outlive
+    the server process, and end by sign-out, idleness or their token's revocation."""
+
+    def open(self, key: str, token_digest: str, csrf: str, at: float) -> None: ...
+
+    def get(self, key: str) -> StoredSession | None: ...
+
+    def touch(self, key: str, at: float) -> None:
+        """Mark the session used at `at` (never moving its time back)."""
+        ...
+
+    def put_flash(self, key: str, flash: dict[str, str]) -> None: ...
+
+    def take_flash(self, key: str) -> dict[str, str]:
+        """The session's flash, cleared: one caller gets it, once."""
+        ...
+
+    def close(self, key: str) -> None: ...
+
+    def forget_idle(self, before: float) -> int:
+        """Delete every session last used before `before`; how many."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
 """The side tables' shape, and the one migration step that creates them all.
 
 Side tables hold what is coordination or a credential, never history: API token
-hashes, image-download claims, alert channel URLs and the alert handler's
-positions, proxy URLs and health counters, worker heartbeats and owners, the
-relay's position, gaps and acknowledged offsets, and the Kafka projector's
-offsets. They live in the read-model database beside the read models.
+hashes, dashboard sessions, the Parquet datasets' manifests, image-download claims,
+alert channel URLs and the alert handler's positions, proxy URLs and health
+counters, worker heartbeats and owners, the relay's position, gaps and acknowledged
+offsets, and the Kafka projector's offsets. They live in the read-model database
+beside the read models.
 
 `create_side_tables` runs every statement in one transaction; each is
 `IF NOT EXISTS`, so running it again, or on a database whose tables an older
@@ -20,6 +21,8 @@ from eventstore.database import Database
 __all__ = ["SIDE_TABLES", "create_side_tables", "side_table_ddl"]
 
 TOKENS = "api_tokens"
+SESSIONS = "dashboard_sessions"
+DATASET_MANIFESTS = "dataset_manifests"
 IMAGE_CLAIMS = "image_claims"
 ALERT_CHANNELS = "alert_channels"
 ALERT_POSITIONS = "alert_positions"
@@ -31,8 +34,9 @@ RELAY_POSITION = "relay_position"
 RELAY_GAPS = "relay_gaps"
 RELAY_OFFSETS = "relay_offsets"
 KAFKA_OFFSETS = "kafka_offsets"
-SIDE_TABLES = (TOKENS, IMAGE_CLAIMS, ALERT_CHANNELS, ALERT_POSITIONS, PROXY_URLS, PROXY_HEALTH,
-               HEARTBEATS, WORKER_OWNERS, RELAY_POSITION, RELAY_GAPS, RELAY_OFFSETS, KAFKA_OFFSETS)
+SIDE_TABLES = (TOKENS, SESSIONS, DATASET_MANIFESTS, IMAGE_CLAIMS, ALERT_CHANNELS, ALERT_POSITIONS,
+               PROXY_URLS, PROXY_HEALTH, HEARTBEATS, WORKER_OWNERS, RELAY_POSITION, RELAY_GAPS,
+               RELAY_OFFSETS, KAFKA_OFFSETS)
 
 
 def side_table_ddl(db: Database) -> list[str]:
@@ -42,6 +46,11 @@ def side_table_ddl(db: Database) -> list[str]:
         f"CREATE TABLE IF NOT EXISTS {TOKENS} (token_id TEXT PRIMARY KEY, "
         "digest TEXT NOT NULL UNIQUE, name TEXT NOT NULL, scope TEXT NOT NULL, "
         "created_at TEXT NOT NULL, revoked_at TEXT)",
+        f"CREATE TABLE IF NOT EXISTS {SESSIONS} (session_key {text} PRIMARY KEY, "
+        f"token_digest {text} NOT NULL, csrf {text} NOT NULL, used_at {real} NOT NULL, "
+        f"flash {text} NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS {DATASET_MANIFESTS} (dataset_id {text} PRIMARY KEY, "
+        f"position {num} NOT NULL, state {text} NOT NULL)",
         f"CREATE TABLE IF NOT EXISTS {IMAGE_CLAIMS} (url {text} PRIMARY KEY, "
         f"owner {text} NOT NULL, claimed_at {real} NOT NULL)",
         f"CREATE TABLE IF NOT EXISTS {ALERT_CHANNELS} (subscription_id {text} PRIMARY KEY,"

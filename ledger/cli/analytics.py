@@ -68,7 +68,7 @@ def refresh(rebuild: bool = False, progress: ProgressFn | None = None) -> tuple[
     """Catch the datasets up with the event log; returns (dataset dir, events read)."""
     ledger = bootstrap(Settings.from_env())
     try:
-        writer = DatasetWriter(ledger.data_dir, ledger.source)
+        writer = DatasetWriter(ledger.data_dir, ledger.source, ledger.tables.dataset_manifests)
         count = writer.rebuild(progress) if rebuild else writer.catch_up(progress)
         return writer.root, count
     finally:

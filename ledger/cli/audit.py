@@ -118,7 +118,7 @@ def derived_problems(ledger: Ledger) -> list[str]:
     from runtime.integrity import check_snapshots
 
     problems = [bad.describe() for bad in check_snapshots(ledger)]
-    writer = DatasetWriter(ledger.data_dir, ledger.source)
+    writer = DatasetWriter(ledger.data_dir, ledger.source, ledger.tables.dataset_manifests)
     return problems + [f"dataset file {line}" for line in writer.integrity_problems()]
 
 
@@ -127,7 +127,7 @@ def _rebuild_datasets(ledger: Ledger) -> list[str]:
     writer's lock); what was found."""
     from projections.datasets import DatasetWriter
 
-    return DatasetWriter(ledger.data_dir, ledger.source).repair()
+    return DatasetWriter(ledger.data_dir, ledger.source, ledger.tables.dataset_manifests).repair()
 
 
 def run_verify_file(args: argparse.Namespace) -> int:

@@ -143,7 +143,6 @@ def run_backfill(args: argparse.Namespace) -> int:
     from domain.timeutil import parse_iso
     from ledger.cli.context import open_ledger, utcnow
     from runtime.backfill import apply, plan
-    from workers.archive import RawArchive
 
     try:
         since = parse_iso(args.since) if args.since else None
@@ -152,7 +151,7 @@ def run_backfill(args: argparse.Namespace) -> int:
     with open_ledger() as ledger:
         if args.store and args.store not in {s["store_id"] for s in ledger.read.stores()}:
             raise CommandError(f"unknown store id {args.store}")
-        differences = plan(ledger, RawArchive(ledger.data_dir), args.store, since)
+        differences = plan(ledger, ledger.archive(), args.store, since)
         shown = list(differences) if args.dry_run else apply(ledger, differences, utcnow)
     rows = [{"product_id": d.product_id, "name": d.name, "job_id": d.job_id,
              "content_hash": d.content_hash, "extractor_version": d.extractor_version,

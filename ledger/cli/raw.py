@@ -35,6 +35,7 @@ def register(sub: Any) -> None:
 def _archive(read_only: bool = True) -> Any:
     """The data dir's archive; `get` and `verify` never write to what they read. None
     there (a mistyped `LEDGER_DATA_DIR`) is an error, not an empty archive to make."""
+    from eventstore.pack_index import open_pack_index
     from ledger.settings import Settings
     from workers.archive import RawArchive
 
@@ -42,7 +43,7 @@ def _archive(read_only: bool = True) -> Any:
     if not (data_dir / "raw").is_dir():
         raise CommandError(f"no archive of pages at {data_dir / 'raw'} "
                            "(is LEDGER_DATA_DIR the data dir a crawl ran with?)")
-    return RawArchive(data_dir, read_only=read_only)
+    return RawArchive(data_dir, open_pack_index, read_only=read_only)
 
 
 def get_body(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ import pytest
 from backends import LOOPBACK_ENV
 
 from domain.values import CrawlSuccess, Observation, Offer
+from eventstore.pack_index import open_pack_index
 from ledger.bootstrap import bootstrap
 from ledger.cli import main
 from ledger.settings import Settings
@@ -34,7 +35,7 @@ BARE = """<html lang="it-IT"><body><h1 class="product-title">Sedia</h1>
 def record(data_dir: Path) -> str:
     ledger = bootstrap(Settings.from_env({**LOOPBACK_ENV, "LEDGER_DATA_DIR": str(data_dir)}))
     try:
-        app, archive = ledger.app, RawArchive(data_dir)
+        app, archive = ledger.app, RawArchive(data_dir, open_pack_index)
         store = app.register_store(name="Negozio", base_url="https://negozio.example",
                                    platform="generic", now=T0)
         # what an older extractor recorded: the lamp without its sale or currency (its

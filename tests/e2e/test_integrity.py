@@ -69,7 +69,7 @@ def prices_in(writer: DatasetWriter) -> list[str]:
 
 def test_an_edited_dataset_file_is_detected_and_rebuilt(ledger: Ledger) -> None:
     record_prices(ledger, ["20.00", "15.00", "18.00"])
-    writer = DatasetWriter(ledger.data_dir, ledger.source)
+    writer = DatasetWriter(ledger.data_dir, ledger.source, ledger.tables.dataset_manifests)
     writer.catch_up()
     honest = prices_in(writer)
     assert writer.problems == []
@@ -84,7 +84,7 @@ def test_an_edited_dataset_file_is_detected_and_rebuilt(ledger: Ledger) -> None:
     planted = writer.root / "price_observations" / "date=2026-03-09" / "part-9-9.parquet"
     planted.parent.mkdir()
     pq.write_table(table, planted)
-    writer = DatasetWriter(ledger.data_dir, ledger.source)  # a fresh process's writer
+    writer = DatasetWriter(ledger.data_dir, ledger.source, ledger.tables.dataset_manifests)  # a fresh process's writer
     writer.catch_up()
     assert any("changed since it was written" in p for p in writer.problems), writer.problems
     assert any("not written by the dataset writer" in p for p in writer.problems)

@@ -22,6 +22,7 @@ from invariants import check, jobs_settled, no_duplicate_effects, read_models_eq
 
 from domain.chaining import DEFAULT_MAX_NEW_JOBS
 from domain.crawl_job import RetryPolicy
+from eventstore.pack_index import open_pack_index
 from ledger.bootstrap import bootstrap
 from ledger.embedded import EmbeddedRunner
 from ledger.settings import Settings
@@ -82,7 +83,7 @@ def ledger_in(tmp_path: Path) -> Iterator[Ledger]:
 async def crawl_until_idle(ledger: Ledger, servers: list[RecordingServer]) -> None:
     guard = AddressGuard(["127.0.0.0/8"])  # the poison servers, on loopback on purpose
     async with serving(*servers), build_client(guard=guard) as client:
-        crawler = build_crawler(client, ledger.data_dir, adapters.REGISTRY, limits=LIMITS,
+        crawler = build_crawler(client, ledger.data_dir, open_pack_index, adapters.REGISTRY, limits=LIMITS,
                                 guard=guard)
         try:
             await EmbeddedRunner(ledger, crawler, SystemClock(), concurrency=8,

@@ -98,7 +98,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
                 truth[epoch] = sim.simulator.truth(epoch)
                 asyncio.run(_cycle(ledger, settings, clock))
                 clock.advance(INTERVAL)
-        DatasetWriter(data_dir, ledger.source, batch_size=200).catch_up()
+        DatasetWriter(data_dir, ledger.source, ledger.tables.dataset_manifests, batch_size=200).catch_up()
     finally:
         ledger.close()
     con = connect(data_dir / "datasets")

@@ -202,7 +202,7 @@ def _state(ledger: Ledger, product_id: str, at: datetime) -> dict[str, Any] | No
 def test_duckdb_price_history_and_as_of_are_equal(three: dict[str, Any]) -> None:
     answers = {}
     for name, (ledger, times) in three.items():
-        DatasetWriter(ledger.data_dir, ledger.source).catch_up()
+        DatasetWriter(ledger.data_dir, ledger.source, ledger.tables.dataset_manifests).catch_up()
         con = connect(ledger.data_dir / "datasets")
         ids = sorted(r[0] for r in con.execute(
             "SELECT DISTINCT product_id FROM price_observations").fetchall())

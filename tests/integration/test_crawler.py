@@ -18,6 +18,7 @@ from aiohttp import web
 from http_fixtures import RecordingServer, redirect, serving, status, streaming, trickling
 
 from domain.values import CrawlFailure, CrawlOutcome, CrawlSuccess, CrawlTask, Observation, Policy
+from eventstore.pack_index import open_pack_index
 from workers.adapters.base import Adapter, Extraction, ExtractionError, Page, Request
 from workers.adapters.registry import Registry
 from workers.addresses import AddressGuard
@@ -81,7 +82,7 @@ def run(
         guard = AddressGuard(["127.0.0.0/8"])  # the test servers, allowed on purpose
         async with serving(*servers), build_client(guard=guard) as client:
             crawler = build_crawler(
-                client, data_dir, registry or adapters_of(), limits=limits or FetchLimits(),
+                client, data_dir, open_pack_index, registry or adapters_of(), limits=limits or FetchLimits(),
                 guard=guard,
             )
             return await body(crawler)
@@ -115,7 +116,7 @@ def test_paginated_crawl_is_archived_and_hashed(tmp_path: Path) -> None:
     bodies = [products("a", "b", following="/p2"), products("c", following="/p3"), products("d")]
     assert outcome.content_hash == content_hash([b.encode() for b in bodies])
     assert outcome.bytes == sum(len(b) for b in bodies) and outcome.duration > 0
-    archive = RawArchive(tmp_path)
+    archive = RawArchive(tmp_path, open_pack_index)
     assert outcome.raw_ref is not None
     assert [archive.get(r).decode() for r in archive.page_refs(outcome.raw_ref)] == bodies
     assert server.paths() == ["/robots.txt", "/p1", "/p2", "/p3"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -28,10 +29,7 @@ from projections.datasets import DatasetWriter
 from projections.parquet_writer import (
     DATASETS,
     PART,
-    Manifest,
     latest_through,
-    read_manifest,
-    write_manifest,
 )
 
 T0 = datetime(2026, 3, 1, 20, 0, tzinfo=UTC)
@@ -53,7 +51,7 @@ def pause_before_manifest(last):
         print(f"paused {last}", flush=True)
         threading.Event().wait()  # killed here: files renamed, manifest not written
 
-DatasetWriter(data_dir, ledger.source, batch_size=20,
+DatasetWriter(data_dir, ledger.source, ledger.tables.dataset_manifests, batch_size=20,
                before_manifest=pause_before_manifest).catch_up()
 """
 
@@ -135,7 +133,7 @@ def dump(dataset_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def test_rows_denormalise_and_keep_lineage(ledger: Ledger, shop: Shop) -> None:
-    writer = DatasetWriter(ledger.data_dir, ledger.source)
+    writer = DatasetWriter(ledger.data_dir, ledger.source, ledger.tables.dataset_manifests)
     assert writer.catch_up() == ledger.source.head()
     con = connect(writer.root)
     first = con.sql("SELECT * FROM price_observations WHERE option = 'S' ORDER BY position LIMIT 1") \
@@ -153,7 +151,7 @@ def test_rows_denormalise_and_keep_lineage(ledger: Ledger, shop: Shop) -> None:
 
 
 def test_parquet_files_match_the_published_view_schema(ledger: Ledger, shop: Shop) -> None:
-    writer = DatasetWriter(ledger.data_dir, ledger.source)
+    writer = DatasetWriter(ledger.data_dir, ledger.source, ledger.tables.dataset_manifests)
     writer.catch_up()
     con = connect(writer.root)
     empty = connect(writer.root / "missing")
@@ -168,14 +166,14 @@ def test_parquet_files_match_the_published_view_schema(ledger: Ledger, shop: Sho
 
 def test_incremental_catch_up_equals_rebuild(ledger: Ledger, tmp_path: Path) -> None:
     shop = Shop(ledger)
-    writer = DatasetWriter(ledger.data_dir, ledger.source, batch_size=7)
+    writer = DatasetWriter(ledger.data_dir, ledger.source, ledger.tables.dataset_manifests, batch_size=7)
     for cycle in range(9):
         shop.crawl(cycle, range(4) if cycle % 4 != 3 else range(1, 4))
         shop.now += timedelta(hours=5)
         writer.catch_up()  # a fresh builder each time: state comes from the manifest
     assert writer.position() == ledger.source.head()
     incremental = dump(writer.root)
-    clean = DatasetWriter(tmp_path / "clean", ledger.source, batch_size=1000)
+    clean = DatasetWriter(tmp_path / "clean", ledger.source, ledger.tables.dataset_manifests, batch_size=1000)
     clean.catch_up()
     assert dump(clean.root) == incremental
     assert writer.rebuild() == ledger.source.head()
@@ -194,13 +192,13 @@ def test_crash_after_rename_before_manifest_loses_and_duplicates_nothing(
         os.kill(proc.pid, signal.SIGKILL)
     assert line == "paused 60\n" and proc.returncode == -signal.SIGKILL
     root = data_dir / "datasets"
-    position = read_manifest(root).position
+    position = DatasetWriter(data_dir, ledger.source, ledger.tables.dataset_manifests).position()
     assert position == 40  # two batches of 20 committed, the third not
     orphans = [p for p in root.glob("*/date=*/part-*")
                if int(PART.match(p.name).group(1)) > position]  # type: ignore[union-attr]
     assert orphans  # the crash left the third batch's files behind
-    DatasetWriter(data_dir, ledger.source, batch_size=20).catch_up()
-    clean = DatasetWriter(tmp_path / "clean", ledger.source)
+    DatasetWriter(data_dir, ledger.source, ledger.tables.dataset_manifests, batch_size=20).catch_up()
+    clean = DatasetWriter(tmp_path / "clean", ledger.source, ledger.tables.dataset_manifests)
     clean.catch_up()
     assert dump(root) == dump(clean.root)
 
@@ -219,7 +217,7 @@ FROM ordered WHERE old_price IS NOT NULL AND price <> old_price ORDER BY ALL
 
 def test_price_changes_come_from_the_ledgers_events_and_equal_the_window(
         ledger: Ledger, shop: Shop) -> None:
-    writer = DatasetWriter(ledger.data_dir, ledger.source)
+    writer = DatasetWriter(ledger.data_dir, ledger.source, ledger.tables.dataset_manifests)
     writer.catch_up()
     con = connect(writer.root)
     from_events = con.sql(
@@ -233,7 +231,7 @@ def test_price_changes_come_from_the_ledgers_events_and_equal_the_window(
 
 def test_catch_up_compacts_closed_dates_and_materialises_latest(
         ledger: Ledger, shop: Shop, tmp_path: Path) -> None:
-    writer = DatasetWriter(ledger.data_dir, ledger.source, batch_size=7)
+    writer = DatasetWriter(ledger.data_dir, ledger.source, ledger.tables.dataset_manifests, batch_size=7)
     writer.catch_up()
     for name in DATASETS:
         folders = sorted((writer.root / name).glob("date=*"))
@@ -243,7 +241,7 @@ def test_catch_up_compacts_closed_dates_and_materialises_latest(
     assert len(list(max((writer.root / "price_observations").glob("date=*"))
                     .glob("part-*"))) > 1  # the open date keeps its batch parts
     assert latest_through(writer.root) == writer.position() == ledger.source.head()
-    clean = DatasetWriter(tmp_path / "clean", ledger.source, batch_size=10_000)
+    clean = DatasetWriter(tmp_path / "clean", ledger.source, ledger.tables.dataset_manifests, batch_size=10_000)
     clean.catch_up()
     assert dump(writer.root) == dump(clean.root)
     latest = "SELECT * FROM products_latest ORDER BY ALL"
@@ -255,13 +253,15 @@ def test_catch_up_compacts_closed_dates_and_materialises_latest(
 
 def test_datasets_of_an_older_format_are_rebuilt(ledger: Ledger, shop: Shop,
                                                   tmp_path: Path) -> None:
-    writer = DatasetWriter(ledger.data_dir, ledger.source)
+    writer = DatasetWriter(ledger.data_dir, ledger.source, ledger.tables.dataset_manifests)
     writer.catch_up()
     expected = dump(writer.root)
-    manifest = read_manifest(writer.root)
+    manifest = writer.manifest()
     old_state = {k: v for k, v in (manifest.state or {}).items() if k != "format"}
     shutil.rmtree(writer.root / "price_changes")
-    write_manifest(writer.root, Manifest(manifest.position, old_state))
+    ident = writer.dataset_id()
+    assert ident is not None
+    ledger.tables.dataset_manifests.save(ident, manifest.position, json.dumps(old_state))
     assert writer.catch_up() == ledger.source.head()  # replayed from position 0
     assert dump(writer.root) == expected
 
@@ -288,7 +288,7 @@ def test_closed_dates_are_merged_into_month_files_with_the_same_rows(
         ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     shop = Shop(ledger)
     _months(shop, 70)  # 1 March 20:00 to 13 April
-    writer = DatasetWriter(ledger.data_dir, ledger.source, batch_size=50)
+    writer = DatasetWriter(ledger.data_dir, ledger.source, ledger.tables.dataset_manifests, batch_size=50)
     for _ in range(3):  # catching up as the log grows: March is merged step by step
         writer.catch_up()
         _months(shop, 3)
@@ -307,7 +307,7 @@ def test_closed_dates_are_merged_into_month_files_with_the_same_rows(
             in_order = [tuple(r[k] for k in keys) for r in rows]
             assert in_order and in_order == sorted(in_order)
     monkeypatch.setattr(compaction, "roll_up", lambda root, dataset: [])
-    daily = DatasetWriter(tmp_path / "daily", ledger.source, batch_size=50)
+    daily = DatasetWriter(tmp_path / "daily", ledger.source, ledger.tables.dataset_manifests, batch_size=50)
     daily.catch_up()
     assert not list(daily.root.glob("*/month=*"))
     assert dump(root) == dump(daily.root)  # the same rows, `date` included
@@ -334,7 +334,7 @@ def test_a_merge_interrupted_after_its_rename_is_finished_without_duplicates(
         raise Crash(final)  # the merged file is in place, the parts it took in are not deleted
 
     monkeypatch.setattr(compaction, "publish_written", crash_after_rename)
-    writer = DatasetWriter(ledger.data_dir, ledger.source)
+    writer = DatasetWriter(ledger.data_dir, ledger.source, ledger.tables.dataset_manifests)
     with pytest.raises(Crash):
         writer.catch_up()
     monkeypatch.undo()
@@ -342,7 +342,7 @@ def test_a_merge_interrupted_after_its_rename_is_finished_without_duplicates(
     (month,) = (root / "price_observations").glob("month=*/part-*.parquet")
     taken = (pq.read_schema(month).metadata or {})[compaction.MERGED].decode().splitlines()
     assert taken and all((root / "price_observations" / p).exists() for p in taken)
-    clean = DatasetWriter(tmp_path / "clean", ledger.source)
+    clean = DatasetWriter(tmp_path / "clean", ledger.source, ledger.tables.dataset_manifests)
     clean.catch_up()
     count = "SELECT count(*) FROM price_observations"
     assert connect(root).sql(count).fetchall() > connect(clean.root).sql(count).fetchall()
@@ -355,7 +355,7 @@ def test_an_event_for_a_merged_month_joins_its_month_file(
         ledger: Ledger, shop: Shop, tmp_path: Path) -> None:
     late = Shop(ledger, "https://late.example")  # a second store whose crawls happened in March, recorded after April's
     _months(shop, 60)
-    writer = DatasetWriter(ledger.data_dir, ledger.source)
+    writer = DatasetWriter(ledger.data_dir, ledger.source, ledger.tables.dataset_manifests)
     writer.catch_up()
     (march,) = (writer.root / "price_observations").glob("month=2026-03/part-*.parquet")
     day = "SELECT count(*) FROM price_observations WHERE date = DATE '2026-03-04'"
@@ -366,7 +366,7 @@ def test_an_event_for_a_merged_month_joins_its_month_file(
     assert not list((writer.root / "price_observations").glob("date=2026-03-*"))
     (merged,) = (writer.root / "price_observations").glob("month=2026-03/part-*.parquet")
     assert merged != march and not march.exists()
-    clean = DatasetWriter(tmp_path / "clean", ledger.source)
+    clean = DatasetWriter(tmp_path / "clean", ledger.source, ledger.tables.dataset_manifests)
     clean.catch_up()
     assert dump(writer.root) == dump(clean.root)
     # two products, two options

@@ -186,7 +186,7 @@ def test_kill_worker_and_relay_mid_run(dist: Ledger, dist_settings: Settings, tm
         wait_for(lambda: images_settled(dist, killed_at), "the image role's downloads", 120)
         wait_caught_up(dist, group, 30)
         # the projecting leader keeps the analysts' Parquet datasets caught up too
-        written = DatasetWriter(settings.data_dir, dist.source)
+        written = DatasetWriter(settings.data_dir, dist.source, dist.tables.dataset_manifests)
         wait_for(lambda: written.position() == dist.source.head(), "the Parquet datasets", 60)
         # compared while the cluster runs: the workers' departures, recorded as they stop
         # after their own projection agents, are projected by whichever projector runs next
@@ -197,7 +197,7 @@ def test_kill_worker_and_relay_mid_run(dist: Ledger, dist_settings: Settings, tm
 
     published = read_topics(settings.broker_servers, PUBLIC_TOPICS, len(stored))
     assert {e.event_id for e in stored} <= {env.event_id for _, _, env in published}
-    clean = DatasetWriter(tmp_path / "clean", dist.source)
+    clean = DatasetWriter(tmp_path / "clean", dist.source, dist.tables.dataset_manifests)
     clean.catch_up()
     assert parquet_rows(written.root) == parquet_rows(clean.root)
     assert parquet_rows(written.root)["price_observations"]

@@ -21,6 +21,7 @@ from image_fixtures import picture, png_declaring, truncated
 from PIL import Image
 
 from domain.values import CrawlSuccess, CrawlTask, ImageFailure, Observation, Offer
+from eventstore.pack_index import open_pack_index
 from ledger.bootstrap import Ledger
 from ledger.embedded import EmbeddedRunner
 from runtime.clock import SimulatedClock
@@ -78,7 +79,7 @@ def record_products(ledger: Ledger, base_url: str, images: dict[str, str | None]
 async def crawler(data_dir: Path) -> AsyncIterator[Crawler]:
     guard = AddressGuard(["127.0.0.0/8"])  # loopback allowed on purpose; 10/8 is not
     async with build_client(guard=guard) as client:
-        built = build_crawler(client, data_dir, adapters.REGISTRY, guard=guard)
+        built = build_crawler(client, data_dir, open_pack_index, adapters.REGISTRY, guard=guard)
         try:
             yield built
         finally:

@@ -16,6 +16,7 @@ from proxy_fixtures import LoopbackProxy, closed_port
 
 from domain.envelope import Envelope
 from domain.values import CrawlFailure, CrawlSuccess, CrawlTask, Observation, Policy
+from eventstore.pack_index import open_pack_index
 from runtime.ledger import Ledger
 from runtime.proxy_pool import ProxyKeeper, add_proxy, proxy_rows
 from workers.adapters.base import Extraction, Page, Request
@@ -77,7 +78,7 @@ def crawling(tmp_path: Path, pool: ProxyPool,
     async def scenario() -> T:
         async with build_client(guard=LOOPBACK) as direct:
             egress = Egress(pool, lambda url: build_client(proxy=url, guard=LOOPBACK))
-            crawler = build_crawler(direct, tmp_path, Registry((OneProduct(),)), guard=LOOPBACK,
+            crawler = build_crawler(direct, tmp_path, open_pack_index, Registry((OneProduct(),)), guard=LOOPBACK,
                                     egress=egress)
             try:
                 return await body(crawler)

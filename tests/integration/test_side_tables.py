@@ -12,7 +12,14 @@ from typing import Any
 import backends
 
 from eventstore.database import Database, SQLiteDatabase
-from eventstore.side_tables import SIDE_TABLES, SideTables, Token, create_side_tables
+from eventstore.side_tables import (
+    SIDE_TABLES,
+    SideTables,
+    StoredManifest,
+    StoredSession,
+    Token,
+    create_side_tables,
+)
 from ledger.bootstrap import Ledger
 
 T0 = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)
@@ -34,6 +41,39 @@ def test_tokens(ledger: Ledger) -> None:
     assert tokens.live("digest-1") is None
     assert tokens.all()[0].revoked_at == "2026-11-02T00:00:00+00:00"
     assert tokens.revoke("t2", "2026-11-02T00:00:00+00:00") and not tokens.any_live()
+
+
+def test_sessions(ledger: Ledger) -> None:
+    sessions = ledger.tables.sessions
+    assert sessions.get("k1") is None and sessions.take_flash("k1") == {}
+    sessions.open("k1", "token-digest", "csrf-1", 1000.0)
+    sessions.open("k2", "token-digest", "csrf-2", 2000.0)
+    assert sessions.get("k1") == StoredSession("token-digest", "csrf-1", 1000.0, {})
+    sessions.touch("k1", 1500.0)
+    sessions.touch("k1", 1200.0)  # never back
+    assert sessions.get("k1").used_at == 1500.0  # type: ignore[union-attr]
+    sessions.put_flash("k1", {"job-1": "pause: done"})
+    assert sessions.get("k1").flash == {"job-1": "pause: done"}  # type: ignore[union-attr]
+    assert sessions.take_flash("k1") == {"job-1": "pause: done"}
+    assert sessions.take_flash("k1") == {}  # shown once
+    assert sessions.take_flash("k2") == {}
+    assert sessions.forget_idle(1800.0) == 1  # k1, last used at 1500
+    assert sessions.get("k1") is None and sessions.get("k2") is not None
+    sessions.close("k2")
+    sessions.close("k2")  # closing twice is no error
+    assert sessions.get("k2") is None
+
+
+def test_dataset_manifests(ledger: Ledger) -> None:
+    manifests = ledger.tables.dataset_manifests
+    assert manifests.load("d1") is None
+    manifests.save("d1", 5, '{"format":3}')
+    manifests.save("d2", 1, "{}")
+    manifests.save("d1", 9, '{"format":3,"stores":{}}')  # replaced
+    assert manifests.load("d1") == StoredManifest(9, '{"format":3,"stores":{}}')
+    manifests.forget("d1")
+    manifests.forget("d1")  # forgetting twice is no error
+    assert manifests.load("d1") is None and manifests.load("d2") == StoredManifest(1, "{}")
 
 
 def test_image_claims(ledger: Ledger) -> None:
@@ -132,6 +172,8 @@ def test_kafka_offsets(ledger: Ledger) -> None:
 
 def fill(tables: SideTables) -> None:
     tables.tokens.insert(Token("t1", "ops", "admin", "2026-11-01T08:00:00+00:00"), "d1")
+    if "dashboard_sessions" in tables.db.table_names():  # none in a store made the old way
+        tables.sessions.open("k1", "d1", "csrf", 1000.0)
     tables.image_claims.claim(["u/a"], T0)
     tables.alert_channels.put("s1", "webhook", "https://example.test/hook", "k")
     tables.alert_channels.move("alerts", 7)
@@ -147,7 +189,9 @@ def fill(tables: SideTables) -> None:
 
 def contents(tables: SideTables) -> dict[str, Any]:
     relay = tables.relay_positions()
-    return {"tokens": tables.tokens.all(), "claims": sorted(tables.image_claims.held()),
+    made = "dashboard_sessions" in tables.db.table_names()
+    return {"tokens": tables.tokens.all(), "session": tables.sessions.get("k1") if made else None,
+            "claims": sorted(tables.image_claims.held()),
             "channel": tables.alert_channels.get("s1"),
             "alert position": tables.alert_channels.position("alerts"),
             "proxies": (tables.proxies.urls(), tables.proxies.health()),
@@ -177,6 +221,7 @@ def test_bootstrap_creates_them_constructors_do_not_and_twice_changes_nothing(
         assert again.db.table_names() == tables
         assert contents(again.tables) == before
         assert before["owner"] and before["channel"] is not None  # what was filled is there
+        assert before["session"] is not None
 
 
 #: the side tables as each store's constructor created them before `create_side_tables`

@@ -103,7 +103,7 @@ def test_the_macros_agree_with_show_as_of_at_random_times(ledger: Ledger, tmp_pa
     end = record_seeded_history(ledger, cycles=14, seed=5)
     moves = drive_jobs_through_every_state(ledger, T0 + timedelta(minutes=3))
     end = max(end, moves[-1])
-    DatasetWriter(ledger.data_dir, ledger.source).catch_up()
+    DatasetWriter(ledger.data_dir, ledger.source, ledger.tables.dataset_manifests).catch_up()
     streams = {e.stream_id: e.stream_type for e in ledger.source.read(0, 100_000)}
     products = [s for s, kind in streams.items() if kind == "Product"]
     jobs = [s for s, kind in streams.items() if kind == "CrawlJob"]

@@ -15,6 +15,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from http_fixtures import RecordingServer, redirect, serving
 
 from domain.values import CrawlFailure, CrawlOutcome, CrawlSuccess, CrawlTask, Policy
+from eventstore.pack_index import open_pack_index
 from workers import adapters
 from workers.addresses import AddressGuard, parse_networks
 from workers.crawler import build_crawler
@@ -58,7 +59,7 @@ def crawl(url: str, tmp_path: Path, guard: AddressGuard, *servers: RecordingServ
 
     async def scenario() -> CrawlOutcome:
         async with serving(*servers), build_client(guard=guard, resolver=resolver) as client:
-            crawler = build_crawler(client, tmp_path, adapters.REGISTRY, guard=guard)
+            crawler = build_crawler(client, tmp_path, open_pack_index, adapters.REGISTRY, guard=guard)
             try:
                 return await crawler.crawl(task)
             finally:

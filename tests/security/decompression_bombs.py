@@ -28,6 +28,7 @@ from http_fixtures import RecordingServer, serving
 
 from domain.crawl_job import RetryPolicy
 from domain.values import ImageFailure, Policy
+from eventstore.pack_index import open_pack_index
 from ledger.bootstrap import bootstrap
 from ledger.embedded import EmbeddedRunner
 from ledger.settings import Settings
@@ -150,7 +151,7 @@ PRODUCT = ('<html><head><script type="application/ld+json">{"@type": "Product", 
 
 
 async def _run_until_idle(ledger: Ledger, client: Any) -> None:
-    crawler = build_crawler(client, ledger.data_dir, adapters.REGISTRY, guard=LOOPBACK)
+    crawler = build_crawler(client, ledger.data_dir, open_pack_index, adapters.REGISTRY, guard=LOOPBACK)
     try:
         await EmbeddedRunner(ledger, crawler, SystemClock(), concurrency=4,
                              tick_seconds=0.1).run(until_idle=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from eventstore.pack_index import open_pack_index
 from workers.archive import ArchiveError, RawArchive, ref_of
 from workers.archive_writer import ArchiveWriter
 
@@ -18,7 +19,7 @@ class Recording(RawArchive):
     can be held back (`hold`) until the test lets it go."""
 
     def __init__(self, data_dir: Path) -> None:
-        super().__init__(data_dir)
+        super().__init__(data_dir, open_pack_index)
         self.groups: list[list[bytes]] = []
         self.threads: set[int] = set()
         self.hold = threading.Event()
@@ -53,7 +54,7 @@ def test_pages_waiting_are_stored_together_off_the_loop(tmp_path: Path) -> None:
     # the first put starts a group alone; the others gathered meanwhile and follow in few
     assert archive.groups[0] == bodies[:1] and len(archive.groups) <= 3
     assert threading.get_ident() not in archive.threads
-    reader = RawArchive(tmp_path)
+    reader = RawArchive(tmp_path, open_pack_index)
     assert [reader.get(ref) for ref in refs] == bodies
 
 
@@ -96,14 +97,14 @@ def test_a_failed_group_fails_each_of_its_puts_and_the_next_group_is_stored(
     assert [str(error) for error in failed] == ["[Errno 28] No space left on device"] * 3
     assert [len(group) for group in archive.groups] == [1, 3, 1, 2]
     assert stored == [ref_of(b"kept %d" % n) for n in range(3)]
-    assert RawArchive(tmp_path).get(stored[2]) == b"kept 2"
+    assert RawArchive(tmp_path, open_pack_index).get(stored[2]) == b"kept 2"
 
 
 def test_a_read_only_archive_refuses_every_put(tmp_path: Path) -> None:
-    RawArchive(tmp_path).put(b"there")
+    RawArchive(tmp_path, open_pack_index).put(b"there")
 
     async def scenario() -> None:
-        writer = ArchiveWriter(RawArchive(tmp_path, read_only=True))
+        writer = ArchiveWriter(RawArchive(tmp_path, open_pack_index, read_only=True))
         try:
             with pytest.raises(ArchiveError, match="read-only"):
                 await writer.put(b"new")
@@ -130,7 +131,7 @@ def test_a_cancelled_put_leaves_the_others_of_its_group(tmp_path: Path) -> None:
 
     refs = asyncio.run(scenario())
     assert refs == [ref_of(b"body %d" % n) for n in (0, 2, 3)]
-    assert RawArchive(tmp_path).get(ref_of(b"body 1")) == b"body 1"  # stored all the same
+    assert RawArchive(tmp_path, open_pack_index).get(ref_of(b"body 1")) == b"body 1"  # stored all the same
 
 
 def test_closing_while_a_group_is_written_ends_it_and_cancels_the_puts_waiting(
