@@ -91,6 +91,10 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, writes: Wr
         projector, and a waiting handler must not stall every other request."""
         return await run_in_threadpool(write, function, *args, **kwargs)
 
+    async def remember(who: tuple[Session, Token], outcomes: dict[str, str]) -> None:
+        """The outcomes the next page shows once (kept in the session's table row)."""
+        await run_in_threadpool(setattr, who[0], "flash", outcomes)
+
     async def send(command: Command) -> Any:
         return await call(ledger.commands.send, command, clock.now())
 
@@ -123,7 +127,7 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, writes: Wr
 
     async def acting(request: Request) -> tuple[tuple[Session, Token], dict[str, list[str]]]:
         """A signed-in operator's form, with its CSRF secret checked."""
-        who = viewer(request)
+        who = await run_in_threadpool(viewer, request)  # a table read: off the event loop
         if who is None:
             raise Refused(401, "sign in first")
         fields = await form(request)
@@ -235,7 +239,7 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, writes: Wr
             return await run_in_threadpool(
                 confirm, request, who, action, ids, "/jobs/actions", "/jobs?" + _query(back),
                 first_field(fields, "reason"), back)
-        who[0].flash = await run_in_threadpool(run_bulk, action, ids, by(who[1], fields))
+        await remember(who, await run_in_threadpool(run_bulk, action, ids, by(who[1], fields)))
         return RedirectResponse("/jobs?" + _query(back), status_code=303)
 
     def run_bulk(action: str, ids: list[str], origin: Origin) -> dict[str, str]:
@@ -298,7 +302,7 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, writes: Wr
                 raise Refused(409, f"{action} refused: {error}") from None
         except Refused as error:
             return refused(request, error)
-        who[0].flash = {job_id: f"{action}: done"}
+        await remember(who, {job_id: f"{action}: done"})
         return RedirectResponse(f"/jobs/{job_id}", status_code=303)
 
     @router.get("/jobs/{job_id}/raw")
@@ -399,7 +403,7 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, writes: Wr
         rows = registry(ledger, heartbeats, clock.now())
         return render(request, "workers.html", who, rows=rows)
 
-    add_tool_pages(router, PageKit(viewer, render, to_login, acting, refused, call),
+    add_tool_pages(router, PageKit(viewer, render, to_login, acting, refused, call, remember),
                    ledger, clock, alert_sender)
 
     @router.get("/events")

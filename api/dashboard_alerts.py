@@ -95,7 +95,7 @@ def add_alert_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Cloc
                 raise Refused(422, str(error)) from None
         except Refused as error:
             return kit.refused(request, error)
-        who[0].flash = {str(made): "added"}
+        await kit.remember(who, {str(made): "added"})
         return RedirectResponse("/alerts", status_code=303)
 
     @router.post("/alerts/{subscription_id}/test")
@@ -117,8 +117,8 @@ def add_alert_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Cloc
                 raise Refused(409, str(error)) from None
         except Refused as error:
             return kit.refused(request, error)
-        who[0].flash = {str(found): "test delivered" if outcome.ok
-                        else f"test not delivered: {outcome.error}"}
+        await kit.remember(who, {str(found): "test delivered" if outcome.ok
+                                      else f"test not delivered: {outcome.error}"})
         return RedirectResponse("/alerts", status_code=303)
 
     @router.post("/alerts/{subscription_id}/remove")
@@ -137,7 +137,7 @@ def add_alert_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Cloc
                 raise Refused(409, str(error)) from None
         except Refused as error:
             return kit.refused(request, error)
-        who[0].flash = {str(subscription.id): "removed"}
+        await kit.remember(who, {str(subscription.id): "removed"})
         return RedirectResponse("/alerts", status_code=303)
 
 

@@ -43,3 +43,5 @@ class PageKit:
     refused: Callable[[Request, Refused], HTMLResponse]
     #: a write, awaited: it runs on a worker thread, never on the event loop
     call: Callable[..., Awaitable[Any]]
+    #: the outcomes the next page shows once, kept off the event loop
+    remember: Callable[[Who, dict[str, str]], Awaitable[None]]

@@ -72,7 +72,7 @@ def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock
                 raise Refused(409 if isinstance(error, LedgerError) else 422, str(error)) from None
         except Refused as error:
             return kit.refused(request, error)
-        who[0].flash = {proxy_id: f"{change}: done"}
+        await kit.remember(who, {proxy_id: f"{change}: done"})
         return RedirectResponse("/proxies", status_code=303)
 
     @router.get("/search")
@@ -126,8 +126,8 @@ def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock
         if not apply:
             return kit.render(request, "schedule_confirm.html", who, moves=len(moves),
                               before=before.score, after=after.score, slot=slot, hours=hours)
-        who[0].flash = {"rebalance": f"{len(moves)} next runs moved; spread score "
-                                     f"{before.score} -> {after.score}"}
+        await kit.remember(who, {"rebalance": f"{len(moves)} next runs moved; spread score "
+                                              f"{before.score} -> {after.score}"})
         return RedirectResponse(f"/schedule?slot={slot}&hours={hours}", status_code=303)
 
 
