@@ -25,9 +25,9 @@ import httpx
 import structlog
 
 from domain.values import CrawlTask
-from workers.adapters.base import Request
 from workers.addresses import AddressGuard
 from workers.errors import FetchError
+from workers.extraction.adapters.base import Request
 from workers.fetch import Fetcher
 from workers.http import RobotsFetcher, build_client
 from workers.politeness import Politeness, PolitenessConfig

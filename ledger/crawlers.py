@@ -23,8 +23,8 @@ __all__ = ["crawler_for", "page_reader", "runner_crawler"]
 def page_reader(settings: Settings) -> PageReader:
     """How this deployment reads fetched pages (adapters, pagination and link limits):
     the local crawler's, and the bot API's for the pages bots submit."""
-    from workers import adapters
     from workers.crawl_pages import PageReader
+    from workers.extraction import adapters
 
     return PageReader(adapters.REGISTRY)
 

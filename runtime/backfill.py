@@ -23,9 +23,9 @@ from domain.sightings import SIGHTED, expand
 from domain.timeutil import parse_iso
 from domain.values import Observation
 from runtime.ledger import Ledger
-from workers.adapters.base import ExtractionError, Page
 from workers.archive import ArchiveError, RawArchive
-from workers.extraction import extract_page
+from workers.extraction.adapters.base import ExtractionError, Page
+from workers.extraction.extract import extract_page
 from workers.fetch import decode_body
 
 __all__ = ["Difference", "apply", "plan"]

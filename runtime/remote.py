@@ -34,10 +34,10 @@ from runtime.db_thread import DbThread
 from runtime.ledger import Ledger
 from runtime.results import RecordResult, ResultHandler
 from runtime.scheduler import Scheduler
-from workers.adapters.base import Page, Request
 from workers.archive import RawArchive
 from workers.crawl_pages import CrawlPages, PageReader, failed
 from workers.errors import FetchError, failure
+from workers.extraction.adapters.base import Page, Request
 from workers.fetch import decode_body
 
 __all__ = ["MAX_PAGE_BYTES", "Answer", "BotPages", "Lease", "Request", "SubmitPage",

@@ -19,14 +19,14 @@ from pathlib import Path
 import httpx
 
 from domain.values import CrawlOutcome, CrawlTask, ImageFailure, Policy
-from workers.adapters.base import ExtractionError, Page, Request
-from workers.adapters.registry import Registry
 from workers.addresses import AddressGuard
 from workers.archive import RawArchive, manifest
 from workers.archive_writer import ArchiveWriter
 from workers.crawl_pages import MAX_LINKS, MAX_PAGES, PageReader, failed
 from workers.egress import Egress
 from workers.errors import FetchError
+from workers.extraction.adapters.base import ExtractionError, Page, Request
+from workers.extraction.adapters.registry import Registry
 from workers.fetch import Decode, Fetcher, FetchLimits, decode_body
 from workers.http import RobotsFetcher
 from workers.images import DownloadedImage, ImageDownloader

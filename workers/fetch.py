@@ -23,7 +23,6 @@ from dataclasses import dataclass
 import httpx
 
 from workers import charset
-from workers.adapters.base import Page, Request
 from workers.addresses import AddressGuard
 from workers.backoff import parse_retry_after
 from workers.content_encoding import (
@@ -34,6 +33,7 @@ from workers.content_encoding import (
 )
 from workers.egress import current_client, note_latency
 from workers.errors import FetchError, from_status, from_transport_error, status_kind
+from workers.extraction.adapters.base import Page, Request
 
 __all__ = ["Decode", "FetchLimits", "Fetcher", "Slot", "decode_body"]
 

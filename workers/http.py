@@ -19,10 +19,10 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import ThreadedResolver
 from httpx_aiohttp import AiohttpTransport
 
-from workers.adapters.base import Request
 from workers.addresses import AddressGuard, BlockedAddress
 from workers.egress import current_client
 from workers.errors import FetchError, status_kind
+from workers.extraction.adapters.base import Request
 from workers.fetch import Fetcher, FetchLimits
 from workers.politeness import DEFAULT_USER_AGENT
 from workers.proxies import is_proxy_failure

@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING
 import httpx
 
 from domain.values import ImageFailure, Policy, StoredImage
-from workers.adapters.base import Request
 from workers.addresses import AddressGuard
 from workers.egress import note_failure
 from workers.errors import FetchError
+from workers.extraction.adapters.base import Request
 from workers.fetch import Fetcher, FetchLimits, Slot
 from workers.politeness import Politeness
 

@@ -27,9 +27,9 @@ from ledger.embedded import EmbeddedRunner
 from ledger.settings import Settings
 from runtime.clock import SystemClock
 from runtime.ledger import Ledger
-from workers import adapters
 from workers.addresses import AddressGuard
 from workers.crawler import MAX_LINKS, build_crawler
+from workers.extraction import adapters
 from workers.fetch import FetchLimits
 from workers.http import build_client
 

@@ -18,11 +18,11 @@ from aiohttp import web
 from http_fixtures import RecordingServer, redirect, serving, status, streaming, trickling
 
 from domain.values import CrawlFailure, CrawlOutcome, CrawlSuccess, CrawlTask, Observation, Policy
-from workers.adapters.base import Adapter, Extraction, ExtractionError, Page, Request
-from workers.adapters.registry import Registry
 from workers.addresses import AddressGuard
 from workers.archive import RawArchive, content_hash
 from workers.crawler import Crawler, build_crawler
+from workers.extraction.adapters.base import Adapter, Extraction, ExtractionError, Page, Request
+from workers.extraction.adapters.registry import Registry
 from workers.fetch import FetchLimits
 from workers.http import build_client
 

@@ -23,9 +23,9 @@ from http_fixtures import (
     trickling,
 )
 
-from workers.adapters.base import Page, Request
 from workers.addresses import AddressGuard
 from workers.errors import FetchError
+from workers.extraction.adapters.base import Page, Request
 from workers.fetch import Fetcher, FetchLimits
 from workers.http import ResponseCookies, build_client
 from workers.politeness import DEFAULT_USER_AGENT

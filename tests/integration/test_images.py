@@ -26,9 +26,9 @@ from ledger.embedded import EmbeddedRunner
 from runtime.clock import SimulatedClock
 from runtime.db_thread import DbThread
 from runtime.images import ImageStep, ImageStore
-from workers import adapters
 from workers.addresses import AddressGuard
 from workers.crawler import Crawler, build_crawler
+from workers.extraction import adapters
 from workers.http import build_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))

@@ -18,11 +18,11 @@ from domain.envelope import Envelope
 from domain.values import CrawlFailure, CrawlSuccess, CrawlTask, Observation, Policy
 from runtime.ledger import Ledger
 from runtime.proxy_pool import ProxyKeeper, add_proxy, proxy_rows
-from workers.adapters.base import Extraction, Page, Request
-from workers.adapters.registry import Registry
 from workers.addresses import AddressGuard
 from workers.crawler import Crawler, build_crawler
 from workers.egress import Egress
+from workers.extraction.adapters.base import Extraction, Page, Request
+from workers.extraction.adapters.registry import Registry
 from workers.http import build_client
 from workers.proxies import ProxyPool
 

@@ -15,9 +15,9 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from http_fixtures import RecordingServer, redirect, serving
 
 from domain.values import CrawlFailure, CrawlOutcome, CrawlSuccess, CrawlTask, Policy
-from workers import adapters
 from workers.addresses import AddressGuard, parse_networks
 from workers.crawler import build_crawler
+from workers.extraction import adapters
 from workers.http import build_client
 
 PAGE = """<html><head><script type="application/ld+json">

@@ -33,11 +33,11 @@ from ledger.embedded import EmbeddedRunner
 from ledger.settings import Settings
 from runtime.clock import SystemClock
 from runtime.ledger import Ledger
-from workers import adapters
-from workers.adapters.base import Request
 from workers.addresses import AddressGuard
 from workers.crawler import build_crawler
 from workers.errors import FetchError
+from workers.extraction import adapters
+from workers.extraction.adapters.base import Request
 from workers.fetch import Fetcher, FetchLimits
 from workers.http import RobotsFetcher, build_client
 from workers.images import IMAGE_LIMITS, ImageDownloader

@@ -19,9 +19,9 @@ from aiohttp import web
 from decompression_bombs import MIB, gzip_of_zeros, zstd_bomb
 from http_fixtures import RecordingServer, serving
 
-from workers.adapters.base import Request
 from workers.addresses import AddressGuard
 from workers.content_encoding import ACCEPT_ENCODING, BodyTooLarge, EncodingRefused, decode
+from workers.extraction.adapters.base import Request
 from workers.fetch import Fetcher
 from workers.http import build_client
 
