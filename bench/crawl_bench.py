@@ -106,10 +106,10 @@ def remove_scratch() -> None:
 async def _crawl_all(urls: list[str], data_dir: Path, per_host: int, workers: int
                      ) -> tuple[float, collections.Counter[str]]:
     from domain.values import CrawlTask, Policy
-    from workers.addresses import AddressGuard
     from workers.crawler import build_crawler
     from workers.extraction import adapters
-    from workers.http import build_client
+    from workers.fetching.addresses import AddressGuard
+    from workers.fetching.http import build_client
 
     policy = Policy(crawl_delay=0.0, max_concurrency=per_host, respect_robots=True)
     tasks = collections.deque(

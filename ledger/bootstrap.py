@@ -138,8 +138,8 @@ def wakeup_for(recorder: Any, conninfo: str | None,
 @asynccontextmanager
 async def notifier_for(settings: Settings) -> AsyncIterator[Notifier]:
     """The alert sender: its own HTTP client behind the same address guard as the crawler."""
-    from workers.addresses import AddressGuard
-    from workers.http import build_client
+    from workers.fetching.addresses import AddressGuard
+    from workers.fetching.http import build_client
     from workers.notify import Notifier
 
     guard = AddressGuard(settings.allow_networks)

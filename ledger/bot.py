@@ -25,12 +25,12 @@ import httpx
 import structlog
 
 from domain.values import CrawlTask
-from workers.addresses import AddressGuard
-from workers.errors import FetchError
 from workers.extraction.adapters.base import Request
-from workers.fetch import Fetcher
-from workers.http import RobotsFetcher, build_client
-from workers.politeness import Politeness, PolitenessConfig
+from workers.fetching.addresses import AddressGuard
+from workers.fetching.fetch import Fetcher
+from workers.fetching.fetch_errors import FetchError
+from workers.fetching.http import RobotsFetcher, build_client
+from workers.fetching.politeness import Politeness, PolitenessConfig
 
 __all__ = ["BotStats", "run_bot"]
 

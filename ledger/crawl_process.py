@@ -55,9 +55,9 @@ from domain.values import CrawlOutcome, CrawlTask, ImageFailure, Policy
 from ledger.cpus import available_cpus
 from ledger.crawl_child import Frames
 from ledger.settings import Settings
-from workers.errors import failure
-from workers.images import DownloadedImage
-from workers.proxies import HealthChange, ProxyConfig, ProxyHealth
+from workers.fetching.fetch_errors import failure
+from workers.fetching.image_download import DownloadedImage
+from workers.fetching.proxy_choice import HealthChange, ProxyConfig, ProxyHealth
 
 __all__ = ["CrawlProcess", "ChildExited", "use_crawl_process"]
 

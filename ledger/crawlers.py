@@ -32,11 +32,11 @@ def page_reader(settings: Settings) -> PageReader:
 @asynccontextmanager
 async def crawler_for(settings: Settings) -> AsyncIterator[Crawler]:
     """A Crawler with a fast HTTP client and the data dir's raw archive; closes both."""
-    from workers.addresses import AddressGuard
     from workers.crawler import build_crawler
-    from workers.egress import Egress
-    from workers.http import build_client
-    from workers.proxies import ProxyPool
+    from workers.fetching.addresses import AddressGuard
+    from workers.fetching.egress import Egress
+    from workers.fetching.http import build_client
+    from workers.fetching.proxy_choice import ProxyPool
 
     guard = AddressGuard(settings.allow_networks)
     # a client per egress proxy: its address passes the same guard on connect

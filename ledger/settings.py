@@ -130,7 +130,7 @@ def parse_postgres(url: str) -> PostgresTarget:
 
 
 def _networks(text: str) -> tuple[str, ...]:
-    from workers.addresses import parse_networks
+    from workers.fetching.addresses import parse_networks
 
     try:
         return tuple(str(net) for net in parse_networks(text))

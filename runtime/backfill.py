@@ -26,7 +26,7 @@ from runtime.ledger import Ledger
 from workers.archive import ArchiveError, RawArchive
 from workers.extraction.adapters.base import ExtractionError, Page
 from workers.extraction.extract import extract_page
-from workers.fetch import decode_body
+from workers.fetching.fetch import decode_body
 
 __all__ = ["Difference", "apply", "plan"]
 

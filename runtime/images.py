@@ -39,7 +39,7 @@ from runtime.clock import Clock
 from runtime.db_thread import DbThread
 from runtime.ledger import Ledger
 from runtime.tables import ImageClaimTable
-from workers.images import FORMATS, DownloadedImage, open_image, pillow
+from workers.fetching.image_download import FORMATS, DownloadedImage, open_image, pillow
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -108,7 +108,7 @@ class ImageStore:
 
 def open_stored(body: bytes) -> Image.Image:
     """The decoded first frame of a stored image, opened under the decompression-bomb cap
-    and only in the formats the store takes (`workers.images.open_image`)."""
+    and only in the formats the store takes (`workers.fetching.image_download.open_image`)."""
     return open_image(body)
 
 

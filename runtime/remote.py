@@ -36,9 +36,9 @@ from runtime.results import RecordResult, ResultHandler
 from runtime.scheduler import Scheduler
 from workers.archive import RawArchive
 from workers.crawl_pages import CrawlPages, PageReader, failed
-from workers.errors import FetchError, failure
 from workers.extraction.adapters.base import Page, Request
-from workers.fetch import decode_body
+from workers.fetching.fetch import decode_body
+from workers.fetching.fetch_errors import FetchError, failure
 
 __all__ = ["MAX_PAGE_BYTES", "Answer", "BotPages", "Lease", "Request", "SubmitPage",
            "Submitted", "lease_for", "ungzip"]

@@ -34,9 +34,9 @@ from xml.sax.saxutils import escape
 import httpx
 
 from domain.errors import InvalidInput
-from workers.addresses import AddressGuard
 from workers.channels import Channel, ChannelPlan, apprise_module, display_url, plan_channel, scrub
-from workers.errors import FetchError
+from workers.fetching.addresses import AddressGuard
+from workers.fetching.fetch_errors import FetchError
 
 __all__ = ["Channel", "Notifier", "SendOutcome", "display_url", "sign"]
 

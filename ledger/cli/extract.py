@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from ledger.cli.errors import CommandError
-from workers.charset import decode
 from workers.extraction.adapters.base import Extraction, ExtractionError, Page
 from workers.extraction.extract import default_task, extract_page, menu_cross_check, products_to_json
+from workers.fetching.charset import decode
 
 __all__ = ["register", "run_extract"]
 

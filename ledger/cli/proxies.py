@@ -13,7 +13,7 @@ from ledger.embedded import run_loop
 from ledger.settings import Settings
 from runtime.commands import DisableProxy, EnableProxy, cli_origin
 from runtime.proxy_pool import add_proxy, proxy_rows
-from workers.addresses import AddressGuard
+from workers.fetching.addresses import AddressGuard
 
 
 def register(sub: Any) -> None:

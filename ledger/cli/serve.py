@@ -82,7 +82,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from runtime.clock import SystemClock
     from runtime.defaults import DEFAULTS
     from runtime.remote import BotPages
-    from workers.addresses import AddressGuard
+    from workers.fetching.addresses import AddressGuard
 
     settings = Settings.from_env()
     ttl = args.lease_ttl or DEFAULTS.lease_ttl
@@ -192,7 +192,7 @@ def run_bot_command(args: argparse.Namespace) -> int:
     from ledger.bot import run_bot
     from ledger.embedded import run_loop
     from ledger.settings import Settings
-    from workers.addresses import AddressGuard
+    from workers.fetching.addresses import AddressGuard
 
     token = args.token or os.environ.get("LEDGER_BOT_TOKEN")
     if not token:

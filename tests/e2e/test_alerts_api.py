@@ -12,8 +12,8 @@ from test_api import bearer, serving
 from webhook_receiver import Receiver, receiver
 
 from ledger.bootstrap import Ledger
-from workers.addresses import AddressGuard
-from workers.http import build_client
+from workers.fetching.addresses import AddressGuard
+from workers.fetching.http import build_client
 from workers.notify import Notifier
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)

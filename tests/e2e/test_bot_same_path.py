@@ -35,10 +35,10 @@ from runtime.components import Components
 from runtime.remote import BotPages
 from simulator import SimulatorThread
 from simulator.catalog import Simulation
-from workers.addresses import AddressGuard
 from workers.crawl_pages import PageReader
 from workers.extraction.adapters.base import Extraction, Page, Request
 from workers.extraction.adapters.registry import Registry
+from workers.fetching.addresses import AddressGuard
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]

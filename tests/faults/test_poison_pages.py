@@ -27,11 +27,11 @@ from ledger.embedded import EmbeddedRunner
 from ledger.settings import Settings
 from runtime.clock import SystemClock
 from runtime.ledger import Ledger
-from workers.addresses import AddressGuard
 from workers.crawler import MAX_LINKS, build_crawler
 from workers.extraction import adapters
-from workers.fetch import FetchLimits
-from workers.http import build_client
+from workers.fetching.addresses import AddressGuard
+from workers.fetching.fetch import FetchLimits
+from workers.fetching.http import build_client
 
 pytestmark = pytest.mark.timeout(240)
 MB = 1024 * 1024

@@ -26,7 +26,7 @@ from ledger.crawl_process import ChildExited, CrawlProcess
 from ledger.settings import Settings
 from runtime.ledger import Ledger
 from runtime.proxy_pool import ProxyKeeper, add_proxy
-from workers.addresses import AddressGuard
+from workers.fetching.addresses import AddressGuard
 
 T = TypeVar("T")
 FAST = Policy(crawl_delay=0.0, max_concurrency=8)

@@ -18,13 +18,13 @@ from aiohttp import web
 from http_fixtures import RecordingServer, redirect, serving, status, streaming, trickling
 
 from domain.values import CrawlFailure, CrawlOutcome, CrawlSuccess, CrawlTask, Observation, Policy
-from workers.addresses import AddressGuard
 from workers.archive import RawArchive, content_hash
 from workers.crawler import Crawler, build_crawler
 from workers.extraction.adapters.base import Adapter, Extraction, ExtractionError, Page, Request
 from workers.extraction.adapters.registry import Registry
-from workers.fetch import FetchLimits
-from workers.http import build_client
+from workers.fetching.addresses import AddressGuard
+from workers.fetching.fetch import FetchLimits
+from workers.fetching.http import build_client
 
 T = TypeVar("T")
 FAST = Policy(crawl_delay=0.0, max_concurrency=8)

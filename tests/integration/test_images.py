@@ -26,10 +26,10 @@ from ledger.embedded import EmbeddedRunner
 from runtime.clock import SimulatedClock
 from runtime.db_thread import DbThread
 from runtime.images import ImageStep, ImageStore
-from workers.addresses import AddressGuard
 from workers.crawler import Crawler, build_crawler
 from workers.extraction import adapters
-from workers.http import build_client
+from workers.fetching.addresses import AddressGuard
+from workers.fetching.http import build_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 from test_api import bearer  # noqa: E402

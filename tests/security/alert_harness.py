@@ -28,8 +28,8 @@ from api.app import create_app
 from api.auth import TokenStore
 from ledger.bootstrap import Ledger
 from runtime.clock import SystemClock
-from workers.addresses import AddressGuard
-from workers.http import build_client
+from workers.fetching.addresses import AddressGuard
+from workers.fetching.http import build_client
 from workers.notify import Notifier
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)

@@ -34,8 +34,8 @@ from hypothesis import strategies as st
 
 from domain.errors import InvalidInput
 from ledger.bootstrap import Ledger
-from workers.addresses import AddressGuard
 from workers.channels import Channel
+from workers.fetching.addresses import AddressGuard
 from workers.notify import Notifier
 
 #: Apprise services whose host the guard never looked at on b30b796 (row 1)

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from domain.values import Observation
-from workers.charset import decode
 from workers.extraction.adapters.base import Page
 from workers.extraction.extract import extract_page
+from workers.fetching.charset import decode
 
 PAGES = Path(__file__).parent.parent / "fixtures" / "pages"
 URL = "https://northpeak.example/products/trail-runner-2"

@@ -1,7 +1,7 @@
 """Product images: download one through the crawler's guard and politeness, and check it.
 
 `ImageDownloader.fetch(url, policy)` makes the request the way a page is fetched
-(`workers.fetch.Fetcher`: the SSRF guard on every hop, the store's politeness
+(`workers.fetching.fetch.Fetcher`: the SSRF guard on every hop, the store's politeness
 slot: robots.txt, spacing, concurrency) with tighter limits (`IMAGE_LIMITS`:
 10 MiB, 30 s), then `inspect`s the body. It never raises: a refused address, an
 HTTP error, a body that is not an image, too large, truncated, or a
@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING
 import httpx
 
 from domain.values import ImageFailure, Policy, StoredImage
-from workers.addresses import AddressGuard
-from workers.egress import note_failure
-from workers.errors import FetchError
 from workers.extraction.adapters.base import Request
-from workers.fetch import Fetcher, FetchLimits, Slot
-from workers.politeness import Politeness
+from workers.fetching.addresses import AddressGuard
+from workers.fetching.egress import note_failure
+from workers.fetching.fetch import Fetcher, FetchLimits, Slot
+from workers.fetching.fetch_errors import FetchError
+from workers.fetching.politeness import Politeness
 
 if TYPE_CHECKING:
     from PIL import Image

@@ -23,10 +23,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from domain.values import Policy
-from workers.backoff import Backoff
-from workers.errors import FetchError
-from workers.rate_limit import Clock, HostSchedule, Sleep
-from workers.robots import FetchRobots, RobotsCache, RobotsFile, RobotsRules, origin_of
+from workers.fetching.backoff import Backoff
+from workers.fetching.fetch_errors import FetchError
+from workers.fetching.rate_limit import Clock, HostSchedule, Sleep
+from workers.fetching.robots import FetchRobots, RobotsCache, RobotsFile, RobotsRules, origin_of
 
 __all__ = ["DEFAULT_USER_AGENT", "Politeness", "PolitenessConfig"]
 

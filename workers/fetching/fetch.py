@@ -6,7 +6,7 @@ waits for its own host's robots.txt, spacing and concurrency), redirect loops,
 connect/read timeouts (httpx), a total timeout around everything including
 redirects and the body (asyncio), a maximum body size, and a redirect limit,
 recording the final URL. The body is read raw and decoded by
-`workers.content_encoding`, bounded by what comes out: the same `max_bytes`
+`workers.fetching.content_encoding`, bounded by what comes out: the same `max_bytes`
 caps the bytes read and the bytes decoded, and a body of more than one coding
 layer (or of an unknown coding) is refused before it is read.
 """
@@ -22,25 +22,25 @@ from dataclasses import dataclass
 
 import httpx
 
-from workers import charset
-from workers.addresses import AddressGuard
-from workers.backoff import parse_retry_after
-from workers.content_encoding import (
+from workers.extraction.adapters.base import Page, Request
+from workers.fetching import charset
+from workers.fetching.addresses import AddressGuard
+from workers.fetching.backoff import parse_retry_after
+from workers.fetching.content_encoding import (
     ACCEPT_ENCODING,
     BodyTooLarge,
     decode,
     refusal,
 )
-from workers.egress import current_client, note_latency
-from workers.errors import FetchError, from_status, from_transport_error, status_kind
-from workers.extraction.adapters.base import Page, Request
+from workers.fetching.egress import current_client, note_latency
+from workers.fetching.fetch_errors import FetchError, from_status, from_transport_error, status_kind
 
 __all__ = ["Decode", "FetchLimits", "Fetcher", "Slot", "decode_body"]
 
 #: any byte-order mark (charset.decode reads it first)
 _BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)
 
-#: bytes + Content-Type header -> text (see workers/charset.py)
+#: bytes + Content-Type header -> text (see workers/fetching/charset.py)
 Decode = Callable[[bytes, str], str]
 #: url -> a context entered around that request (the crawler's politeness slot)
 Slot = Callable[[str], AbstractAsyncContextManager[None]]
@@ -61,7 +61,7 @@ class FetchLimits:
 
 
 def decode_body(body: bytes, content_type: str) -> str:
-    """Bytes -> text the way a browser would (`workers.charset`); never raises."""
+    """Bytes -> text the way a browser would (`workers.fetching.charset`); never raises."""
     if not body.startswith(_BOMS):
         # charset.decode's first candidates, without computing its charset guess
         # (charset-normalizer, ~1 ms a page): it is only tried when these fail.
@@ -87,7 +87,7 @@ class Fetcher:
         guard: AddressGuard | None = None,
     ) -> None:
         self._client = client
-        #: every hop's address is checked before it is requested (workers/addresses.py)
+        #: every hop's address is checked before it is requested (workers/fetching/addresses.py)
         self._guard = guard or AddressGuard()
         self._limits = limits
         self._decode = decode
@@ -119,11 +119,11 @@ class Fetcher:
 
     @property
     def _routed(self) -> httpx.AsyncClient:
-        """The egress proxy's client when the crawler routed this request (workers.egress)."""
+        """The egress proxy's client when the crawler routed this request (workers.fetching.egress)."""
         return current_client() or self._client
 
     def _build(self, request: Request, user_agent: str) -> httpx.Request:
-        # only the codings workers.content_encoding decodes within the byte cap
+        # only the codings workers.fetching.content_encoding decodes within the byte cap
         asked = {k: v for k, v in request.headers.items() if k.lower() != "accept-encoding"}
         headers = {"User-Agent": user_agent, **asked, "Accept-Encoding": ACCEPT_ENCODING}
         return self._routed.build_request(

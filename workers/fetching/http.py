@@ -19,14 +19,14 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import ThreadedResolver
 from httpx_aiohttp import AiohttpTransport
 
-from workers.addresses import AddressGuard, BlockedAddress
-from workers.egress import current_client
-from workers.errors import FetchError, status_kind
 from workers.extraction.adapters.base import Request
-from workers.fetch import Fetcher, FetchLimits
-from workers.politeness import DEFAULT_USER_AGENT
-from workers.proxies import is_proxy_failure
-from workers.robots import RobotsFile
+from workers.fetching.addresses import AddressGuard, BlockedAddress
+from workers.fetching.egress import current_client
+from workers.fetching.fetch import Fetcher, FetchLimits
+from workers.fetching.fetch_errors import FetchError, status_kind
+from workers.fetching.politeness import DEFAULT_USER_AGENT
+from workers.fetching.proxy_choice import is_proxy_failure
+from workers.fetching.robots import RobotsFile
 
 __all__ = ["ROBOTS_LIMITS", "GuardedResolver", "ResponseCookies", "RobotsFetcher", "build_client"]
 
@@ -73,7 +73,7 @@ def build_client(
     """An `httpx.AsyncClient` on the aiohttp transport; the caller closes it.
 
     Connections go only to addresses `guard` accepts (the default guard refuses
-    every non-public address; see `workers.addresses`). `proxy` is an
+    every non-public address; see `workers.fetching.addresses`). `proxy` is an
     operator-configured egress proxy (plain infrastructure): through it, the
     proxy resolves the target, so only the pre-request check applies. `resolver`
     replaces the system resolver under the guard (tests use it to rebind names).

@@ -6,12 +6,12 @@ Every outbound request is checked twice, by the same `AddressGuard`:
   and for every redirect hop): a literal IP is judged as it is, a host name is
   resolved and refused when *every* address it resolves to is refused. The result
   is a `FetchError("blocked_address")`, a recorded, non-retryable failure.
-- when the connection is opened (`workers.http.GuardedResolver`, the HTTP client's
+- when the connection is opened (`workers.fetching.http.GuardedResolver`, the HTTP client's
   resolver):
   only the addresses the guard accepts are handed to the connector, so the client
   connects to an address it checked. A name that resolves to a public address for
   the first check and to a private one at connect time (DNS rebinding) is refused
-  there, and `workers.errors` maps that refusal to `blocked_address` too.
+  there, and `workers.fetching.fetch_errors` maps that refusal to `blocked_address` too.
 
 Refused unless allowed: loopback, RFC 1918, link-local (cloud metadata at
 169.254.169.254), CGNAT (100.64/10), multicast, unspecified, reserved and every
@@ -31,7 +31,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
-from workers.errors import FetchError
+from workers.fetching.fetch_errors import FetchError
 
 __all__ = ["AddressGuard", "BlockedAddress", "parse_networks"]
 

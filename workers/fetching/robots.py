@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from protego import Protego
 
-from workers.rate_limit import Clock
+from workers.fetching.rate_limit import Clock
 
 __all__ = ["FetchRobots", "FetchRobotsUrl", "RobotsCache", "RobotsFile", "RobotsRules", "origin_of"]
 

@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from workers.errors import FetchError
+from workers.fetching.fetch_errors import FetchError
 
 __all__ = ["HealthChange", "ProxyConfig", "ProxyHealth", "ProxyPool", "is_proxy_failure"]
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import httpx
 
 from domain.values import Policy
-from workers.errors import FetchError
-from workers.proxies import ProxyPool, is_proxy_failure
+from workers.fetching.fetch_errors import FetchError
+from workers.fetching.proxy_choice import ProxyPool, is_proxy_failure
 
 __all__ = ["Egress", "current_client", "note_failure", "note_latency"]
 

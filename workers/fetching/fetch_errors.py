@@ -112,7 +112,7 @@ def _kind_of(exc: Exception) -> str:
     # The cause chain says more than the httpx type: the aiohttp transport, for
     # one, reports a refused connection as ConnectTimeout.
     for cause in _causes(exc):
-        if type(cause).__name__ == "BlockedAddress":  # workers.addresses, at connect time
+        if type(cause).__name__ == "BlockedAddress":  # workers.fetching.addresses, at connect time
             return "blocked_address"
         if type(cause).__name__ in _TRUNCATED_ERRORS:  # the body ended before it should
             return "truncated"
