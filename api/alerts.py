@@ -6,7 +6,7 @@ change is a command of the one dispatcher (`runtime.commands`) whose events name
 token as the actor, `api` as the surface and the optional `reason`. A
 channel's URL and secret go in and never come out: responses show the channel's
 display form only. A channel is refused unless the sender's egress policy
-admits it (`workers.channels`).
+admits it (`workers.alert_delivery.channels`).
 """
 
 from __future__ import annotations

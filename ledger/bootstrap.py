@@ -26,7 +26,7 @@ from runtime.ledger import Ledger
 from streams.wakeup import PollWakeup, Wakeup
 
 if TYPE_CHECKING:
-    from workers.notify import Notifier
+    from workers.alert_delivery.notify import Notifier
 
 __all__ = ["Ledger", "bootstrap", "components", "crawler_for", "event_source", "notifier_for",
            "runner_crawler", "wakeup_for"]
@@ -138,9 +138,9 @@ def wakeup_for(recorder: Any, conninfo: str | None,
 @asynccontextmanager
 async def notifier_for(settings: Settings) -> AsyncIterator[Notifier]:
     """The alert sender: its own HTTP client behind the same address guard as the crawler."""
+    from workers.alert_delivery.notify import Notifier
     from workers.fetching.addresses import AddressGuard
     from workers.fetching.http import build_client
-    from workers.notify import Notifier
 
     guard = AddressGuard(settings.allow_networks)
     async with build_client(user_agent=settings.user_agent, guard=guard,

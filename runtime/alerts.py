@@ -44,7 +44,7 @@ from runtime.alert_channels import DELIVERY_HEADER, ChannelStore, SenderPort
 from runtime.clock import Clock
 from runtime.db_thread import DbThread
 from runtime.ledger import Ledger
-from workers.notify import Channel, SendOutcome
+from workers.alert_delivery.notify import Channel, SendOutcome
 
 __all__ = ["AlertBatch", "AlertOptions", "AlertStep", "alert_body", "match"]
 

@@ -23,7 +23,7 @@ from domain.sightings import SIGHTED, expand
 from domain.timeutil import parse_iso
 from domain.values import Observation
 from runtime.ledger import Ledger
-from workers.archive import ArchiveError, RawArchive
+from workers.archive.raw_archive import ArchiveError, RawArchive
 from workers.extraction.adapters.base import ExtractionError, Page
 from workers.extraction.extract import extract_page
 from workers.fetching.fetch import decode_body

@@ -15,7 +15,7 @@ from uuid import UUID
 from domain.errors import NotFound
 from runtime.history import stream_history
 from runtime.ledger import Ledger
-from workers.archive import ArchiveError, RawArchive
+from workers.archive.raw_archive import ArchiveError, RawArchive
 
 __all__ = ["RawPage", "page_behind"]
 

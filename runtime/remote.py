@@ -34,7 +34,7 @@ from runtime.db_thread import DbThread
 from runtime.ledger import Ledger
 from runtime.results import RecordResult, ResultHandler
 from runtime.scheduler import Scheduler
-from workers.archive import RawArchive
+from workers.archive.raw_archive import RawArchive
 from workers.crawl_pages import CrawlPages, PageReader, failed
 from workers.extraction.adapters.base import Page, Request
 from workers.fetching.fetch import decode_body

@@ -15,7 +15,7 @@ import logging
 from dataclasses import replace
 
 from domain.values import CrawlFailure, CrawlOutcome, CrawlSuccess, CrawlTask
-from workers.archive import content_hash
+from workers.archive.raw_archive import content_hash
 from workers.extraction.adapters.base import Adapter, Extraction, ExtractionError, Page, Request
 from workers.extraction.adapters.registry import Registry
 from workers.fetching.fetch_errors import FetchError, failure

@@ -19,8 +19,8 @@ from pathlib import Path
 import httpx
 
 from domain.values import CrawlOutcome, CrawlTask, ImageFailure, Policy
-from workers.archive import RawArchive, manifest
-from workers.archive_writer import ArchiveWriter
+from workers.archive.raw_archive import RawArchive, manifest
+from workers.archive.writer import ArchiveWriter
 from workers.crawl_pages import MAX_LINKS, MAX_PAGES, PageReader, failed
 from workers.extraction.adapters.base import ExtractionError, Page, Request
 from workers.extraction.adapters.registry import Registry

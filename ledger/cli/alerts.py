@@ -23,7 +23,7 @@ from runtime.alert_channels import (
     shown_subscription,
 )
 from runtime.commands import AddSubscription, RemoveSubscription, TestAlert, cli_origin
-from workers.notify import Channel, SendOutcome
+from workers.alert_delivery.notify import Channel, SendOutcome
 
 
 def register(sub: Any) -> None:

@@ -143,7 +143,7 @@ def run_backfill(args: argparse.Namespace) -> int:
     from domain.timeutil import parse_iso
     from ledger.cli.context import open_ledger, utcnow
     from runtime.backfill import apply, plan
-    from workers.archive import RawArchive
+    from workers.archive.raw_archive import RawArchive
 
     try:
         since = parse_iso(args.since) if args.since else None

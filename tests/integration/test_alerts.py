@@ -35,9 +35,9 @@ from runtime.alert_channels import (
 from runtime.alerts import AlertBatch, AlertOptions, AlertStep
 from runtime.clock import SimulatedClock
 from runtime.db_thread import DbThread
+from workers.alert_delivery.notify import Channel, Notifier
 from workers.fetching.addresses import AddressGuard
 from workers.fetching.http import build_client
-from workers.notify import Channel, Notifier
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 LOOPBACK = ["127.0.0.0/8"]

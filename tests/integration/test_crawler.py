@@ -18,7 +18,7 @@ from aiohttp import web
 from http_fixtures import RecordingServer, redirect, serving, status, streaming, trickling
 
 from domain.values import CrawlFailure, CrawlOutcome, CrawlSuccess, CrawlTask, Observation, Policy
-from workers.archive import RawArchive, content_hash
+from workers.archive.raw_archive import RawArchive, content_hash
 from workers.crawler import Crawler, build_crawler
 from workers.extraction.adapters.base import Adapter, Extraction, ExtractionError, Page, Request
 from workers.extraction.adapters.registry import Registry

@@ -34,9 +34,9 @@ from ledger.logs import logging_config
 from runtime.alerts import AlertBatch, AlertOptions, AlertStep
 from runtime.clock import SimulatedClock
 from runtime.db_thread import DbThread
+from workers.alert_delivery.notify import Notifier
 from workers.fetching.addresses import AddressGuard
 from workers.fetching.http import build_client
-from workers.notify import Notifier
 
 PASSWORD = "pw-Hunter2-PLANTED"
 TOKEN = "tok9f8e7d-PLANTED"

@@ -14,7 +14,7 @@ PARTS = ("domain", "eventstore", "projections", "workers", "runtime", "streams",
 #: the storage adapters: the read-model and event-store databases, the side tables
 ADAPTERS = ("eventstore/",)
 #: the raw archive's index (raw/index.sqlite) is a file of the archive, not a ledger table
-ARCHIVE_INDEX = ("workers/packs.py", "workers/archive.py")
+ARCHIVE_INDEX = ("workers/archive/packs.py", "workers/archive/raw_archive.py")
 DDL = re.compile(r"\bCREATE\s+(?:UNIQUE\s+|VIRTUAL\s+)?(?:TABLE|INDEX|TRIGGER)\b")
 DRIVERS = ("psycopg", "psycopg_pool", "sqlite3")
 

@@ -1,4 +1,4 @@
-"""Sending alerts: one attempt per call, behind the address guard (`workers.channels`).
+"""Sending alerts: one attempt per call, behind the address guard (`workers.alert_delivery.channels`).
 
 `Notifier.check(channel)` is the egress policy at creation: the channel's kind is
 allowed (`plan_channel`) and every host it will connect to passes the guard.
@@ -34,7 +34,7 @@ from xml.sax.saxutils import escape
 import httpx
 
 from domain.errors import InvalidInput
-from workers.channels import Channel, ChannelPlan, apprise_module, display_url, plan_channel, scrub
+from workers.alert_delivery.channels import Channel, ChannelPlan, apprise_module, display_url, plan_channel, scrub
 from workers.fetching.addresses import AddressGuard
 from workers.fetching.fetch_errors import FetchError
 

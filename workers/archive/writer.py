@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
-from workers.archive import RawArchive
+from workers.archive.raw_archive import RawArchive
 
 __all__ = ["ArchiveWriter"]
 

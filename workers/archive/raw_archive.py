@@ -15,7 +15,7 @@ entry, a temporary name and a rename), and on ext4 up to ~1 ms of system time a
 page while the kernel searched its block groups for free inodes
 (docs/benchmarks.md). Appending to an open file is one `write`.
 
-The record format and the index are `workers.packs`'s.
+The record format and the index are `workers.archive.packs`'s.
 
 Order and durability: `put` appends the record and commits its index row before
 it returns the ref, so a ref handed out (and recorded in an event) is readable by
@@ -50,7 +50,7 @@ from pathlib import Path
 
 import zstandard
 
-from workers.packs import (
+from workers.archive.packs import (
     GZIP_MARK,
     HEADER,
     MARKS,
