@@ -167,7 +167,7 @@ def schedule_pages(ledger: Any, server: Any, per_host: int, now: Any) -> None:
 
 def bench_embedded(server: Server, per_host: int) -> dict[str, Any]:
     from ledger.bootstrap import bootstrap, runner_crawler
-    from ledger.embedded import EmbeddedRunner
+    from ledger.drivers.embedded import EmbeddedRunner
     from ledger.settings import Settings
     from runtime.clock import SystemClock
 
@@ -321,7 +321,7 @@ def _show(run: int, name: str, result: dict[str, Any]) -> None:
 
 
 def _table(rows: dict[str, list[dict[str, Any]]], scrapy_missing: bool) -> None:
-    from ledger.crawl_process import use_crawl_process
+    from ledger.drivers.crawl_process import use_crawl_process
 
     medians = {name: statistics.median(per_min(r) for r in rows[name])
                for name in ("ours", "embedded", "scrapy") if rows.get(name)}

@@ -17,7 +17,7 @@ from eventstore import Backend, SQLiteBackend
 from eventstore.admin import connection_failed
 from eventstore.side_tables import create_side_tables
 from ledger.crawlers import crawler_for, runner_crawler
-from ledger.redact import redact_url
+from ledger.host.redact import redact_url
 from ledger.settings import ConfigError, Settings
 from projections.db import Database, PostgresDatabase, SQLiteDatabase
 from projections.source import NotificationLogSource

@@ -1,6 +1,6 @@
 """The crawlers a driver opens from Settings: in-process, or the runner's crawl process.
 
-Apart from `ledger.bootstrap` so that the crawl process (`ledger.crawl_process`), which
+Apart from `ledger.bootstrap` so that the crawl process (`ledger.drivers.crawl_process`), which
 builds its crawler here, does not import the ledger's event store and read models.
 """
 
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from ledger.settings import Settings
 
 if TYPE_CHECKING:
-    from ledger.crawl_process import CrawlProcess
+    from ledger.drivers.crawl_process import CrawlProcess
     from workers.crawl_pages import PageReader
     from workers.crawler import Crawler
 
@@ -57,9 +57,9 @@ async def crawler_for(settings: Settings) -> AsyncIterator[Crawler]:
 @asynccontextmanager
 async def runner_crawler(settings: Settings, in_child: bool | None = None
                          ) -> AsyncIterator[Crawler | CrawlProcess]:
-    """The embedded runner's crawler: in a child process (`ledger.crawl_process`) when
+    """The embedded runner's crawler: in a child process (`ledger.drivers.crawl_process`) when
     `in_child`, or (None) when this process may use more than one CPU; else in-process."""
-    from ledger.crawl_process import CrawlProcess, use_crawl_process
+    from ledger.drivers.crawl_process import CrawlProcess, use_crawl_process
 
     if not use_crawl_process(in_child):
         async with crawler_for(settings) as crawler:

@@ -80,7 +80,7 @@ def _when(epoch: float) -> datetime:
 
 class PoolPort(Protocol):
     """What the keeper needs of a pool: the `ProxyPool` itself, or the view of a pool in
-    another process (`ledger.crawl_process.RemotePool`)."""
+    another process (`ledger.drivers.crawl_process.RemotePool`)."""
 
     def drain_changes(self) -> list[HealthChange]: ...
 

@@ -11,7 +11,7 @@ from ledger.bootstrap import notifier_for
 from ledger.cli.context import open_ledger, utcnow
 from ledger.cli.errors import CommandError
 from ledger.cli.output import print_json, print_table, short
-from ledger.embedded import run_loop
+from ledger.drivers.embedded import run_loop
 from ledger.settings import Settings
 from runtime.alert_channels import (
     AdmittedChannel,

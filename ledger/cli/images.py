@@ -14,7 +14,7 @@ from ledger.cli.arguments import number
 from ledger.cli.context import open_ledger
 from ledger.cli.errors import CommandError
 from ledger.cli.output import print_json, print_table
-from ledger.embedded import run_loop
+from ledger.drivers.embedded import run_loop
 from ledger.settings import Settings
 from runtime.clock import SystemClock
 from runtime.db_thread import DbThread

@@ -26,9 +26,9 @@ from api.app import create_app
 from api.auth import TokenStore
 from domain.values import CrawlTask
 from ledger.bootstrap import Ledger, crawler_for
-from ledger.bot import run_bot
 from ledger.cli.history import describe
-from ledger.embedded import EmbeddedRunner
+from ledger.drivers.bot_client import run_bot
+from ledger.drivers.embedded import EmbeddedRunner
 from ledger.settings import Settings
 from runtime.clock import SystemClock
 from runtime.components import Components

@@ -23,7 +23,7 @@ from invariants import check, jobs_settled, no_duplicate_effects, read_models_eq
 from domain.chaining import DEFAULT_MAX_NEW_JOBS
 from domain.crawl_job import RetryPolicy
 from ledger.bootstrap import bootstrap
-from ledger.embedded import EmbeddedRunner
+from ledger.drivers.embedded import EmbeddedRunner
 from ledger.settings import Settings
 from runtime.clock import SystemClock
 from runtime.ledger import Ledger

@@ -22,7 +22,7 @@ from PIL import Image
 
 from domain.values import CrawlSuccess, CrawlTask, ImageFailure, Observation, Offer
 from ledger.bootstrap import Ledger
-from ledger.embedded import EmbeddedRunner
+from ledger.drivers.embedded import EmbeddedRunner
 from runtime.clock import SimulatedClock
 from runtime.db_thread import DbThread
 from runtime.images import ImageStep, ImageStore

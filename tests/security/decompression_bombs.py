@@ -29,7 +29,7 @@ from http_fixtures import RecordingServer, serving
 from domain.crawl_job import RetryPolicy
 from domain.values import ImageFailure, Policy
 from ledger.bootstrap import bootstrap
-from ledger.embedded import EmbeddedRunner
+from ledger.drivers.embedded import EmbeddedRunner
 from ledger.settings import Settings
 from runtime.clock import SystemClock
 from runtime.ledger import Ledger

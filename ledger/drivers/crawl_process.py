@@ -32,9 +32,9 @@ turn in one write:
   proxies); `egress.pool` here keeps them for the runner's `ProxyKeeper`, and
   `pool.update` sends the ledger's view to the child.
 
-The child's side, and the framing both ends use, is `ledger.crawl_child`:
+The child's side, and the framing both ends use, is `ledger.drivers.crawl_child`:
 
-    python -m ledger.crawl_child FD    (started by `CrawlProcess`, never by hand)
+    python -m ledger.drivers.crawl_child FD    (started by `CrawlProcess`, never by hand)
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ from typing import Any
 import structlog
 
 from domain.values import CrawlOutcome, CrawlTask, ImageFailure, Policy
-from ledger.cpus import available_cpus
-from ledger.crawl_child import Frames
+from ledger.drivers.crawl_child import Frames
+from ledger.host.cpus import available_cpus
 from ledger.settings import Settings
 from workers.fetching.fetch_errors import failure
 from workers.fetching.image_download import DownloadedImage
@@ -73,7 +73,7 @@ class ChildExited(Exception):
 
 def use_crawl_process(choice: bool | None) -> bool:
     """Whether the runner crawls in a child process: `choice`, or (None) when this
-    process may use more than one CPU (`ledger.cpus`: its affinity and its cgroup's CPU
+    process may use more than one CPU (`ledger.host.cpus`: its affinity and its cgroup's CPU
     quota; on one, the child only adds its messages)."""
     if choice is not None:
         return choice
@@ -220,7 +220,7 @@ class CrawlProcess:
         ours, theirs = socket.socketpair()
         try:
             process = self._process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "ledger.crawl_child", str(theirs.fileno()),
+                sys.executable, "-m", "ledger.drivers.crawl_child", str(theirs.fileno()),
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
         except BaseException:
             ours.close()

@@ -2,7 +2,7 @@
 
 One asyncio loop drives it; ledger calls go through one database thread
 (SQLite has one writer). The crawler it is given is a `CrawlerPort`: in-process, or
-(`crawl-ledger run` on more than one CPU) `ledger.crawl_process.CrawlProcess`, the
+(`crawl-ledger run` on more than one CPU) `ledger.drivers.crawl_process.CrawlProcess`, the
 same crawler in a child process, so crawling and recording run on two cores. The loop:
 
 1. catch the read models up when idle or a tick has passed (under load the
@@ -44,8 +44,8 @@ import uvloop
 
 from domain.values import CrawlTask
 from eventstore import unavailable
-from ledger.crawl_process import CrawlProcess
-from ledger.run_stats import Outage, RunStats
+from ledger.drivers.crawl_process import CrawlProcess
+from ledger.drivers.run_stats import Outage, RunStats
 from runtime.alert_channels import SenderPort
 from runtime.alerts import AlertBatch, AlertOptions, AlertStep
 from runtime.clock import Clock

@@ -15,7 +15,7 @@ carries them, whichever library wrote it.
 Settings (environment): `LEDGER_LOG_FORMAT` — `json` or `console` (the same fields,
 for a person; the default when stderr is a terminal, `json` otherwise); `LEDGER_LOG_LEVEL` — default `INFO` for
 the long-running drivers (`run`, `worker`, `relay`, `serve`, `bot`), `WARNING` for
-one-shot commands. Lines go to stderr, which `ledger.redact` masks for secrets.
+one-shot commands. Lines go to stderr, which `ledger.host.redact` masks for secrets.
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from ledger.bootstrap import Ledger, bootstrap, runner_crawler
-from ledger.embedded import EmbeddedRunner, RunStats, run_loop
-from ledger.in_use import refuse_if_used
+from ledger.drivers.embedded import EmbeddedRunner, RunStats, run_loop
+from ledger.host.in_use import refuse_if_used
 from ledger.settings import ConfigError, Settings, parse_postgres
 from runtime.clock import SimulatedClock
 from simulator import FaultConfig, SimulatorThread
@@ -136,7 +136,7 @@ def run_distributed_demo(settings: Settings, config: DemoConfig,
     The workers read the simulated time from a clock file this process keeps in
     step; this process ticks the scheduler (workers run with `--no-timers`).
     """
-    from ledger.distributed import Cluster, run_until_idle
+    from ledger.drivers.distributed import Cluster, run_until_idle
     from runtime.clock import FileClock
 
     settings = allow_simulator(settings)

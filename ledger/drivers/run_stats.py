@@ -16,7 +16,7 @@ from runtime.work import RunReport
 
 __all__ = ["Outage", "RunStats"]
 
-log = logging.getLogger("ledger.embedded")
+log = logging.getLogger("ledger.drivers.embedded")
 
 
 @dataclass

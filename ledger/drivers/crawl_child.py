@@ -1,9 +1,9 @@
-"""The crawl process's side of `ledger.crawl_process`: it serves `crawl`, `image` and
+"""The crawl process's side of `ledger.drivers.crawl_process`: it serves `crawl`, `image` and
 `stats` calls with one `Crawler` until its socket closes, and `Frames`, the
-length-prefixed pickles both ends write (see `ledger.crawl_process` for the whole
+length-prefixed pickles both ends write (see `ledger.drivers.crawl_process` for the whole
 protocol).
 
-    python -m ledger.crawl_child FD    (started by `CrawlProcess`, never by hand)
+    python -m ledger.drivers.crawl_child FD    (started by `CrawlProcess`, never by hand)
 """
 
 from __future__ import annotations
@@ -214,9 +214,9 @@ async def _child(fd: int) -> None:
 def main(argv: list[str]) -> int:
     import uvloop  # the loop the runner and the crawler are measured on
 
-    from ledger.logs import configure_logging
-    from ledger.memory import keep_freed_memory_small
-    from ledger.redact import redacting_output
+    from ledger.host.logs import configure_logging
+    from ledger.host.memory import keep_freed_memory_small
+    from ledger.host.redact import redacting_output
 
     keep_freed_memory_small()  # the crawler gives its large pages' memory back
     for sig in (signal.SIGINT, signal.SIGTERM):
