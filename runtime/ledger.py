@@ -14,7 +14,7 @@ from domain.application import CrawlLedger
 from eventstore.base import Backend
 from eventstore.side_tables import SideTables
 from projections import Projection, checkpoints, read_models
-from projections.alerts import AlertQueries
+from projections.alert_subscriptions import AlertQueries
 from projections.audit import StoredChain
 from projections.db import Database
 from projections.framework import create_all, lowest_position

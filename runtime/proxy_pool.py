@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from domain.errors import InvalidInput
-from projections.proxies import ProxyQueries
+from projections.proxy_status import ProxyQueries
 from runtime.ledger import Ledger
 from runtime.tables import Counters, ProxyTable
 from workers.fetching.addresses import AddressGuard

@@ -18,7 +18,7 @@ from ledger.drivers.embedded import run_loop
 from ledger.settings import Settings
 from runtime.clock import SystemClock
 from runtime.db_thread import DbThread
-from runtime.images import ImageBatch, ImageStep, ImageStore, is_sha256
+from runtime.image_step import ImageBatch, ImageStep, ImageStore, is_sha256
 
 
 def register(sub: Any) -> None:

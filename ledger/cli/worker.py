@@ -60,9 +60,9 @@ def run(args: argparse.Namespace) -> int:
     from ledger.bootstrap import components
     from ledger.host.logs import logging_config
     from streams.app import UnknownRole, create_app, parse_roles
+    from streams.faust_worker import run_worker
     from streams.resources import WorkerOptions
     from streams.topics import Topics, ensure_topics
-    from streams.worker import run_worker
 
     settings = Settings.from_env()
     if not settings.is_postgres:

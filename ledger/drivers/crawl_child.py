@@ -165,7 +165,7 @@ class _Child:
             elif kind == "image":
                 value = await self.crawler.fetch_image(*args)
             elif kind == "stats":
-                from runtime.registry import process_stats  # at the first heartbeat, not start
+                from runtime.heartbeats import process_stats  # at the first heartbeat, not start
 
                 value = process_stats()
             else:

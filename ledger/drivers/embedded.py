@@ -16,11 +16,11 @@ same crawler in a child process, so crawling and recording run on two cores. The
    for its group commit does not hold a crawl slot;
 4. when it was given an image port (the crawler) and the read models list product
    images not tried yet, one image task downloads and records them
-   (`runtime.images.ImageStep`, bounded concurrency); the run is idle only when
+   (`runtime.image_step.ImageStep`, bounded concurrency); the run is idle only when
    none is pending;
 5. when it was given an alert sender, one alert task matches the events recorded
    since its last pass against the subscriptions and sends the alerts due
-   (`runtime.alerts.AlertStep`); its first pass after a start retries the attempts
+   (`runtime.alert_step.AlertStep`); its first pass after a start retries the attempts
    a killed runner left without an outcome, under the same idempotency key.
 
 Stopping (SIGINT/SIGTERM) takes no new slot; leased jobs still queued are
@@ -47,15 +47,15 @@ from eventstore import unavailable
 from ledger.drivers.crawl_process import CrawlProcess
 from ledger.drivers.run_stats import Outage, RunStats
 from runtime.alert_channels import SenderPort
-from runtime.alerts import AlertBatch, AlertOptions, AlertStep
+from runtime.alert_step import AlertBatch, AlertOptions, AlertStep
 from runtime.clock import Clock
 from runtime.db_thread import DbThread, first_line
 from runtime.defaults import DEFAULTS
-from runtime.images import ImagePort, ImageStep
+from runtime.heartbeats import INTERVAL as HEARTBEAT_INTERVAL
+from runtime.heartbeats import Heartbeats, register
+from runtime.image_step import ImagePort, ImageStep
 from runtime.ledger import Ledger
 from runtime.proxy_pool import ProxyKeeper
-from runtime.registry import INTERVAL as HEARTBEAT_INTERVAL
-from runtime.registry import Heartbeats, register
 from runtime.scheduler import RecentDispatches, Scheduler
 from runtime.work import CrawlerPort, JobWorker, worker_name
 

@@ -9,9 +9,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from domain.values import CrawlFailure
-from runtime.alerts import AlertBatch
+from runtime.alert_step import AlertBatch
 from runtime.db_thread import first_line
-from runtime.images import ImageBatch
+from runtime.image_step import ImageBatch
 from runtime.work import RunReport
 
 __all__ = ["Outage", "RunStats"]

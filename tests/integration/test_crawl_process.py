@@ -222,7 +222,7 @@ def test_the_runners_heartbeat_counts_its_crawl_process(ledger: Ledger, tmp_path
     """`/api/v1/workers` shows a runner's memory and CPU: with the crawl process's."""
     from ledger.drivers.embedded import EmbeddedRunner
     from runtime.clock import SystemClock
-    from runtime.registry import Heartbeats, process_stats
+    from runtime.heartbeats import Heartbeats, process_stats
 
     async def scenario() -> tuple[int, float]:
         async with CrawlProcess(settings(tmp_path)) as process:

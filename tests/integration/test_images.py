@@ -25,7 +25,7 @@ from ledger.bootstrap import Ledger
 from ledger.drivers.embedded import EmbeddedRunner
 from runtime.clock import SimulatedClock
 from runtime.db_thread import DbThread
-from runtime.images import ImageStep, ImageStore
+from runtime.image_step import ImageStep, ImageStore
 from workers.crawler import Crawler, build_crawler
 from workers.extraction import adapters
 from workers.fetching.addresses import AddressGuard

@@ -31,7 +31,7 @@ from webhook_receiver import receiver
 from domain.values import CrawlSuccess, Observation, Offer
 from ledger.bootstrap import Ledger
 from ledger.host.logs import logging_config
-from runtime.alerts import AlertBatch, AlertOptions, AlertStep
+from runtime.alert_step import AlertBatch, AlertOptions, AlertStep
 from runtime.clock import SimulatedClock
 from runtime.db_thread import DbThread
 from workers.alert_delivery.notify import Notifier

@@ -1,4 +1,4 @@
-"""`/api/v1/alerts`: price and stock alert subscriptions over HTTP (`runtime/alerts.py`).
+"""`/api/v1/alerts`: price and stock alert subscriptions over HTTP (`runtime/alert_step.py`).
 
 `GET /alerts` (read), `POST /alerts` (operate), `GET /alerts/{id}` with its latest
 deliveries (read), `DELETE /alerts/{id}` and `POST /alerts/{id}/test` (operate). Each

@@ -1,6 +1,6 @@
 """`GET /images/{sha256}`: stored product images, resized on demand.
 
-The image is the one stored under that content hash (`runtime.images.ImageStore`);
+The image is the one stored under that content hash (`runtime.image_step.ImageStore`);
 read scope or a dashboard session may see it. Without parameters it is served as
 stored. With any of them a variant is rendered with Pillow and kept on disk, keyed
 by the hash and the (normalised) parameters:
@@ -40,7 +40,7 @@ from PIL import Image, ImageFilter, ImageOps, features
 
 from api.auth import Token
 from api.routes import PROBLEMS, ApiProblem
-from runtime.images import ImageStore, open_stored, stored_format, write_atomically
+from runtime.image_step import ImageStore, open_stored, stored_format, write_atomically
 
 __all__ = ["MAX_SIDE", "Variant", "build_images_router", "render", "target_size"]
 

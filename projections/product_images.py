@@ -3,7 +3,7 @@
 `status` is `pending` while the current URL has not been tried, then `stored`
 (with the content hash and its facts) or `failed` (with the kind and reason); a
 new image URL (`Product.DetailsChanged`) makes it pending again. The image step
-(`runtime.images`) asks `pending_images` what to download.
+(`runtime.image_step`) asks `pending_images` what to download.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ renamed: a reader never sees half a file), and the API's resized variants under
 products, are one file.
 
 `ImageStep` downloads the images the read model lists as pending
-(`projections.images`) — or, for the distributed image worker, the image URLs that
+(`projections.product_images`) — or, for the distributed image worker, the image URLs that
 product events name (`image_requests`) — at most `concurrency` at a time, each URL
 once per batch however many products show it, through the crawler's guard and
 politeness (`ImagePort`, the `workers.crawler.Crawler`), and records the outcome on
