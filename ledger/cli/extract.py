@@ -4,7 +4,7 @@
 (`--explain`: field by field, with sources and the alternatives that lost).
 `extract backfill [--store ID] [--since TIME] [--dry-run]` runs the current
 extractor over the archived raw pages of earlier crawls and records the products
-it reads differently (`runtime.backfill`); `--dry-run` prints old → new only.
+it reads differently (`runtime.admin.backfill`); `--dry-run` prints old → new only.
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def _print(as_json: bool, products: list[dict[str, Any]], note: str) -> None:
 def run_backfill(args: argparse.Namespace) -> int:
     from domain.timeutil import parse_iso
     from ledger.cli.context import open_ledger, utcnow
-    from runtime.backfill import apply, plan
+    from runtime.admin.backfill import apply, plan
     from workers.archive.raw_archive import RawArchive
 
     try:

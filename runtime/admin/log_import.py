@@ -16,7 +16,7 @@ from pathlib import Path
 
 from domain.errors import InvalidInput
 from eventstore.base import ImportRow, not_empty
-from runtime.export_file import FileSummary, read_rows
+from runtime.admin.export_file import FileSummary, read_rows
 from runtime.ledger import Ledger
 
 __all__ = ["import_log", "refuse_unless_empty"]
