@@ -47,7 +47,7 @@ from api.dashboard import FORM_MAX_BYTES, build_dashboard
 from api.docs import add_docs
 from api.events_import import build_import_router
 from api.http_limits import CapFor, RequestLimits, RequestRefused, authenticated_by
-from api.images import build_images_router
+from api.image_routes import build_images_router
 from api.request_metrics import RequestMetrics, route_template
 from api.routes import PROBLEMS, AlertSender, ApiProblem, build_router, requirement
 from api.sessions import COOKIE, Sessions
@@ -55,7 +55,7 @@ from api.tokens import build_tokens_router
 from domain.errors import Forbidden, InvalidInput, LedgerError, NotFound
 from runtime.clock import Clock
 from runtime.defaults import DEFAULTS
-from runtime.images import ImageStore
+from runtime.image_step import ImageStore
 from runtime.ledger import Ledger
 from runtime.projector import Projector
 from runtime.proxy_pool import AddressGuard

@@ -34,7 +34,7 @@ from domain.urls import url_refusal
 from runtime.clock import Clock
 from runtime.commands import token_origin
 from runtime.defaults import DEFAULTS
-from runtime.registry import Heartbeats, register
+from runtime.heartbeats import Heartbeats, register
 from runtime.remote import BotPages, Request, SubmitPage, Submitted, ungzip
 
 __all__ = ["RESULT_MAX_BYTES", "build_bot_router"]

@@ -24,7 +24,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from api.alerts import AlertSender
+from api.alert_routes import AlertSender
 from api.auth import Token, allows
 from api.chart import RANGES, build_chart
 from api.consistency import Writes, lag
@@ -49,10 +49,10 @@ from runtime.commands import (
     RequeueDead,
     token_origin,
 )
+from runtime.heartbeats import Heartbeats, registry
 from runtime.history import stream_history
 from runtime.ledger import Ledger
 from runtime.raw_pages import page_behind
-from runtime.registry import Heartbeats, registry
 
 __all__ = ["FORM_MAX_BYTES", "STATIC", "build_dashboard"]
 

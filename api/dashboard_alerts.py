@@ -18,7 +18,7 @@ from uuid import UUID
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from api.alerts import AlertSender
+from api.alert_routes import AlertSender
 from api.dashboard_kit import PageKit, Refused, first_field
 from domain.alert import CHANNEL_KINDS, TARGET_KINDS, TRIGGER_KINDS, Subscription
 from domain.errors import LedgerError

@@ -1,8 +1,8 @@
 """The dashboard's tool pages: the proxy pool (`/proxies`: addresses only, disable with
 a reason, enable), alert subscriptions and their deliveries (`/alerts`, with its actions:
 `api.dashboard_alerts`), full-text product search (`/search`) and the schedule's runs per time slot
-(`/schedule`), over the same read models and application as the API's `api.proxies`,
-`api.alerts`, product search and `api.schedule`."""
+(`/schedule`), over the same read models and application as the API's `api.proxy_routes`,
+`api.alert_routes`, product search and `api.schedule`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from api.alerts import AlertSender
+from api.alert_routes import AlertSender
 from api.dashboard_alerts import add_alert_pages
 from api.dashboard_changes import add_changes_page
 from api.dashboard_kit import PageKit, Refused, first_field

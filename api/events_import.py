@@ -3,7 +3,7 @@
 The body is a whole-log export (`crawl-ledger events export`, JSON Lines), sent as it
 is (any content type; `application/x-ndjson` is the natural one). It is streamed to a
 scratch file under the data dir, at most `max_bytes` (413 beyond, before or while it
-arrives), then checked and inserted by the same `runtime.log_import.import_log` as the
+arrives), then checked and inserted by the same `runtime.admin.log_import.import_log` as the
 command line: only into an empty store (409 otherwise, answered before the body is
 stored), a gap, reorder, edited line, bad JSON or unknown event type refused with 422
 naming the line, and nothing written on any refusal. `?expect=HASH` checks the audit
@@ -27,9 +27,9 @@ from fastapi.concurrency import run_in_threadpool
 from api.consistency import Writes
 from api.routes import PROBLEMS, ApiProblem
 from domain.errors import LedgerError
+from runtime.admin.log_import import import_log, refuse_unless_empty
 from runtime.defaults import DEFAULTS
 from runtime.ledger import Ledger
-from runtime.log_import import import_log, refuse_unless_empty
 
 __all__ = ["build_import_router"]
 

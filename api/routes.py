@@ -16,11 +16,11 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import AwareDatetime, BaseModel, Field
 
-from api.alerts import AlertSender, build_alerts_router
+from api.alert_routes import AlertSender, build_alerts_router
 from api.auth import Token, TokenStore, allows
 from api.bot import build_bot_router
 from api.consistency import Writes, lag_headers
-from api.proxies import build_proxies_router
+from api.proxy_routes import build_proxies_router
 from api.schedule import build_schedule_router
 from api.sessions import COOKIE, Sessions
 from domain.crawl_job import RetryPolicy
@@ -40,10 +40,10 @@ from runtime.commands import (
     token_origin,
 )
 from runtime.defaults import DEFAULTS
+from runtime.heartbeats import Heartbeats, registry
 from runtime.history import stream_history
 from runtime.ledger import Ledger
 from runtime.proxy_pool import AddressGuard
-from runtime.registry import Heartbeats, registry
 from runtime.remote import BotPages
 from runtime.slots import place, planned_jobs
 

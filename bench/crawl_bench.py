@@ -107,10 +107,10 @@ async def _crawl_all(urls: list[str], data_dir: Path, per_host: int, workers: in
                      ) -> tuple[float, collections.Counter[str]]:
     from domain.values import CrawlTask, Policy
     from eventstore.pack_index import open_pack_index
-    from workers import adapters
-    from workers.addresses import AddressGuard
     from workers.crawler import build_crawler
-    from workers.http import build_client
+    from workers.extraction import adapters
+    from workers.fetching.addresses import AddressGuard
+    from workers.fetching.http import build_client
 
     policy = Policy(crawl_delay=0.0, max_concurrency=per_host, respect_robots=True)
     tasks = collections.deque(
@@ -168,7 +168,7 @@ def schedule_pages(ledger: Any, server: Any, per_host: int, now: Any) -> None:
 
 def bench_embedded(server: Server, per_host: int) -> dict[str, Any]:
     from ledger.bootstrap import bootstrap, runner_crawler
-    from ledger.embedded import EmbeddedRunner
+    from ledger.drivers.embedded import EmbeddedRunner
     from ledger.settings import Settings
     from runtime.clock import SystemClock
 
@@ -322,7 +322,7 @@ def _show(run: int, name: str, result: dict[str, Any]) -> None:
 
 
 def _table(rows: dict[str, list[dict[str, Any]]], scrapy_missing: bool) -> None:
-    from ledger.crawl_process import use_crawl_process
+    from ledger.drivers.crawl_process import use_crawl_process
 
     medians = {name: statistics.median(per_min(r) for r in rows[name])
                for name in ("ours", "embedded", "scrapy") if rows.get(name)}

@@ -1,12 +1,12 @@
 """Crawl result -> read model, distributed (budget p99 < 500 ms).
 
-Starts Tansu and, as separate processes (`ledger.distributed.Cluster`), the
+Starts Tansu and, as separate processes (`ledger.drivers.distributed.Cluster`), the
 relay and one projecting Faust worker (`crawl-ledger worker --role project`)
 over a fresh PostgreSQL schema. Then, one after another, it records a crawl
 result of N products (one atomic save: the job's outcome plus every product
 event) and measures the time from the commit until the read models hold it:
 the relay published it (LISTEN/NOTIFY wake-up) and the projector applied every
-message up to the relay's acknowledged offsets (`ledger.distributed.lag`).
+message up to the relay's acknowledged offsets (`ledger.drivers.distributed.lag`).
 The read models are checked against a rebuild at the end.
 
     .venv/bin/python bench/distributed_bench.py [--results 200] [--products 50]
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from relay_bench import new_job, record, start_tansu, tear_down  # noqa: E402
 
 from ledger.bootstrap import Ledger, bootstrap  # noqa: E402
-from ledger.distributed import Cluster, lag, wait_caught_up  # noqa: E402
+from ledger.drivers.distributed import Cluster, lag, wait_caught_up  # noqa: E402
 from ledger.settings import Settings  # noqa: E402
 from projections.framework import table_rows  # noqa: E402
 from projections.runner import ProjectionRunner  # noqa: E402

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/extraction_bench.py [--rounds 3]
 
-For each extractor — crawl-ledger's (`workers.extraction.extract_page`, as a crawl
+For each extractor — crawl-ledger's (`workers.extraction.extract.extract_page`, as a crawl
 runs it) and a naive extruct + price-parser script — prints accuracy per slice of
 the corpus (manifest tests/corpus; bytes from `$LEDGER_CORPUS_DIR`, else ../shared/corpus,
 then .corpus-cache: see tests/corpus_files.py) (price + currency, availability) and pages per second (median of
@@ -152,8 +152,8 @@ def main() -> None:
 def menu_section() -> None:
     """The generic menu reader, adapters off, on the dispensary payloads; then its
     agreement with the adapters, option by option."""
-    from workers.adapters.base import Page
-    from workers.extraction import extract_page, menu_cross_check
+    from workers.extraction.adapters.base import Page
+    from workers.extraction.extract import extract_page, menu_cross_check
 
     found = corpus_files.presence(ms.manifest(), ms.MENUS)
     print(f"\nmenu payloads: {found.line()}")

@@ -73,7 +73,7 @@ class _Served:
 
 def child(kind: str, spec_file: str) -> None:
     """In the measured process: crawl every page with HOSTS × PER_HOST in flight."""
-    from ledger.memory import keep_freed_memory_small
+    from ledger.host.memory import keep_freed_memory_small
 
     keep_freed_memory_small()  # as `crawl-ledger` and its crawl process do
     spec = json.loads(Path(spec_file).read_text())
@@ -105,7 +105,7 @@ def distributed(served: _Served, pg: str) -> dict[str, Any]:
     from relay_bench import start_tansu, tear_down
 
     from ledger.bootstrap import bootstrap
-    from ledger.distributed import Cluster, run_until_idle
+    from ledger.drivers.distributed import Cluster, run_until_idle
     from ledger.settings import Settings
     from runtime.clock import SystemClock
 

@@ -4,7 +4,7 @@ A subscription has a target (one product, every product of one store, or the
 products whose name, brand or category contain a search text), one or more
 triggers, and a channel (a signed JSON webhook or an Apprise URL). Only the
 channel's kind and a display form without credentials are in its events: the
-URL itself and the webhook secret are kept beside the log (`runtime.alerts`),
+URL itself and the webhook secret are kept beside the log (`runtime.alert_channels`),
 so an export, the Kafka topics or `events tail` never carry them.
 
 `match` decides, for one product event, which trigger (if any) fires; it is a

@@ -53,7 +53,7 @@ def _no_store(unmatched: Mapping[str, int]) -> dict[str, Any]:
             "origins": sorted(unmatched)[:NO_STORE_ORIGINS]}
 
 
-#: `workers.adapters.merge`'s price source for a price picked from the page's visible text
+#: `workers.extraction.adapters.merge`'s price source for a price picked from the page's visible text
 #: alone (no structured price to back it): the low-confidence one
 VISIBLE_ONLY_PRICE = "visible"
 

@@ -1,6 +1,6 @@
 """The Worker aggregate: one running worker process (embedded runner, Faust worker,
 bot) from registration to departure. Its heartbeats are not events (they would flood
-the log): they live in the heartbeat table the drivers update (`runtime.registry`)."""
+the log): they live in the heartbeat table the drivers update (`runtime.heartbeats`)."""
 
 from __future__ import annotations
 

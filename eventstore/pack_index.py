@@ -1,4 +1,5 @@
-"""The raw archive's index (the port `workers.packs.PackIndex`, met structurally) as an SQLite file beside its packs.
+"""The raw archive's index (the port `workers.archive.packs.PackIndex`, met structurally)
+as an SQLite file beside its packs.
 
 `<data_dir>/raw/index.sqlite` (WAL) has two tables: `packs` (id, name, the end up to
 which its records are indexed) and `bodies` (sha256 digest -> pack id, offset and
@@ -107,7 +108,7 @@ class SQLitePackIndex:
 
 
 def open_pack_index(root: Path, *, read_only: bool) -> SQLitePackIndex:
-    """The index under `root` (`<data_dir>/raw`): `workers.packs.OpenPackIndex`."""
+    """The index under `root` (`<data_dir>/raw`): `workers.archive.packs.OpenPackIndex`."""
     with _errors():
         return SQLitePackIndex(_in_memory(root) if read_only else _on_disk(root))
 

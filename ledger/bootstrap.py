@@ -18,7 +18,7 @@ from eventstore.admin import connection_failed
 from eventstore.pack_index import open_pack_index
 from eventstore.side_tables import create_side_tables
 from ledger.crawlers import crawler_for, runner_crawler
-from ledger.redact import redact_url
+from ledger.host.redact import redact_url
 from ledger.settings import ConfigError, Settings
 from projections.db import Database, PostgresDatabase, SQLiteDatabase
 from projections.source import NotificationLogSource
@@ -27,7 +27,7 @@ from runtime.ledger import Ledger
 from streams.wakeup import PollWakeup, Wakeup
 
 if TYPE_CHECKING:
-    from workers.notify import Notifier
+    from workers.alert_delivery.notify import Notifier
 
 __all__ = ["Ledger", "bootstrap", "components", "crawler_for", "event_source", "notifier_for",
            "runner_crawler", "wakeup_for"]
@@ -140,9 +140,9 @@ def wakeup_for(recorder: Any, conninfo: str | None,
 @asynccontextmanager
 async def notifier_for(settings: Settings) -> AsyncIterator[Notifier]:
     """The alert sender: its own HTTP client behind the same address guard as the crawler."""
-    from workers.addresses import AddressGuard
-    from workers.http import build_client
-    from workers.notify import Notifier
+    from workers.alert_delivery.notify import Notifier
+    from workers.fetching.addresses import AddressGuard
+    from workers.fetching.http import build_client
 
     guard = AddressGuard(settings.allow_networks)
     async with build_client(user_agent=settings.user_agent, guard=guard,

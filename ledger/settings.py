@@ -28,7 +28,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from eventstore.target import PostgresTarget
-from ledger.redact import redact_url
+from ledger.host.redact import redact_url
 
 DEFAULT_USER_AGENT = "crawl-ledger/0.1 (+https://github.com/crawl-ledger/crawl-ledger)"
 
@@ -130,7 +130,7 @@ def parse_postgres(url: str) -> PostgresTarget:
 
 
 def _networks(text: str) -> tuple[str, ...]:
-    from workers.addresses import parse_networks
+    from workers.fetching.addresses import parse_networks
 
     try:
         return tuple(str(net) for net in parse_networks(text))

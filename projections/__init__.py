@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from projections.alerts import AlertsProjection
+from projections.alert_subscriptions import AlertsProjection
 from projections.changes import ProductChangesProjection
 from projections.extraction_health import ExtractionHealthProjection
 from projections.framework import Projection
-from projections.images import ProductImagesProjection
 from projections.job_status import JobStatusProjection
+from projections.product_images import ProductImagesProjection
 from projections.product_search import ProductSearchProjection
 from projections.products import CurrentProductsProjection, StockStatusProjection
-from projections.proxies import ProxiesProjection
+from projections.proxy_status import ProxiesProjection
 from projections.stores import StoresProjection
 from projections.workers import WorkersProjection
 

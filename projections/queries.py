@@ -10,7 +10,7 @@ from typing import Any
 
 from domain.timeutil import iso
 from domain.values import shown_in_stock
-from projections import images
+from projections import product_images
 from projections.db import Database, Row
 from projections.framework import loads
 from projections.product_search import PRODUCT_SEARCH
@@ -218,16 +218,16 @@ class ReadModel:
         return found
 
     def pending_images(self, limit: int) -> list[Row]:
-        return images.pending_images(self.db, limit)
+        return product_images.pending_images(self.db, limit)
 
     def product_image(self, product_id: str) -> Row | None:
-        return images.product_image(self.db, product_id)
+        return product_images.product_image(self.db, product_id)
 
     def image_products(self, sha256: str) -> list[Row]:
-        return images.image_products(self.db, sha256)
+        return product_images.image_products(self.db, sha256)
 
     def image_counts(self) -> dict[str, int]:
-        return images.image_counts(self.db)
+        return product_images.image_counts(self.db)
 
     def stock_status(self, store_id: str | None = None) -> list[Row]:
         sql, params = "SELECT * FROM stock_status", []

@@ -2,7 +2,7 @@
 
 A subscription's events (`domain.alert.Subscription`) name its channel only by
 kind and a display form without credentials, query or path secrets
-(`workers.channels.display_url`). The URL itself (an Apprise URL often holds a
+(`workers.alert_delivery.channels.display_url`). The URL itself (an Apprise URL often holds a
 bot token) and the webhook secret live in `alert_channels`, a side table in the
 read-model database beside `api_tokens` (`eventstore.side_tables`): an immutable, exported,
 published log is no place for a credential that may have to be rotated or
@@ -26,8 +26,8 @@ from domain.application import CrawlLedger
 from domain.errors import InvalidInput
 from domain.values import Origin
 from runtime.tables import AlertChannelTable
-from workers.channels import Channel, display_url
-from workers.notify import SendOutcome
+from workers.alert_delivery.channels import Channel, display_url
+from workers.alert_delivery.notify import SendOutcome
 
 if TYPE_CHECKING:  # runtime.ledger builds the command dispatcher, which imports this module
     from runtime.ledger import Ledger

@@ -14,7 +14,7 @@ from domain.application import CrawlLedger
 from eventstore.base import Backend
 from eventstore.side_tables import SideTables
 from projections import Projection, checkpoints, read_models
-from projections.alerts import AlertQueries
+from projections.alert_subscriptions import AlertQueries
 from projections.audit import StoredChain
 from projections.db import Database
 from projections.framework import create_all, lowest_position
@@ -24,8 +24,8 @@ from projections.source import NotificationLogSource
 from runtime.alert_channels import ChannelStore
 from runtime.commands import Dispatcher
 from runtime.defaults import DEFAULTS
-from workers.archive import RawArchive
-from workers.packs import OpenPackIndex
+from workers.archive.packs import OpenPackIndex
+from workers.archive.raw_archive import RawArchive
 
 
 @dataclass
@@ -39,7 +39,7 @@ class Ledger:
     backend: Backend
     #: where embedded data lives: raw pages, Parquet datasets, logs
     data_dir: Path
-    #: opens the raw archive's index (`workers.packs.PackIndex`; the composition root's
+    #: opens the raw archive's index (`workers.archive.packs.PackIndex`; the composition root's
     #: adapter, `eventstore.pack_index`)
     archive_index: OpenPackIndex
     #: the projector step takes a checkpoint of the read models every so many events

@@ -7,7 +7,7 @@ credentials lives in `proxy_urls`, and the per-request health counters in
 credentials stay out of an immutable, exported, published log). Deleting the
 read-model database loses them.
 
-`ProxyKeeper.step` is the runtime side of `workers.proxies.ProxyPool`: it records
+`ProxyKeeper.step` is the runtime side of `workers.fetching.proxy_choice.ProxyPool`: it records
 the pool's health changes as events, saves its counters, and refreshes the pool
 from the read model (proxies added, disabled, enabled, or changed by other workers).
 """
@@ -20,11 +20,11 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from domain.errors import InvalidInput
-from projections.proxies import ProxyQueries
+from projections.proxy_status import ProxyQueries
 from runtime.ledger import Ledger
 from runtime.tables import Counters, ProxyTable
-from workers.addresses import AddressGuard
-from workers.proxies import HealthChange, ProxyConfig, ProxyHealth
+from workers.fetching.addresses import AddressGuard
+from workers.fetching.proxy_choice import HealthChange, ProxyConfig, ProxyHealth
 
 __all__ = ["AddressGuard", "PoolPort", "ProxyKeeper", "add_proxy", "proxy_guard",
            "proxy_rows"]
@@ -80,7 +80,7 @@ def _when(epoch: float) -> datetime:
 
 class PoolPort(Protocol):
     """What the keeper needs of a pool: the `ProxyPool` itself, or the view of a pool in
-    another process (`ledger.crawl_process.RemotePool`)."""
+    another process (`ledger.drivers.crawl_process.RemotePool`)."""
 
     def drain_changes(self) -> list[HealthChange]: ...
 

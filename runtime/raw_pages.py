@@ -15,7 +15,7 @@ from uuid import UUID
 from domain.errors import NotFound
 from runtime.history import stream_history
 from runtime.ledger import Ledger
-from workers.archive import ArchiveError
+from workers.archive.raw_archive import ArchiveError
 
 __all__ = ["RawPage", "page_behind"]
 

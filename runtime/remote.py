@@ -42,10 +42,10 @@ from runtime.db_thread import DbThread
 from runtime.ledger import Ledger
 from runtime.results import RecordResult, ResultHandler
 from runtime.scheduler import Scheduler
-from workers.adapters.base import Page, Request
 from workers.crawl_pages import CrawlPages, PageReader, failed
-from workers.errors import FetchError, failure
-from workers.fetch import decode_body
+from workers.extraction.adapters.base import Page, Request
+from workers.fetching.fetch import decode_body
+from workers.fetching.fetch_errors import FetchError, failure
 
 __all__ = ["MAX_PAGE_BYTES", "Answer", "BotPages", "Lease", "Leases", "Request", "SubmitPage",
            "Submitted", "Unprojected", "lease_for", "ungzip"]

@@ -16,9 +16,9 @@ from urllib.parse import urlsplit
 from domain.envelope import Envelope
 from domain.timeutil import iso
 from runtime.db_thread import retrying_while_unavailable
-from runtime.images import ImageBatch, image_requests
+from runtime.heartbeats import Heartbeats, register
+from runtime.image_step import ImageBatch, image_requests
 from runtime.ledger import Ledger
-from runtime.registry import Heartbeats, register
 from runtime.scheduler import Scheduler
 from runtime.work import JobWorker, worker_name
 from streams.kafka_projection import Consumed, apply_consumed, projector_offsets

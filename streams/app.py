@@ -5,10 +5,10 @@ Roles (a worker process runs one or more):
 - `dispatch`: `CrawlJob.Dispatched` -> `ledger.work.v1` keyed by host; with
   `timers`, the leader's scheduler tick and lease reaper (once per cluster);
 - `crawl`: `ledger.work.v1` -> lease, crawl, record (`JobWorker`);
-- `alert`: `ledger.products.v1` -> alert deliveries (`runtime.alerts.AlertStep`, the
+- `alert`: `ledger.products.v1` -> alert deliveries (`runtime.alert_step.AlertStep`, the
   embedded runner's handler), and on the leader a timer sending the retries due;
 - `image`: `ledger.products.v1` -> product images downloaded and recorded
-  (`runtime.images.ImageStep`, the embedded runner's and `images fetch`'s step), and on
+  (`runtime.image_step.ImageStep`, the embedded runner's and `images fetch`'s step), and on
   the leader a timer sweeping what the read model still lists as pending;
 - `project`: the public topics -> read models in PostgreSQL, with offsets; the
   leader of the projecting workers also keeps the Parquet datasets for
@@ -33,7 +33,7 @@ from faust.types import TP
 
 from runtime.components import Components
 from runtime.db_thread import first_line
-from runtime.registry import INTERVAL as HEARTBEAT_INTERVAL
+from runtime.heartbeats import INTERVAL as HEARTBEAT_INTERVAL
 from streams import agents
 from streams.records import WorkItem
 from streams.resources import Resources, WorkerOptions

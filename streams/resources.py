@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
-from runtime.alerts import AlertStep
+from runtime.alert_step import AlertStep
 from runtime.clock import Clock, FileClock, SystemClock
 from runtime.components import Components
 from runtime.db_thread import DbThread
 from runtime.defaults import DEFAULTS
-from runtime.images import ImagePort, ImageStep
+from runtime.image_step import ImagePort, ImageStep
 from runtime.ledger import Ledger
 from runtime.proxy_pool import ProxyKeeper
 from runtime.work import CrawlerPort

@@ -14,8 +14,8 @@ import uvicorn
 from runtime.clock import SystemClock
 from runtime.ledger import Ledger
 from runtime.remote import BotPages
-from workers.adapters import REGISTRY
 from workers.crawl_pages import PageReader
+from workers.extraction.adapters import REGISTRY
 
 
 @contextmanager

@@ -134,9 +134,9 @@ def table(named: dict[str, dict[str, dict[str, Tally]]]) -> list[str]:
 
 def ours(page: bytes, url: str) -> Found:
     """crawl-ledger's extractor, as a crawl runs it (content detection, first product)."""
-    from workers.adapters.base import Page
-    from workers.extraction import extract_page
-    from workers.fetch import decode_body
+    from workers.extraction.adapters.base import Page
+    from workers.extraction.extract import extract_page
+    from workers.fetching.fetch import decode_body
 
     _, extraction = extract_page(Page(url=url, text=decode_body(page, "text/html"), body=page,
                                       content_type="text/html"))
@@ -159,9 +159,9 @@ def ours_without_url(page: bytes, url: str) -> Found:
     """crawl-ledger's extractor as the maintainers score it: `crawl-ledger extract FILE
     --json` (bytes decoded as the command does, the file's URL, no shop URL), the first
     product's first priced offer, its effective price the special when lower."""
-    from workers.adapters.base import ExtractionError, Page
-    from workers.charset import decode
-    from workers.extraction import extract_page
+    from workers.extraction.adapters.base import ExtractionError, Page
+    from workers.extraction.extract import extract_page
+    from workers.fetching.charset import decode
 
     text, _ = decode(page)
     kind = "application/json" if text.lstrip().startswith(("{", "[")) else "text/html"
@@ -183,13 +183,13 @@ def ours_without_url(page: bytes, url: str) -> Found:
 
 
 def visible_alone(page: bytes, url: str) -> Found:
-    """The visible ranking alone (`workers.adapters.visible`), structured data ignored and
+    """The visible ranking alone (`workers.extraction.adapters.visible`), structured data ignored and
     no URL: what decides on a page without structured data, scored on every page."""
-    from workers.adapters.structured_data import parse_html, read_head_data
-    from workers.adapters.visible import read_visible
-    from workers.charset import decode
-    from workers.currency import where_from
-    from workers.page_language import declared_language
+    from workers.extraction.adapters.structured_data import parse_html, read_head_data
+    from workers.extraction.adapters.visible import read_visible
+    from workers.extraction.currency import where_from
+    from workers.extraction.page_language import declared_language
+    from workers.fetching.charset import decode
 
     tree = parse_html(decode(page)[0])
     if tree is None:

@@ -94,8 +94,8 @@ def hits(entry: dict[str, Any], prices: dict[Key, set[Decimal]], same_weights: b
 def extraction(entry: dict[str, Any]) -> tuple[str, tuple[Observation, ...]]:
     """What `extract_page` makes of the payload, as a crawl runs it: (adapter name, products);
     a payload nothing recognises is ("none", ()) — every option missed, as a crawl records it."""
-    from workers.adapters.base import ExtractionError, Page
-    from workers.extraction import extract_page
+    from workers.extraction.adapters.base import ExtractionError, Page
+    from workers.extraction.extract import extract_page
 
     try:
         adapter, extracted = extract_page(Page(url=f"https://corpus.invalid/{entry['id']}",
@@ -135,8 +135,8 @@ class Row:
 
 def generic_alone(entries: Iterable[dict[str, Any]]) -> list[Row]:
     """The generic menu reader on each payload, no platform adapter involved."""
-    from workers.adapters.generic_menu import read_menu
-    from workers.adapters.json_walk import load
+    from workers.extraction.adapters.generic_menu import read_menu
+    from workers.extraction.adapters.json_walk import load
 
     rows = []
     for entry in entries:
@@ -186,7 +186,7 @@ def blinded_names(own: set[str], others: set[str], by: str) -> dict[str, str]:
     `q7_price` when only this platform says "promo"); `by="keys"`: every key no other
     platform uses becomes an opaque token (`promoPrice` -> `k3`, `name` too when only
     this platform says `name`)."""
-    from workers.adapters.menu_fields import words
+    from workers.extraction.adapters.menu_fields import words
 
     if by == "keys":
         return {k: f"k{i}" for i, k in enumerate(sorted(own - others))}
@@ -200,8 +200,8 @@ def leave_one_platform_out(entries: list[dict[str, Any]], by: str = "words") -> 
     """The generic reader on each payload with what only its platform's keys say hidden
     from it (`blinded_names`): how it reads a platform whose field names it never met.
     JSON strings inside the JSON are left as they are."""
-    from workers.adapters.generic_menu import read_menu
-    from workers.adapters.json_walk import load
+    from workers.extraction.adapters.generic_menu import read_menu
+    from workers.extraction.adapters.json_walk import load
 
     data = {e["id"]: load(text(e)) for e in entries}
     keys: dict[str, set[str]] = defaultdict(set)

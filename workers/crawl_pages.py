@@ -15,10 +15,10 @@ import logging
 from dataclasses import replace
 
 from domain.values import CrawlFailure, CrawlOutcome, CrawlSuccess, CrawlTask
-from workers.adapters.base import Adapter, Extraction, ExtractionError, Page, Request
-from workers.adapters.registry import Registry
-from workers.archive import content_hash
-from workers.errors import FetchError, failure
+from workers.archive.raw_archive import content_hash
+from workers.extraction.adapters.base import Adapter, Extraction, ExtractionError, Page, Request
+from workers.extraction.adapters.registry import Registry
+from workers.fetching.fetch_errors import FetchError, failure
 
 __all__ = ["MAX_LINKS", "MAX_PAGES", "CrawlPages", "PageReader", "build_outcome", "failed",
            "gone", "request_key"]

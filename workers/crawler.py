@@ -19,19 +19,19 @@ from pathlib import Path
 import httpx
 
 from domain.values import CrawlOutcome, CrawlTask, ImageFailure, Policy
-from workers.adapters.base import ExtractionError, Page, Request
-from workers.adapters.registry import Registry
-from workers.addresses import AddressGuard
-from workers.archive import RawArchive, manifest
-from workers.archive_writer import ArchiveWriter
+from workers.archive.packs import OpenPackIndex
+from workers.archive.raw_archive import RawArchive, manifest
+from workers.archive.writer import ArchiveWriter
 from workers.crawl_pages import MAX_LINKS, MAX_PAGES, PageReader, failed
-from workers.egress import Egress
-from workers.errors import FetchError
-from workers.fetch import Decode, Fetcher, FetchLimits, decode_body
-from workers.http import RobotsFetcher
-from workers.images import DownloadedImage, ImageDownloader
-from workers.packs import OpenPackIndex
-from workers.politeness import Politeness, PolitenessConfig
+from workers.extraction.adapters.base import ExtractionError, Page, Request
+from workers.extraction.adapters.registry import Registry
+from workers.fetching.addresses import AddressGuard
+from workers.fetching.egress import Egress
+from workers.fetching.fetch import Decode, Fetcher, FetchLimits, decode_body
+from workers.fetching.fetch_errors import FetchError
+from workers.fetching.http import RobotsFetcher
+from workers.fetching.image_download import DownloadedImage, ImageDownloader
+from workers.fetching.politeness import Politeness, PolitenessConfig
 
 __all__ = ["MAX_LINKS", "Crawler", "build_crawler"]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from eventstore.database import Database
 from eventstore.side_tables.alert_channels import SqlAlertChannels
 from eventstore.side_tables.dataset_manifests import SqlDatasetManifests
+from eventstore.side_tables.heartbeats import SqlHeartbeats, SqlWorkerOwners
 from eventstore.side_tables.image_claims import CLAIM_TTL, ImageClaims
 from eventstore.side_tables.kafka_offsets import SqlKafkaOffsets
 from eventstore.side_tables.ports import (
@@ -34,12 +35,11 @@ from eventstore.side_tables.ports import (
     TokenTable,
     WorkerOwnerTable,
 )
-from eventstore.side_tables.proxies import SqlProxies
-from eventstore.side_tables.relay import RelayPositions
+from eventstore.side_tables.proxy_health import SqlProxies
+from eventstore.side_tables.relay_positions import RelayPositions
 from eventstore.side_tables.schema import SIDE_TABLES, create_side_tables
 from eventstore.side_tables.sessions import SqlSessions
 from eventstore.side_tables.tokens import SqlTokens
-from eventstore.side_tables.workers import SqlHeartbeats, SqlWorkerOwners
 
 __all__ = ["CLAIM_TTL", "SIDE_TABLES", "AlertChannelTable", "Claim", "Counters",
            "DatasetManifestTable", "HeartbeatTable",

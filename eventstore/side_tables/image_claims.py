@@ -1,7 +1,7 @@
 """Who is downloading an image URL right now (`ImageClaimTable`).
 
 Every image step (the embedded runner's, `crawl-ledger images fetch`, the distributed
-`worker --role image`: `runtime.images`) claims a URL before it asks the products
+`worker --role image`: `runtime.image_step`) claims a URL before it asks the products
 whether they still want it and downloads it, and releases the claim after the outcome
 is recorded. A URL claimed by another step is left to it, so two drivers never download
 the same image at once; a step that asks after the other recorded finds nothing pending

@@ -127,7 +127,7 @@ class Claim:
 
 
 class ImageClaimTable(Protocol):
-    """Who is downloading an image URL right now (`runtime.images`)."""
+    """Who is downloading an image URL right now (`runtime.image_step`)."""
 
     def claim(self, urls: Iterable[str], now: datetime) -> Claim:
         """Claim each URL that is free (or whose claim ran out); the URLs won."""

@@ -67,7 +67,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from ledger.memory import keep_freed_memory_small
+    from ledger.host.memory import keep_freed_memory_small
 
     keep_freed_memory_small()  # a crawling process gives its large pages' memory back
     with _Termination() as termination:
@@ -79,10 +79,10 @@ def _main(argv: Sequence[str] | None, termination: _Termination) -> int:
 
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        from ledger.logs import configure_logging
-        from ledger.redact import redacting_output
+        from ledger.host.logs import configure_logging
+        from ledger.host.redact import redacting_output
 
-        with redacting_output(os.environ):  # no password reaches the terminal (ledger/redact.py)
+        with redacting_output(os.environ):  # no password reaches the terminal (ledger/host/redact.py)
             args = build_parser(argv).parse_args(argv)
             try:
                 configure_logging(os.environ, args.command)

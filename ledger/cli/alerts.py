@@ -11,7 +11,7 @@ from ledger.bootstrap import notifier_for
 from ledger.cli.context import open_ledger, utcnow
 from ledger.cli.errors import CommandError
 from ledger.cli.output import print_json, print_table, short
-from ledger.embedded import run_loop
+from ledger.drivers.embedded import run_loop
 from ledger.settings import Settings
 from runtime.alert_channels import (
     AdmittedChannel,
@@ -23,7 +23,7 @@ from runtime.alert_channels import (
     shown_subscription,
 )
 from runtime.commands import AddSubscription, RemoveSubscription, TestAlert, cli_origin
-from workers.notify import Channel, SendOutcome
+from workers.alert_delivery.notify import Channel, SendOutcome
 
 
 def register(sub: Any) -> None:

@@ -86,7 +86,7 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 def run_repair(args: argparse.Namespace) -> int:
-    from runtime.integrity import check_snapshots, drop_snapshots
+    from runtime.admin.integrity import check_snapshots, drop_snapshots
 
     with open_ledger(fresh=False) as ledger:
         verdict = audit.verify(_chain(ledger), ledger.db)
@@ -115,7 +115,7 @@ def derived_problems(ledger: Ledger) -> list[str]:
     """The data derived from the log (every aggregate snapshot, the Parquet datasets) that
     is not what the log says, one line each; changes nothing."""
     from projections.datasets import DatasetWriter
-    from runtime.integrity import check_snapshots
+    from runtime.admin.integrity import check_snapshots
 
     problems = [bad.describe() for bad in check_snapshots(ledger)]
     writer = DatasetWriter(ledger.data_dir, ledger.source, ledger.tables.dataset_manifests)
@@ -134,7 +134,7 @@ def run_verify_file(args: argparse.Namespace) -> int:
     """The hash chain over an exported log, without the database: an auditor's own copy."""
     from domain.errors import InvalidInput
     from eventstore.chain import GENESIS, next_link
-    from runtime.export_file import chain_record, check_envelope, parse_line
+    from runtime.admin.export_file import chain_record, check_envelope, parse_line
 
     path = Path(args.file)
     if not path.is_file():

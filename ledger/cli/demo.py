@@ -14,7 +14,7 @@ from ledger.cli.arguments import number
 from ledger.cli.errors import CommandError
 from ledger.cli.output import print_table
 from ledger.cli.progress import LiveStats
-from ledger.demo import (
+from ledger.drivers.demo import (
     DemoConfig,
     chart_path,
     demo_settings,
@@ -22,9 +22,9 @@ from ledger.demo import (
     run_embedded_demo,
     start_ending_now,
 )
-from ledger.demo_report import all_envelopes, draw_chart, summarize
-from ledger.in_use import DataDirInUse
-from ledger.redact import redact_url
+from ledger.drivers.demo_report import all_envelopes, draw_chart, summarize
+from ledger.host.in_use import DataDirInUse
+from ledger.host.redact import redact_url
 from ledger.settings import Settings
 
 

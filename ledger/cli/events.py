@@ -6,11 +6,11 @@
 
 `export` writes envelopes (JSON Lines, the `tail --json` objects, each with the
 stored event's topic and state, the previous position and the audit chain
-hash: `runtime/export_file.py`) of the whole log or of one stream. A whole-log
+hash: `runtime/admin/export_file.py`) of the whole log or of one stream. A whole-log
 export also prints the audit hash chain at its last event: the value `audit
 checkpoint` records for the same position, which `audit verify-file FILE
 --expect HASH` checks offline. `import` replays a whole-log export into an
-empty event store (`runtime/log_import.py`).
+empty event store (`runtime/admin/log_import.py`).
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def _stream_id(text: str) -> str:
 def export_events(args: argparse.Namespace) -> int:
     from domain.envelope import from_stored_rows
     from eventstore.chain import GENESIS, next_link
-    from runtime.export_file import export_line
+    from runtime.admin.export_file import export_line
 
     stream = _stream_id(args.stream) if args.stream else None
     if args.until is not None and args.until < 1:
@@ -167,7 +167,7 @@ def export_events(args: argparse.Namespace) -> int:
 
 def import_events(args: argparse.Namespace) -> int:
     from domain.errors import LedgerError
-    from runtime.log_import import import_log
+    from runtime.admin.log_import import import_log
 
     path = Path(args.file)
     if not path.is_file():

@@ -4,7 +4,7 @@
 (`--explain`: field by field, with sources and the alternatives that lost).
 `extract backfill [--store ID] [--since TIME] [--dry-run]` runs the current
 extractor over the archived raw pages of earlier crawls and records the products
-it reads differently (`runtime.backfill`); `--dry-run` prints old → new only.
+it reads differently (`runtime.admin.backfill`); `--dry-run` prints old → new only.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from ledger.cli.errors import CommandError
-from workers.adapters.base import Extraction, ExtractionError, Page
-from workers.charset import decode
-from workers.extraction import default_task, extract_page, menu_cross_check, products_to_json
+from workers.extraction.adapters.base import Extraction, ExtractionError, Page
+from workers.extraction.extract import default_task, extract_page, menu_cross_check, products_to_json
+from workers.fetching.charset import decode
 
 __all__ = ["register", "run_extract"]
 
@@ -142,7 +142,7 @@ def _print(as_json: bool, products: list[dict[str, Any]], note: str) -> None:
 def run_backfill(args: argparse.Namespace) -> int:
     from domain.timeutil import parse_iso
     from ledger.cli.context import open_ledger, utcnow
-    from runtime.backfill import apply, plan
+    from runtime.admin.backfill import apply, plan
 
     try:
         since = parse_iso(args.since) if args.since else None

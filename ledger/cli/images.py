@@ -14,11 +14,11 @@ from ledger.cli.arguments import number
 from ledger.cli.context import open_ledger
 from ledger.cli.errors import CommandError
 from ledger.cli.output import print_json, print_table
-from ledger.embedded import run_loop
+from ledger.drivers.embedded import run_loop
 from ledger.settings import Settings
 from runtime.clock import SystemClock
 from runtime.db_thread import DbThread
-from runtime.images import ImageBatch, ImageStep, ImageStore, is_sha256
+from runtime.image_step import ImageBatch, ImageStep, ImageStore, is_sha256
 
 
 def register(sub: Any) -> None:

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from ledger.embedded import RunStats
+from ledger.drivers.embedded import RunStats
 
 
 def stats_table(stats: RunStats, title: str = "crawl-ledger") -> Table:

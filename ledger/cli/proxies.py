@@ -9,11 +9,11 @@ from typing import Any
 from ledger.cli.context import open_ledger, utcnow
 from ledger.cli.errors import CommandError
 from ledger.cli.output import print_json, print_table
-from ledger.embedded import run_loop
+from ledger.drivers.embedded import run_loop
 from ledger.settings import Settings
 from runtime.commands import DisableProxy, EnableProxy, cli_origin
 from runtime.proxy_pool import add_proxy, proxy_rows
-from workers.addresses import AddressGuard
+from workers.fetching.addresses import AddressGuard
 
 
 def register(sub: Any) -> None:

@@ -1,4 +1,4 @@
-"""`crawl-ledger raw get|verify|reindex`: the archive of fetched pages (`workers.archive`).
+"""`crawl-ledger raw get|verify|reindex`: the archive of fetched pages (`workers.archive.raw_archive`).
 
 `raw get REF` writes the body stored under a crawl's `raw_ref` (or a page's ref) to
 stdout or `--out FILE`, checked against its hash; `raw verify` reads every stored
@@ -37,7 +37,7 @@ def _archive(read_only: bool = True) -> Any:
     there (a mistyped `LEDGER_DATA_DIR`) is an error, not an empty archive to make."""
     from eventstore.pack_index import open_pack_index
     from ledger.settings import Settings
-    from workers.archive import RawArchive
+    from workers.archive.raw_archive import RawArchive
 
     data_dir = Settings.from_env().data_dir
     if not (data_dir / "raw").is_dir():
@@ -47,7 +47,7 @@ def _archive(read_only: bool = True) -> Any:
 
 
 def get_body(args: argparse.Namespace) -> int:
-    from workers.archive import ArchiveError
+    from workers.archive.raw_archive import ArchiveError
 
     try:
         body = _archive().get(args.ref)

@@ -15,8 +15,8 @@ from ledger.cli.arguments import number
 from ledger.cli.context import add_metrics_port, serve_metrics
 from ledger.cli.errors import CommandError
 from ledger.cli.progress import LiveStats, stats_table
-from ledger.crawl_process import CrawlProcess
-from ledger.embedded import EmbeddedRunner, RunStats, run_loop
+from ledger.drivers.crawl_process import CrawlProcess
+from ledger.drivers.embedded import EmbeddedRunner, RunStats, run_loop
 from ledger.settings import Settings
 from runtime.clock import SystemClock
 from runtime.defaults import DEFAULTS

@@ -76,13 +76,13 @@ def run_serve(args: argparse.Namespace) -> int:
     from api.http_server import ServerLimits, run_server
     from ledger.bootstrap import notifier_for
     from ledger.crawlers import page_reader
-    from ledger.in_use import using
-    from ledger.logs import access_logger
+    from ledger.host.in_use import using
+    from ledger.host.logs import access_logger
     from ledger.settings import Settings
     from runtime.clock import SystemClock
     from runtime.defaults import DEFAULTS
     from runtime.remote import BotPages
-    from workers.addresses import AddressGuard
+    from workers.fetching.addresses import AddressGuard
 
     settings = Settings.from_env()
     ttl = args.lease_ttl or DEFAULTS.lease_ttl
@@ -108,7 +108,7 @@ def run_serve(args: argparse.Namespace) -> int:
               f"API under {base}/api/v1 (OpenAPI: {base}/openapi.json)"
               + (f"; access log: {access.handlers[0].baseFilename}"  # type: ignore[attr-defined]
                  if access is not None and access.handlers else ""), flush=True)
-        # log_config=None: uvicorn's lines go through our structured logging (ledger/logs.py)
+        # log_config=None: uvicorn's lines go through our structured logging (ledger/host/logs.py)
         limits = ServerLimits(args.head_timeout, args.keep_alive, args.max_connections)
         run_server(served, args.host, args.port, limits, log_config=None)
     return 0
@@ -189,10 +189,10 @@ def run_bot_command(args: argparse.Namespace) -> int:
     import os
     import socket
 
-    from ledger.bot import run_bot
-    from ledger.embedded import run_loop
+    from ledger.drivers.bot_client import run_bot
+    from ledger.drivers.embedded import run_loop
     from ledger.settings import Settings
-    from workers.addresses import AddressGuard
+    from workers.fetching.addresses import AddressGuard
 
     token = args.token or os.environ.get("LEDGER_BOT_TOKEN")
     if not token:

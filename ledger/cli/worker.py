@@ -58,11 +58,11 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ledger.bootstrap import components
-    from ledger.logs import logging_config
+    from ledger.host.logs import logging_config
     from streams.app import UnknownRole, create_app, parse_roles
+    from streams.faust_worker import run_worker
     from streams.resources import WorkerOptions
     from streams.topics import Topics, ensure_topics
-    from streams.worker import run_worker
 
     settings = Settings.from_env()
     if not settings.is_postgres:

@@ -28,9 +28,9 @@ from backends import LOOPBACK_ENV
 
 from domain.envelope import Envelope
 from ledger.bootstrap import Ledger, bootstrap, crawler_for
-from ledger.demo import DEMO_START, DemoConfig, demo_settings, run_cycles, seed_jobs
-from ledger.demo_report import all_envelopes
-from ledger.embedded import EmbeddedRunner, RunStats
+from ledger.drivers.demo import DEMO_START, DemoConfig, demo_settings, run_cycles, seed_jobs
+from ledger.drivers.demo_report import all_envelopes
+from ledger.drivers.embedded import EmbeddedRunner, RunStats
 from ledger.settings import Settings
 from runtime.clock import SimulatedClock
 from simulator import FaultConfig, SimulatorThread

@@ -12,9 +12,9 @@ from test_api import bearer, serving
 from webhook_receiver import Receiver, receiver
 
 from ledger.bootstrap import Ledger
-from workers.addresses import AddressGuard
-from workers.http import build_client
-from workers.notify import Notifier
+from workers.alert_delivery.notify import Notifier
+from workers.fetching.addresses import AddressGuard
+from workers.fetching.http import build_client
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 

@@ -7,7 +7,7 @@ import httpx
 from test_api import T0, bearer, serving
 
 from ledger.bootstrap import Ledger
-from runtime.registry import register
+from runtime.heartbeats import register
 
 
 def test_a_bad_state_or_kind_filter_is_refused(ledger: Ledger) -> None:

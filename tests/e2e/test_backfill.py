@@ -19,7 +19,7 @@ from eventstore.pack_index import open_pack_index
 from ledger.bootstrap import bootstrap
 from ledger.cli import main
 from ledger.settings import Settings
-from workers.archive import RawArchive
+from workers.archive.raw_archive import RawArchive
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 SALE = """<html lang="it-IT"><head><script type="application/ld+json">

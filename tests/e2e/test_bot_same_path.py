@@ -26,19 +26,19 @@ from api.app import create_app
 from api.auth import TokenStore
 from domain.values import CrawlTask
 from ledger.bootstrap import Ledger, crawler_for
-from ledger.bot import run_bot
 from ledger.cli.history import describe
-from ledger.embedded import EmbeddedRunner
+from ledger.drivers.bot_client import run_bot
+from ledger.drivers.embedded import EmbeddedRunner
 from ledger.settings import Settings
 from runtime.clock import SystemClock
 from runtime.components import Components
 from runtime.remote import BotPages
 from simulator import SimulatorThread
 from simulator.catalog import Simulation
-from workers.adapters.base import Extraction, Page, Request
-from workers.adapters.registry import Registry
-from workers.addresses import AddressGuard
 from workers.crawl_pages import PageReader
+from workers.extraction.adapters.base import Extraction, Page, Request
+from workers.extraction.adapters.registry import Registry
+from workers.fetching.addresses import AddressGuard
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]

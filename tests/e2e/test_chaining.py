@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from domain.chaining import CHAIN_PRIORITY_BOOST
-from ledger.demo import DemoConfig
+from ledger.drivers.demo import DemoConfig
 
 CONFIG = DemoConfig(stores=5, cycles=1, seed=11, fault_rate=0.0)
 DAY = 86400

@@ -15,7 +15,7 @@ import pytest
 from backends import LOOPBACK_ENV
 from kafka_fixtures import KAFKA_WARNINGS, pg_store_url, read_topics, tansu_broker  # noqa: F401
 
-from ledger.demo import DemoConfig, run_embedded_demo
+from ledger.drivers.demo import DemoConfig, run_embedded_demo
 from ledger.settings import Settings
 from streams.relay import Relay, kafka_producer
 from streams.topics import PRODUCTS, ensure_topics

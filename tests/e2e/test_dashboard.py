@@ -31,7 +31,7 @@ from test_api import serving
 from webhook_receiver import Receiver, receiver
 
 from ledger.bootstrap import Ledger
-from ledger.demo import DemoConfig, run_embedded_demo
+from ledger.drivers.demo import DemoConfig, run_embedded_demo
 from ledger.settings import Settings
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

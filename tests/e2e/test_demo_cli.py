@@ -18,8 +18,8 @@ from PIL import Image
 
 from domain.timeutil import parse_iso
 from ledger.bootstrap import bootstrap
-from ledger.demo import MARKER
-from ledger.demo_report import all_envelopes
+from ledger.drivers.demo import MARKER
+from ledger.drivers.demo_report import all_envelopes
 from ledger.settings import Settings
 
 DEMO = ("demo", "--stores", "3", "--cycles", "3")

@@ -19,7 +19,7 @@ from truth_model import Key, TruthModel, describe_difference, recorded_events, s
 
 from domain.envelope import Envelope
 from domain.sightings import expand
-from ledger.demo import DemoConfig
+from ledger.drivers.demo import DemoConfig
 
 CONFIG = DemoConfig(stores=5, cycles=7, seed=9, fault_rate=0.0, concurrency=8)
 #: store-0 dispensary, store-1 shopify, store-2 woocommerce, store-3 jsonld, store-4 microdata.

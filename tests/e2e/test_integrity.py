@@ -21,7 +21,7 @@ from domain.store import Store
 from ledger.bootstrap import bootstrap
 from ledger.settings import Settings
 from projections.datasets import DatasetWriter
-from runtime.integrity import check_snapshots, drop_snapshots
+from runtime.admin.integrity import check_snapshots, drop_snapshots
 from runtime.ledger import Ledger
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.redact import redact, redact_url, secrets_in
+from ledger.host.redact import redact, redact_url, secrets_in
 
 PASSWORD = "Sec ret"
 STORE = "postgresql://u:Sec%20ret@127.0.0.1:1/x"

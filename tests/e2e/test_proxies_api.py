@@ -9,7 +9,7 @@ import httpx
 from test_api import bearer, serving
 
 from ledger.bootstrap import Ledger
-from workers.addresses import AddressGuard
+from workers.fetching.addresses import AddressGuard
 
 SECRET = "api-pr0xy-pw"
 

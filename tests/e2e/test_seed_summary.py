@@ -17,7 +17,7 @@ from pathlib import Path
 from backends import LOOPBACK_ENV
 
 from domain.timeutil import parse_iso
-from ledger.demo import DEMO_START, DemoConfig, run_embedded_demo
+from ledger.drivers.demo import DEMO_START, DemoConfig, run_embedded_demo
 from ledger.settings import Settings
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "seed_summary.json"

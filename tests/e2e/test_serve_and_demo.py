@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from test_api import free_port
 
-from ledger.demo import MARKER
+from ledger.drivers.demo import MARKER
 
 
 def test_serve_names_the_dashboard_logs_access_and_demo_leaves_its_dir_alone(

@@ -24,15 +24,15 @@ from domain.chaining import DEFAULT_MAX_NEW_JOBS
 from domain.crawl_job import RetryPolicy
 from eventstore.pack_index import open_pack_index
 from ledger.bootstrap import bootstrap
-from ledger.embedded import EmbeddedRunner
+from ledger.drivers.embedded import EmbeddedRunner
 from ledger.settings import Settings
 from runtime.clock import SystemClock
 from runtime.ledger import Ledger
-from workers import adapters
-from workers.addresses import AddressGuard
 from workers.crawler import MAX_LINKS, build_crawler
-from workers.fetch import FetchLimits
-from workers.http import build_client
+from workers.extraction import adapters
+from workers.fetching.addresses import AddressGuard
+from workers.fetching.fetch import FetchLimits
+from workers.fetching.http import build_client
 
 pytestmark = pytest.mark.timeout(240)
 MB = 1024 * 1024

@@ -24,8 +24,8 @@ from kafka_fixtures import KAFKA_WARNINGS, pg_store_url, tansu_broker  # noqa: F
 
 from domain.envelope import Envelope
 from ledger.bootstrap import Ledger, bootstrap
-from ledger.demo import seed_jobs
-from ledger.distributed import Cluster, run_until_idle, wait_caught_up
+from ledger.drivers.demo import seed_jobs
+from ledger.drivers.distributed import Cluster, run_until_idle, wait_caught_up
 from ledger.settings import Settings
 from runtime.clock import SystemClock
 from simulator import SimulatorThread

@@ -1,6 +1,6 @@
 """Alerts on both backends: product events -> deliveries -> a real loopback receiver.
 
-The handler (`runtime.alerts.AlertStep`) is driven as the embedded runner drives
+The handler (`runtime.alert_step.AlertStep`) is driven as the embedded runner drives
 it (`run_once`), with the real `Notifier` (httpx, the address guard) and a
 simulated clock for the retry schedule.
 """
@@ -32,12 +32,12 @@ from runtime.alert_channels import (
     restore_channel,
     shown_subscription,
 )
-from runtime.alerts import AlertBatch, AlertOptions, AlertStep
+from runtime.alert_step import AlertBatch, AlertOptions, AlertStep
 from runtime.clock import SimulatedClock
 from runtime.db_thread import DbThread
-from workers.addresses import AddressGuard
-from workers.http import build_client
-from workers.notify import Channel, Notifier
+from workers.alert_delivery.notify import Channel, Notifier
+from workers.fetching.addresses import AddressGuard
+from workers.fetching.http import build_client
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 LOOPBACK = ["127.0.0.0/8"]

@@ -30,7 +30,7 @@ from analytics import (
 )
 from domain.product import MISSES_FOR_OUT_OF_STOCK
 from ledger.bootstrap import Ledger, bootstrap, crawler_for
-from ledger.embedded import EmbeddedRunner
+from ledger.drivers.embedded import EmbeddedRunner
 from ledger.settings import Settings
 from projections.datasets import DatasetWriter
 from runtime.clock import SimulatedClock

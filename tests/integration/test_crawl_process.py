@@ -1,5 +1,5 @@
 """`CrawlProcess`: the embedded runner's crawler in a real child process, crawling real
-loopback servers (the child is `python -m ledger.crawl_child`, as in production)."""
+loopback servers (the child is `python -m ledger.drivers.crawl_child`, as in production)."""
 
 from __future__ import annotations
 
@@ -22,11 +22,11 @@ from proxy_fixtures import closed_port
 
 from domain.values import CrawlFailure, CrawlSuccess, CrawlTask, Policy
 from ledger.bootstrap import crawler_for
-from ledger.crawl_process import ChildExited, CrawlProcess
+from ledger.drivers.crawl_process import ChildExited, CrawlProcess
 from ledger.settings import Settings
 from runtime.ledger import Ledger
 from runtime.proxy_pool import ProxyKeeper, add_proxy
-from workers.addresses import AddressGuard
+from workers.fetching.addresses import AddressGuard
 
 T = TypeVar("T")
 FAST = Policy(crawl_delay=0.0, max_concurrency=8)
@@ -145,7 +145,7 @@ def test_a_cancelled_call_is_cancelled_in_the_child_which_ignores_ctrl_c(
 def test_the_child_exits_when_its_parent_dies(tmp_path: Path) -> None:
     code = ("import asyncio, sys\n"
             "from ledger.settings import Settings\n"
-            "from ledger.crawl_process import CrawlProcess\n"
+            "from ledger.drivers.crawl_process import CrawlProcess\n"
             "async def main():\n"
             f"    async with CrawlProcess(Settings.from_env({{'LEDGER_DATA_DIR': {str(tmp_path)!r}}})) as p:\n"
             "        print(p.pid, flush=True)\n"
@@ -220,9 +220,9 @@ def test_an_error_in_the_child_reaches_the_caller_and_the_child_serves_on(
 
 def test_the_runners_heartbeat_counts_its_crawl_process(ledger: Ledger, tmp_path: Path) -> None:
     """`/api/v1/workers` shows a runner's memory and CPU: with the crawl process's."""
-    from ledger.embedded import EmbeddedRunner
+    from ledger.drivers.embedded import EmbeddedRunner
     from runtime.clock import SystemClock
-    from runtime.registry import Heartbeats, process_stats
+    from runtime.heartbeats import Heartbeats, process_stats
 
     async def scenario() -> tuple[int, float]:
         async with CrawlProcess(settings(tmp_path)) as process:

@@ -19,13 +19,13 @@ from http_fixtures import RecordingServer, redirect, serving, status, streaming,
 
 from domain.values import CrawlFailure, CrawlOutcome, CrawlSuccess, CrawlTask, Observation, Policy
 from eventstore.pack_index import open_pack_index
-from workers.adapters.base import Adapter, Extraction, ExtractionError, Page, Request
-from workers.adapters.registry import Registry
-from workers.addresses import AddressGuard
-from workers.archive import RawArchive, content_hash
+from workers.archive.raw_archive import RawArchive, content_hash
 from workers.crawler import Crawler, build_crawler
-from workers.fetch import FetchLimits
-from workers.http import build_client
+from workers.extraction.adapters.base import Adapter, Extraction, ExtractionError, Page, Request
+from workers.extraction.adapters.registry import Registry
+from workers.fetching.addresses import AddressGuard
+from workers.fetching.fetch import FetchLimits
+from workers.fetching.http import build_client
 
 T = TypeVar("T")
 FAST = Policy(crawl_delay=0.0, max_concurrency=8)

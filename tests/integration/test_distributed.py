@@ -19,8 +19,8 @@ from analytics import connect
 from analytics.schema import DATASETS
 from domain.envelope import Envelope
 from ledger.bootstrap import Ledger, bootstrap
-from ledger.demo import DEMO_START, DemoConfig, run_cycles, run_embedded_demo, seed_jobs
-from ledger.distributed import Cluster, run_until_idle, wait_caught_up
+from ledger.drivers.demo import DEMO_START, DemoConfig, run_cycles, run_embedded_demo, seed_jobs
+from ledger.drivers.distributed import Cluster, run_until_idle, wait_caught_up
 from ledger.settings import Settings
 from projections.datasets import DatasetWriter
 from projections.framework import table_rows

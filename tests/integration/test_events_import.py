@@ -167,7 +167,7 @@ def test_a_failure_while_inserting_rolls_the_whole_import_back(
         exported: tuple[Path, str], target: str, tmp_path: Path) -> None:
     """All or nothing: rows already inserted go when a later batch fails."""
     from domain.errors import InvalidInput
-    from runtime.export_file import FileSummary, read_rows
+    from runtime.admin.export_file import FileSummary, read_rows
 
     log, _ = exported
     with backends.open_ledger(target, tmp_path / "target") as ledger:

@@ -23,12 +23,12 @@ from http_fixtures import (
     trickling,
 )
 
-from workers.adapters.base import Page, Request
-from workers.addresses import AddressGuard
-from workers.errors import FetchError
-from workers.fetch import Fetcher, FetchLimits
-from workers.http import ResponseCookies, build_client
-from workers.politeness import DEFAULT_USER_AGENT
+from workers.extraction.adapters.base import Page, Request
+from workers.fetching.addresses import AddressGuard
+from workers.fetching.fetch import Fetcher, FetchLimits
+from workers.fetching.fetch_errors import FetchError
+from workers.fetching.http import ResponseCookies, build_client
+from workers.fetching.politeness import DEFAULT_USER_AGENT
 
 #: these tests' servers listen on loopback, allowed on purpose
 LOOPBACK = AddressGuard(["127.0.0.0/8"])
@@ -263,7 +263,7 @@ async def _named(host: str) -> list[str]:
 
 @pytest.mark.parametrize("named", [False, True], ids=["ip-hosts", "named-hosts"])
 def test_cookies_a_site_sets_are_sent_back_once_and_only_to_it(named: bool) -> None:
-    """The client's jar (`workers.http.ResponseCookies`) keeps what a page and a
+    """The client's jar (`workers.fetching.http.ResponseCookies`) keeps what a page and a
     redirect hop set and sends it on the next requests to that host, once (one jar:
     aiohttp's session keeps none); a response without `Set-Cookie` changes nothing;
     another host gets none."""

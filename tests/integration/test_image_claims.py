@@ -18,7 +18,7 @@ from test_images import T0, crawler, events_of, image_server, record_products
 from ledger.bootstrap import Ledger
 from runtime.clock import SimulatedClock
 from runtime.db_thread import DbThread
-from runtime.images import ImageBatch, ImageStep, image_requests
+from runtime.image_step import ImageBatch, ImageStep, image_requests
 
 
 def stored(ledger: Ledger, product_ids: list[str]) -> list[str]:

@@ -23,9 +23,9 @@ from kafka_fixtures import KAFKA_WARNINGS, pg_store_url, tansu_broker  # noqa: F
 from test_distributed import dist, dist_settings  # noqa: F401
 
 from ledger.bootstrap import Ledger
-from ledger.distributed import Cluster, cli_command, settings_env
+from ledger.drivers.distributed import Cluster, cli_command, settings_env
 from ledger.settings import Settings
-from runtime.images import ImageStore
+from runtime.image_step import ImageStore
 from simulator import SimulatorThread
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, KAFKA_WARNINGS, pytest.mark.timeout(240)]

@@ -23,14 +23,14 @@ from PIL import Image
 from domain.values import CrawlSuccess, CrawlTask, ImageFailure, Observation, Offer
 from eventstore.pack_index import open_pack_index
 from ledger.bootstrap import Ledger
-from ledger.embedded import EmbeddedRunner
+from ledger.drivers.embedded import EmbeddedRunner
 from runtime.clock import SimulatedClock
 from runtime.db_thread import DbThread
-from runtime.images import ImageStep, ImageStore
-from workers import adapters
-from workers.addresses import AddressGuard
+from runtime.image_step import ImageStep, ImageStore
 from workers.crawler import Crawler, build_crawler
-from workers.http import build_client
+from workers.extraction import adapters
+from workers.fetching.addresses import AddressGuard
+from workers.fetching.http import build_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 from test_api import bearer  # noqa: E402

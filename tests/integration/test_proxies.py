@@ -19,13 +19,13 @@ from domain.values import CrawlFailure, CrawlSuccess, CrawlTask, Observation, Po
 from eventstore.pack_index import open_pack_index
 from runtime.ledger import Ledger
 from runtime.proxy_pool import ProxyKeeper, add_proxy, proxy_rows
-from workers.adapters.base import Extraction, Page, Request
-from workers.adapters.registry import Registry
-from workers.addresses import AddressGuard
 from workers.crawler import Crawler, build_crawler
-from workers.egress import Egress
-from workers.http import build_client
-from workers.proxies import ProxyPool
+from workers.extraction.adapters.base import Extraction, Page, Request
+from workers.extraction.adapters.registry import Registry
+from workers.fetching.addresses import AddressGuard
+from workers.fetching.egress import Egress
+from workers.fetching.http import build_client
+from workers.fetching.proxy_choice import ProxyPool
 
 T = TypeVar("T")
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)

@@ -32,7 +32,7 @@ from seeded_history import T0, record_seeded_history
 from domain.sightings import expand
 from domain.values import CrawlSuccess, Observation, Offer
 from eventstore.listen import NotifyWakeup
-from eventstore.side_tables.relay import RelayPositions
+from eventstore.side_tables.relay_positions import RelayPositions
 from ledger.bootstrap import Ledger, event_source, wakeup_for
 from ledger.settings import parse_postgres
 from streams.relay import ProcessReader, Relay, kafka_producer

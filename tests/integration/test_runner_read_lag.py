@@ -17,7 +17,7 @@ from typing import Any
 
 from domain.values import CrawlOutcome, CrawlSuccess, CrawlTask, Observation, Offer
 from ledger.bootstrap import Ledger
-from ledger.embedded import EmbeddedRunner
+from ledger.drivers.embedded import EmbeddedRunner
 from runtime.clock import SimulatedClock
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)

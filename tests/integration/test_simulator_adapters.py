@@ -15,7 +15,7 @@ import pytest
 
 from domain.values import CrawlTask, Observation
 from simulator import ServedStore, SimulatorThread
-from workers.adapters import Extraction, Page, Request, for_task
+from workers.extraction.adapters import Extraction, Page, Request, for_task
 
 CENT = Decimal("0.01")
 

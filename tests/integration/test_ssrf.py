@@ -16,10 +16,10 @@ from http_fixtures import RecordingServer, redirect, serving
 
 from domain.values import CrawlFailure, CrawlOutcome, CrawlSuccess, CrawlTask, Policy
 from eventstore.pack_index import open_pack_index
-from workers import adapters
-from workers.addresses import AddressGuard, parse_networks
 from workers.crawler import build_crawler
-from workers.http import build_client
+from workers.extraction import adapters
+from workers.fetching.addresses import AddressGuard, parse_networks
+from workers.fetching.http import build_client
 
 PAGE = """<html><head><script type="application/ld+json">
 {"@type": "Product", "name": "Lamp", "offers": {"@type": "Offer", "price": "9.50",

@@ -28,9 +28,9 @@ from api.app import create_app
 from api.auth import TokenStore
 from ledger.bootstrap import Ledger
 from runtime.clock import SystemClock
-from workers.addresses import AddressGuard
-from workers.http import build_client
-from workers.notify import Notifier
+from workers.alert_delivery.notify import Notifier
+from workers.fetching.addresses import AddressGuard
+from workers.fetching.http import build_client
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 #: the "allowed host" of the operator's allowlist; 127.0.0.1 stays refused

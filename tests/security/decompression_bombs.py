@@ -30,18 +30,18 @@ from domain.crawl_job import RetryPolicy
 from domain.values import ImageFailure, Policy
 from eventstore.pack_index import open_pack_index
 from ledger.bootstrap import bootstrap
-from ledger.embedded import EmbeddedRunner
+from ledger.drivers.embedded import EmbeddedRunner
 from ledger.settings import Settings
 from runtime.clock import SystemClock
 from runtime.ledger import Ledger
-from workers import adapters
-from workers.adapters.base import Request
-from workers.addresses import AddressGuard
 from workers.crawler import build_crawler
-from workers.errors import FetchError
-from workers.fetch import Fetcher, FetchLimits
-from workers.http import RobotsFetcher, build_client
-from workers.images import IMAGE_LIMITS, ImageDownloader
+from workers.extraction import adapters
+from workers.extraction.adapters.base import Request
+from workers.fetching.addresses import AddressGuard
+from workers.fetching.fetch import Fetcher, FetchLimits
+from workers.fetching.fetch_errors import FetchError
+from workers.fetching.http import RobotsFetcher, build_client
+from workers.fetching.image_download import IMAGE_LIMITS, ImageDownloader
 
 MIB = 1024 * 1024
 LOOPBACK = AddressGuard(["127.0.0.0/8"])

@@ -34,9 +34,9 @@ from hypothesis import strategies as st
 
 from domain.errors import InvalidInput
 from ledger.bootstrap import Ledger
-from workers.addresses import AddressGuard
-from workers.channels import Channel
-from workers.notify import Notifier
+from workers.alert_delivery.channels import Channel
+from workers.alert_delivery.notify import Notifier
+from workers.fetching.addresses import AddressGuard
 
 #: Apprise services whose host the guard never looked at on b30b796 (row 1)
 UNCHECKED_SERVICES = [

@@ -277,7 +277,7 @@ def forge(lines: list[dict[str, Any]], edit: str, rechain: bool) -> str:
     assert target["state"] != next(ln for ln in lines if ln["position"] == target["position"])["state"]
     if rechain:
         from eventstore.chain import GENESIS, next_link
-        from runtime.export_file import chain_record
+        from runtime.admin.export_file import chain_record
 
         chain = GENESIS
         for line in edited:

@@ -1,5 +1,5 @@
 """Decompression bombs: a body is decoded only up to its byte cap, in every codec, and a
-body of more than one coding layer is refused (`workers.content_encoding`)."""
+body of more than one coding layer is refused (`workers.fetching.content_encoding`)."""
 
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ from aiohttp import web
 from decompression_bombs import MIB, gzip_of_zeros, zstd_bomb
 from http_fixtures import RecordingServer, serving
 
-from workers.adapters.base import Request
-from workers.addresses import AddressGuard
-from workers.content_encoding import ACCEPT_ENCODING, BodyTooLarge, EncodingRefused, decode
-from workers.fetch import Fetcher
-from workers.http import build_client
+from workers.extraction.adapters.base import Request
+from workers.fetching.addresses import AddressGuard
+from workers.fetching.content_encoding import ACCEPT_ENCODING, BodyTooLarge, EncodingRefused, decode
+from workers.fetching.fetch import Fetcher
+from workers.fetching.http import build_client
 
 HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent

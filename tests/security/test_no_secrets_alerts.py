@@ -30,13 +30,13 @@ from webhook_receiver import receiver
 
 from domain.values import CrawlSuccess, Observation, Offer
 from ledger.bootstrap import Ledger
-from ledger.logs import logging_config
-from runtime.alerts import AlertBatch, AlertOptions, AlertStep
+from ledger.host.logs import logging_config
+from runtime.alert_step import AlertBatch, AlertOptions, AlertStep
 from runtime.clock import SimulatedClock
 from runtime.db_thread import DbThread
-from workers.addresses import AddressGuard
-from workers.http import build_client
-from workers.notify import Notifier
+from workers.alert_delivery.notify import Notifier
+from workers.fetching.addresses import AddressGuard
+from workers.fetching.http import build_client
 
 PASSWORD = "pw-Hunter2-PLANTED"
 TOKEN = "tok9f8e7d-PLANTED"

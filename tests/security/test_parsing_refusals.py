@@ -21,9 +21,9 @@ from domain.errors import InvalidInput
 from domain.urls import check_url
 from ledger.bootstrap import Ledger, bootstrap
 from ledger.settings import Settings
-from workers.adapters.base import Page
-from workers.extraction import extract_page
-from workers.prices import parse_amount, parse_price
+from workers.extraction.adapters.base import Page
+from workers.extraction.extract import extract_page
+from workers.extraction.prices import parse_amount, parse_price
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 #: the console script beside this interpreter (the venv's)

@@ -10,7 +10,7 @@ import pytest
 from domain.alert import ProductFacts, Subscription
 from domain.delivery import Delivery
 from domain.errors import InvalidInput, InvalidTransition
-from workers.notify import display_url, sign
+from workers.alert_delivery.notify import display_url, sign
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 HOODIE = ProductFacts("p1", "s1", "Blue Hoodie", brand="Acme", category="Apparel")

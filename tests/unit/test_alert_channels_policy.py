@@ -1,11 +1,11 @@
-"""`workers.channels`: which channels are allowed, where each one connects, what is shown."""
+"""`workers.alert_delivery.channels`: which channels are allowed, where each one connects, what is shown."""
 
 from __future__ import annotations
 
 import pytest
 
 from domain.errors import InvalidInput
-from workers.channels import Channel, Destination, display_url, plan_channel, scrub
+from workers.alert_delivery.channels import Channel, Destination, display_url, plan_channel, scrub
 
 
 def test_a_webhook_connects_to_its_host_with_its_credentials_as_basic_auth() -> None:

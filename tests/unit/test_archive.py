@@ -16,7 +16,7 @@ import pytest
 import zstandard
 
 from eventstore.pack_index import SQLitePackIndex, open_pack_index
-from workers.archive import ArchiveError, RawArchive, content_hash, ref_of
+from workers.archive.raw_archive import ArchiveError, RawArchive, content_hash, ref_of
 
 BODY = b"<html><body>Blue Dream 3.5g $45</body></html>"
 
@@ -252,7 +252,7 @@ def test_a_record_claiming_a_huge_body_is_refused_before_it_is_inflated(
     assert reader.recover() == 0
     with pytest.raises(ArchiveError, match="not in the archive"):
         reader.get(ref_of(BODY))
-    monkeypatch.setattr("workers.packs.MAX_BODY", 50_000)
+    monkeypatch.setattr("workers.archive.packs.MAX_BODY", 50_000)
     with pytest.raises(ArchiveError, match="unreadable: a frame of 100000 bytes"):
         reader.get(large)
     digest = hashlib.sha256(b"y" * 100_000).hexdigest()
@@ -263,7 +263,7 @@ def test_a_record_claiming_a_huge_body_is_refused_before_it_is_inflated(
         RawArchive(tmp_path, open_pack_index).get(f"sha256:{digest}")
     assert reader.get(small) == b"small"
     loose.write_bytes(gzip.compress(b"y" * 100_000)[:-20])
-    monkeypatch.setattr("workers.packs.MAX_BODY", 256 << 20)
+    monkeypatch.setattr("workers.archive.packs.MAX_BODY", 256 << 20)
     with pytest.raises(ArchiveError, match="unreadable: an incomplete gzip member"):
         RawArchive(tmp_path, open_pack_index).get(f"sha256:{digest}")
 
@@ -298,7 +298,7 @@ def test_verify_notes_a_record_cut_short_and_reports_a_damaged_one(tmp_path: Pat
 _WRITER = """
 import sys
 from eventstore.pack_index import open_pack_index
-from workers.archive import RawArchive
+from workers.archive.raw_archive import RawArchive
 archive = RawArchive(sys.argv[1], open_pack_index)
 for n in range(1_000_000):
     print(n, archive.put(b"page %d " % n * 40), flush=True)
@@ -394,7 +394,7 @@ def test_a_group_whose_write_fails_raises_and_keeps_what_was_written(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     archive = RawArchive(tmp_path, open_pack_index)
     archive.put(b"first")
-    from workers import packs as pack_module
+    from workers.archive import packs as pack_module
 
     write, calls = pack_module.Pack.write, []
 

@@ -1,4 +1,4 @@
-"""Pages archived from the event loop in groups (`workers.archive_writer`)."""
+"""Pages archived from the event loop in groups (`workers.archive.writer`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from eventstore.pack_index import open_pack_index
-from workers.archive import ArchiveError, RawArchive, ref_of
-from workers.archive_writer import ArchiveWriter
+from workers.archive.raw_archive import ArchiveError, RawArchive, ref_of
+from workers.archive.writer import ArchiveWriter
 
 
 class Recording(RawArchive):

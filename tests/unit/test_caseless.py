@@ -13,8 +13,8 @@ from corpus_scoring import body, entries
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workers.adapters import structured_data, visible, visible_marks, visible_stock
-from workers.caseless import Caseless
+from workers.extraction.adapters import structured_data, visible, visible_marks, visible_stock
+from workers.extraction.caseless import Caseless
 
 PATTERNS = sorted((value for module in (structured_data, visible, visible_marks, visible_stock)
                    for value in vars(module).values() if isinstance(value, Caseless)),

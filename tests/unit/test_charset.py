@@ -3,7 +3,7 @@ from __future__ import annotations
 import codecs
 from pathlib import Path
 
-from workers.charset import declared_charset, decode
+from workers.fetching.charset import declared_charset, decode
 
 PAGES = Path(__file__).parent.parent / "fixtures" / "pages"
 RUSSIAN = "Пиво светлое нефильтрованное, цена за бутылку"

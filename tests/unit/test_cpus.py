@@ -1,4 +1,4 @@
-"""`ledger.cpus`: the CPU quota of the process's cgroup, v2 and v1, over file trees laid
+"""`ledger.host.cpus`: the CPU quota of the process's cgroup, v2 and v1, over file trees laid
 out as `/proc/self/cgroup` and `/sys/fs/cgroup` are (the real v1 hierarchy was checked by
 hand: a shell moved into a cgroup with a 1.5-CPU quota got 1.5, with 0.5 got 0.5)."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.cpus import available_cpus, cgroup_quota
+from ledger.host.cpus import available_cpus, cgroup_quota
 
 
 def tree(root: Path, files: dict[str, str]) -> None:

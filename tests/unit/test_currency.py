@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from workers.currency import Where, resolve, where_from
-from workers.prices import parse_price
+from workers.extraction.currency import Where, resolve, where_from
+from workers.extraction.prices import parse_price
 
 
 @pytest.mark.parametrize(("found", "where", "code"), [
@@ -73,7 +73,7 @@ def test_the_symbol_index_holds_what_every_sampled_locale_writes() -> None:
     from locales that are read too, so every merged locale's symbols are in it."""
     from babel import Locale, localedata
 
-    from workers import currency
+    from workers.extraction import currency
 
     index = currency._symbols()
     identifiers = localedata.locale_identifiers()
@@ -97,7 +97,7 @@ def test_building_the_symbol_index_keeps_no_locale_data() -> None:
     ~200 MiB in each crawling process from the first page showing a currency symbol."""
     code, kept, peak = probe(
         "import json, tracemalloc\n"
-        "from workers.currency import resolve\n"
+        "from workers.extraction.currency import resolve\n"
         "tracemalloc.start()\n"
         "before = tracemalloc.get_traced_memory()[0]\n"
         "code = resolve('€')\n"
@@ -113,7 +113,7 @@ def test_the_decimal_separator_is_babels_for_every_locale() -> None:
         "import json\n"
         "from babel import Locale, localedata\n"
         "from babel.numbers import get_decimal_symbol\n"
-        "from workers.currency import _decimal_symbol\n"
+        "from workers.extraction.currency import _decimal_symbol\n"
         "pairs = [(i, get_decimal_symbol(Locale.parse(i)), _decimal_symbol(i))\n"
         "         for i in localedata.locale_identifiers()]\n"
         "print(json.dumps([pair for pair in pairs if pair[1] != pair[2]]))\n")
@@ -125,7 +125,7 @@ def test_the_decimal_separators_of_many_countries_keep_no_locale_data() -> None:
     twenty countries kept ~22 MiB of CLDR until it exited."""
     separators, kept = probe(
         "import json, tracemalloc\n"
-        "from workers.currency import Where\n"
+        "from workers.extraction.currency import Where\n"
         "Where('DE', 'de').decimal_separator\n"
         "tracemalloc.start()\n"
         "places = [('FR', 'fr'), ('IT', 'it'), ('ES', 'es'), ('PL', 'pl'), ('RU', 'ru'),\n"

@@ -17,9 +17,9 @@ import menu_scoring as ms
 import pytest
 
 from domain.values import CrawlTask
-from workers.adapters import ADAPTERS, detect
-from workers.adapters.base import Page, Request
-from workers.extraction import extract_page
+from workers.extraction.adapters import ADAPTERS, detect
+from workers.extraction.adapters.base import Page, Request
+from workers.extraction.extract import extract_page
 
 PAGES = Path(__file__).parent.parent / "fixtures" / "pages"
 MENUS = "dispensary/manifest.json"

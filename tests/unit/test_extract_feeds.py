@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from domain.values import DiscoveredStore
-from workers.adapters.base import Extraction, ExtractionError, Page
-from workers.extraction import extract_page
+from workers.extraction.adapters.base import Extraction, ExtractionError, Page
+from workers.extraction.extract import extract_page
 
 PAGES = Path(__file__).parent.parent / "fixtures" / "pages"
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from ledger.cli import main
-from workers.adapters.base import Page
-from workers.extraction import extract_page
+from workers.extraction.adapters.base import Page
+from workers.extraction.extract import extract_page
 
 JSONLD = """<html lang="de-DE"><head><script type="application/ld+json">
 {"@type": "Product", "name": "Lampe", "offers": {"@type": "Offer", "price": "49.00"}}

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from domain.values import CrawlTask
-from workers.adapters import by_name, detect, for_task
-from workers.adapters.base import ExtractionError, Page, Request
-from workers.adapters.dispensary_query import products_body
-from workers.extraction import extract_page
+from workers.extraction.adapters import by_name, detect, for_task
+from workers.extraction.adapters.base import ExtractionError, Page, Request
+from workers.extraction.adapters.dispensary_query import products_body
+from workers.extraction.extract import extract_page
 
 PAGES = Path(__file__).parent.parent / "fixtures" / "pages"
 

@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from domain.values import CrawlTask
-from workers.adapters import ADAPTERS
-from workers.adapters.base import ExtractionError, Page, Request
-from workers.charset import decode
-from workers.extraction import extract_page
+from workers.extraction.adapters import ADAPTERS
+from workers.extraction.adapters.base import ExtractionError, Page, Request
+from workers.extraction.extract import extract_page
+from workers.fetching.charset import decode
 
 NAMES = [adapter.name for adapter in ADAPTERS]
 URL = "http://store.example/graphql"

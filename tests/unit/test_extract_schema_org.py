@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from domain.values import Observation
-from workers.adapters.base import Page
-from workers.charset import decode
-from workers.extraction import extract_page
+from workers.extraction.adapters.base import Page
+from workers.extraction.extract import extract_page
+from workers.fetching.charset import decode
 
 PAGES = Path(__file__).parent.parent / "fixtures" / "pages"
 URL = "https://northpeak.example/products/trail-runner-2"
@@ -161,7 +161,7 @@ def test_microdata_and_rdfa_are_parsed_only_when_they_name_a_product_type(
     """Breadcrumbs in RDFa or microdata (common on real shops) cannot hold a product, so
     extruct (RDFa: a whole rdflib graph) is not run on them; markup naming a Product, a
     ProductGroup or an ItemList, in any form an item's type is written, still is."""
-    from workers.adapters import structured_data
+    from workers.extraction.adapters import structured_data
 
     parsed: list[str] = []
     extruct = structured_data._extruct

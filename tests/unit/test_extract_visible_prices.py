@@ -6,9 +6,9 @@ from decimal import Decimal
 
 import pytest
 
-from workers.adapters.base import Page
-from workers.adapters.visible_marks import before_tax
-from workers.extraction import extract_page
+from workers.extraction.adapters.base import Page
+from workers.extraction.adapters.visible_marks import before_tax
+from workers.extraction.extract import extract_page
 
 
 def observe(html: str, url: str):  # type: ignore[no-untyped-def]
@@ -186,7 +186,7 @@ def test_an_auctions_current_bid_beside_the_bid_button_is_the_price() -> None:
     ("1 299 Kč", Decimal("1299")), ("1 299 000 ₽", Decimal("1299000")),
 ])
 def test_a_count_after_an_amount_is_not_a_thousands_group(text: str, amount: Decimal) -> None:
-    from workers.prices import parse_price
+    from workers.extraction.prices import parse_price
 
     money = parse_price(text)
     assert money is not None and money.amount == amount

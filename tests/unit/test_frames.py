@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ledger.crawl_child import Frames, frame
+from ledger.drivers.crawl_child import Frames, frame
 
 
 async def pair() -> tuple[Frames, Frames]:

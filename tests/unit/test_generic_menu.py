@@ -11,10 +11,10 @@ import pytest
 
 from domain.values import Observation
 from ledger.cli import main
-from workers.adapters.base import Page
-from workers.adapters.generic_menu import cross_check, read_menu
-from workers.adapters.json_walk import Budget, load
-from workers.extraction import extract_page
+from workers.extraction.adapters.base import Page
+from workers.extraction.adapters.generic_menu import cross_check, read_menu
+from workers.extraction.adapters.json_walk import Budget, load
+from workers.extraction.extract import extract_page
 
 
 def menu(payload: Any, currency: str = "USD") -> tuple[Observation, ...]:

@@ -11,10 +11,10 @@ import pytest
 
 from domain.values import Observation
 from ledger.cli import main
-from workers.adapters.base import Page
-from workers.currency import Where, resolve
-from workers.extraction import extract_page
-from workers.prices import Money, parse_price
+from workers.extraction.adapters.base import Page
+from workers.extraction.currency import Where, resolve
+from workers.extraction.extract import extract_page
+from workers.extraction.prices import Money, parse_price
 
 FILE_URL = "file:///tmp/saved-page.html"
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from decimal import Decimal
 
 from domain.values import Observation
-from workers.adapters.base import Page
-from workers.extraction import extract_page
+from workers.extraction.adapters.base import Page
+from workers.extraction.extract import extract_page
 
 FILE_URL = "file:///tmp/saved-page.html"
 

@@ -1,4 +1,4 @@
-"""Checking downloaded image bodies (workers.images.inspect): what is stored, what is refused."""
+"""Checking downloaded image bodies (workers.fetching.image_download.inspect): what is stored, what is refused."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import hashlib
 import pytest
 from image_fixtures import picture, png_declaring, truncated
 
-from workers.images import MAX_BYTES, ImageRejected, inspect
+from workers.fetching.image_download import MAX_BYTES, ImageRejected, inspect
 
 
 @pytest.mark.parametrize("fmt", ["PNG", "JPEG", "WEBP", "GIF"])
@@ -38,7 +38,7 @@ def test_hostile_bodies_are_refused_with_a_kind(body: bytes, kind: str) -> None:
 def test_pillow_is_loaded_with_our_decompression_bomb_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     from PIL import Image
 
-    from workers.images import MAX_PIXELS, pillow
+    from workers.fetching.image_download import MAX_PIXELS, pillow
 
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", None)  # Pillow's own check off
     assert pillow() is Image and Image.MAX_IMAGE_PIXELS == MAX_PIXELS

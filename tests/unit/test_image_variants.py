@@ -1,4 +1,4 @@
-"""Resized variants (api.images.render): every parameter combination gives a decodable
+"""Resized variants (api.image_routes.render): every parameter combination gives a decodable
 image of the asked format within the asked size bounds."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from image_fixtures import picture
 from PIL import Image
 
-from api.images import MAX_SIDE, Variant, avif_supported, render, target_size
+from api.image_routes import MAX_SIDE, Variant, avif_supported, render, target_size
 
 FITS = ("cover", "contain", "fill", "inside", "outside")
 FORMATS = ("webp", "jpeg", "png", "avif") if avif_supported() else ("webp", "jpeg", "png")

@@ -1,11 +1,11 @@
-"""`ledger.memory`: glibc's malloc gives freed page-sized blocks back to the system."""
+"""`ledger.host.memory`: glibc's malloc gives freed page-sized blocks back to the system."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-from ledger.memory import keep_freed_memory_small
+from ledger.host.memory import keep_freed_memory_small
 
 #: a crawl in small: a large page freed (glibc raises its thresholds to its size), then
 #: 32 MiB of page-sized blocks, each followed by a smaller block that stays, are freed
@@ -16,7 +16,7 @@ def rss():
         if line.startswith("VmRSS"):
             return int(line.split()[1]) // 1024
 if sys.argv[1] == "fixed":
-    from ledger.memory import keep_freed_memory_small
+    from ledger.host.memory import keep_freed_memory_small
     assert keep_freed_memory_small({})
 page = b"x" * (4 << 20)
 del page

@@ -1,5 +1,5 @@
 """The raw archive's index adapter (`eventstore.pack_index`, the port
-`workers.packs.PackIndex`): each operation, a read-only copy that writes nothing, an
+`workers.archive.packs.PackIndex`): each operation, a read-only copy that writes nothing, an
 index file already on disk read as it is, and errors as `OSError`."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 import zstandard
 
 from eventstore.pack_index import open_pack_index
-from workers.archive import RawArchive, ref_of
-from workers.packs import HEADER, ZSTD
+from workers.archive.packs import HEADER, ZSTD
+from workers.archive.raw_archive import RawArchive, ref_of
 
 D1, D2 = b"\x01" * 32, b"\x02" * 32
 

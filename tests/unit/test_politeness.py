@@ -12,10 +12,10 @@ from typing import Any, TypeVar
 import pytest
 
 from domain.values import Policy
-from workers.backoff import Backoff, parse_retry_after
-from workers.errors import FetchError
-from workers.politeness import DEFAULT_USER_AGENT, Politeness, PolitenessConfig
-from workers.robots import RobotsFile
+from workers.fetching.backoff import Backoff, parse_retry_after
+from workers.fetching.fetch_errors import FetchError
+from workers.fetching.politeness import DEFAULT_USER_AGENT, Politeness, PolitenessConfig
+from workers.fetching.robots import RobotsFile
 
 T = TypeVar("T")
 

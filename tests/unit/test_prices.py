@@ -4,8 +4,8 @@ from decimal import Decimal
 
 import pytest
 
-from workers.availability import to_availability
-from workers.prices import Money, currency_code, parse_amount, parse_price
+from workers.extraction.availability import to_availability
+from workers.extraction.prices import Money, currency_code, parse_amount, parse_price
 
 
 @pytest.mark.parametrize(

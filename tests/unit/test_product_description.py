@@ -13,9 +13,9 @@ from test_product import Catalog, app  # noqa: F401  (the fixture)
 from domain.application import CrawlLedger
 from domain.product import Product
 from domain.values import Observation, Offer
-from workers.adapters.base import Page
-from workers.adapters.payload import DESCRIPTION_LIMIT, plain_text
-from workers.extraction import extract_page
+from workers.extraction.adapters.base import Page
+from workers.extraction.adapters.payload import DESCRIPTION_LIMIT, plain_text
+from workers.extraction.extract import extract_page
 
 
 def described(text: str | None) -> Observation:

@@ -1,10 +1,10 @@
-"""Stock lines as shops write them, in many languages (`workers.availability.from_text`)."""
+"""Stock lines as shops write them, in many languages (`workers.extraction.availability.from_text`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from workers.availability import from_text
+from workers.extraction.availability import from_text
 
 OUT = ["Out of stock", "Dieser Artikel ist nicht mehr erhältlich", "Nicht mehr verfügbar",
        "Article non disponible", "Non più disponibile", "Niet meer leverbaar",

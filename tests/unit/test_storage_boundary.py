@@ -1,7 +1,7 @@
 """EventStore is the only place with DDL and database drivers (../shared/architecture.json):
 no `CREATE TABLE` (nor index, trigger, virtual table) and no psycopg/sqlite3 import
 outside eventstore/, without exception (the raw archive's pack index is a port in
-workers, `workers.packs.PackIndex`, with its SQLite adapter in eventstore)."""
+workers, `workers.archive.packs.PackIndex`, with its SQLite adapter in eventstore)."""
 
 from __future__ import annotations
 

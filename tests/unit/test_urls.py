@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from workers.urls import is_http_url, normalize_url
+from workers.extraction.urls import is_http_url, normalize_url
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from workers.adapters.base import Page
-from workers.extraction import extract_page
+from workers.extraction.adapters.base import Page
+from workers.extraction.extract import extract_page
 
 URL = "file:///tmp/page.html"  # as `crawl-ledger extract FILE` reads a saved page
 
