@@ -159,6 +159,46 @@ def test_a_product_detail_is_one_product_with_its_variants() -> None:
     assert paid(menu(payload)) == {("Hoodie", "S"): 40, ("Hoodie", "M"): 35}
 
 
+def test_a_variant_price_in_a_money_object_held_in_another() -> None:
+    payload = {"data": {"product": {"name": "Carrot Juice", "variants": [
+        {"name": "1l", "pricing": {"price": {"gross": {"amount": 4.5, "currency": "USD"}}}},
+        {"name": "2l", "pricing": {"price": {"gross": {"amount": 6.3, "currency": "USD"}}}}]}}}
+    assert paid(menu(payload)) == {("Carrot Juice", "1l"): Decimal("4.5"),
+                                   ("Carrot Juice", "2l"): Decimal("6.3")}
+
+
+def test_a_sku_priced_by_its_first_sellers_offer_keeps_the_skus_name() -> None:
+    def sku(name: str, price: int, listed: int) -> dict[str, Any]:
+        return {"itemId": "99", "name": name, "unitMultiplier": 1, "images": [{"imageId": "7"}],
+                "sellers": [{"sellerId": "1", "commertialOffer": {
+                    "AvailableQuantity": 3, "Price": price, "ListPrice": listed}}]}
+    payload = {"products": [{"productName": "Echo Dot", "items": [sku("white", 280, 310),
+                                                                   sku("black", 290, 310)]}]}
+    assert paid(menu(payload)) == {("Echo Dot", "white"): 280, ("Echo Dot", "black"): 290}
+
+
+def test_an_offer_deeper_than_the_offer_depth_is_not_an_options_price() -> None:
+    payload = {"products": [{"name": "Echo Dot", "items": [
+        {"name": "white", "a": {"b": {"c": {"price": 280}}}}]}]}
+    assert paid(menu(payload)) == {}
+
+
+def test_option_arrays_per_unit_inside_a_price_object_and_a_per_unit_price_beside() -> None:
+    payload = {"ms": [{"name": "Georgia Pie", "prices": {"gramsPerEighth": 3.5, "ounce": [
+        {"price": 70, "label": "1/8 oz", "originalPrice": 70, "gramUnitPrice": 20,
+         "thcUnitPrice": 0.83}], "gram": [{"price": 22, "label": "1 g"}]}},
+        {"name": "Sticky Buns", "price": {"price": 65, "label": "1/8 oz", "originalPrice": 65}}]}
+    assert paid(menu(payload)) == {("Georgia Pie", "1/8 oz"): 70, ("Georgia Pie", "1 g"): 22,
+                                   ("Sticky Buns", "1/8 oz"): 65}
+
+
+def test_a_pagers_links_are_not_products() -> None:
+    payload = {"products": [{"productName": "Mouse", "price": 950}],
+               "pagination": {"after": [{"index": 2, "proxyUrl": "search/p/1?page=2&count=5"},
+                                        {"index": 3, "proxyUrl": "search/p/1?page=3&count=5"}]}}
+    assert paid(menu(payload)) == {("Mouse", "default"): 950}
+
+
 def test_whole_yen_are_not_taken_for_cents() -> None:
     payload = {"currency": "JPY", "items": [{"name": "Tea", "price": 1500},
                                             {"name": "Cup", "price": 2400}]}

@@ -38,6 +38,11 @@ __all__ = ["RawOffer", "read_options"]
 #: option objects read per array, and keys per object (hostile records stay cheap)
 MAX_OPTIONS = 300
 MAX_KEYS = 400
+#: levels of objects within an option searched for the object that carries its price
+OFFER_DEPTH = 2
+#: a second plain price is a special when at least this share of the first (a per-gram or
+#: per-mg price beside the item's is far below it)
+MIN_SHARE = Decimal("0.2")
 
 
 @dataclass(frozen=True)
@@ -90,25 +95,66 @@ def _items(record: dict[str, Any]) -> Iterable[tuple[str, Any]]:
 
 def _from_option_objects(record: dict[str, Any]) -> list[RawOffer]:
     """Arrays under option-like keys first (`variants`, `skus`, …), then any array of
-    priced objects (`weightTierInformation`) but one of products (`products`, `edges`)."""
-    lists = [(key, value) for key, value in _items(record)
-             if isinstance(value, list) and not f.is_product_list_key(key)]
-    for _, value in sorted(lists, key=lambda pair: not f.is_option_list_key(pair[0])):
-        offers = [offer for element in value[:MAX_OPTIONS] if isinstance(element, dict)
-                  for offer in _option(element)]
+    priced objects (`weightTierInformation`) but one of products (`products`, `edges`);
+    then the arrays an object of the record holds, one per unit
+    (`prices: {"gram": [{…}], "ounce": [{…}]}`), all of them."""
+    for _, value in _option_lists(record):
+        offers = _options_of(value)
         if offers:
             return offers
-    return []
+    nested = [offer for key, holder in _items(record)
+              if isinstance(holder, dict) and not f.is_product_list_key(key)
+              for _, value in _option_lists(holder) for offer in _options_of(value)]
+    return nested
+
+
+def _option_lists(record: dict[str, Any]) -> list[tuple[str, list[Any]]]:
+    lists = [(key, value) for key, value in _items(record)
+             if isinstance(value, list) and not f.is_product_list_key(key)]
+    return sorted(lists, key=lambda pair: not f.is_option_list_key(pair[0]))
+
+
+def _options_of(value: list[Any]) -> list[RawOffer]:
+    return [offer for element in value[:MAX_OPTIONS] if isinstance(element, dict)
+            for offer in _option(element)]
 
 
 def _option(element: dict[str, Any], wrapped: bool = False) -> list[RawOffer]:
     offers = _prices(f.label_of(element) or f.size_label(element) or "default", element)
     if not offers and not wrapped:  # {"item_variation_data": {...}}, {"node": {...}}
-        inner = next((v for _, v in _items(element) if isinstance(v, dict)
-                      and _prices("x", v)), None)
-        return _option(inner, wrapped=True) if inner is not None else []
+        inner = _offer_holder(element)
+        if inner is None:
+            return []
+        found = _option(inner, wrapped=True)
+        own = f.label_of(element) or f.size_label(element)
+        if own and not (f.label_of(inner) or f.size_label(inner)):  # the seller's offer of a SKU
+            found = [replace(offer, option=own) for offer in found]
+        return found
     count, in_stock = f.stock_of(element)
     return [replace(offer, count=count, in_stock=in_stock) for offer in offers]
+
+
+def _offer_holder(element: dict[str, Any]) -> dict[str, Any] | None:
+    """The object within an option that carries its price, `OFFER_DEPTH` levels deep at
+    most: a child object, or the first object of a child array (a SKU's
+    `sellers[0].commertialOffer`), nearest first."""
+    level = [element]
+    for _ in range(OFFER_DEPTH):
+        level = [child for holder in level for child in _children(holder)]
+        found = next((child for child in level if _prices("x", child)), None)
+        if found is not None:
+            return found
+    return None
+
+
+def _children(holder: dict[str, Any]) -> list[dict[str, Any]]:
+    found = []
+    for key, value in _items(holder):
+        if isinstance(value, list) and not f.is_product_list_key(key):
+            value = next((v for v in value[:1] if isinstance(v, dict)), None)
+        if isinstance(value, dict):
+            found.append(value)
+    return found
 
 
 def _from_offer_object(record: dict[str, Any]) -> list[RawOffer]:
@@ -196,7 +242,7 @@ def _prices(option: str, record: dict[str, Any], nested: bool = False) -> list[R
                 groups.setdefault("regular", {}).setdefault("sale", value)
             continue
         if isinstance(value, dict) and not nested:  # pricing: {price_sell: …}
-            inside = _prices(option, value, nested=True)
+            inside = _prices(f.size_label(value) or option, value, nested=True)
             if inside:
                 return inside
         found = f.amount(value)
@@ -221,7 +267,7 @@ def _offer(option: str, kind: str, group: dict[str, Any]) -> RawOffer | None:
     if price is None:
         return None
     second = group.get("second")
-    if special is None and second is not None and second < price:
+    if special is None and second is not None and MIN_SHARE * price <= second < price:
         special = second  # two plain prices: the lower is what a buyer pays now
     if struck is not None and struck > price:
         price, special = struck, price

@@ -8,7 +8,7 @@ fields of objects an element holds are columns too, `attributes.name`, two level
 zero is "not set":
 
 - the **name** column holds varied strings, mostly letters, usually several words —
-  not ids, urls, dates, slugs or long descriptions;
+  not ids, urls, paths, dates, slugs or long descriptions;
 - a **price** column holds positive numbers (or numeric strings) of plausible
   magnitude with at most two decimals; a key that names a price wins, then a column
   holding cents (whole numbers are more often counts and ids), then the largest
@@ -55,6 +55,7 @@ MIN_SHARE = Decimal("0.2")
 _NUMBER = re.compile(r"\s*\d+(?:\.\d+)?\s*$")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4}")
 _ID = re.compile(r"[0-9a-fA-F-]{8,}|[\w-]*\d[\w-]*")
+_PATH = re.compile(r"[?=&]|/.*/")
 _NOT_PRICE = f.NOT_PAID | f.QUANTITIES | frozenset({"weight", "rating", "thc", "cbd", "lat", "lon"})
 
 Row = dict[str, Any]
@@ -161,8 +162,9 @@ def _name_like(text: str) -> bool:
     stripped = text.strip()
     if not 2 <= len(stripped) <= 200 or "://" in stripped or "<" in stripped:
         return False
-    if _DATE.match(stripped) or (" " not in stripped and _ID.fullmatch(stripped)):
-        return False
+    if _DATE.match(stripped) or (" " not in stripped and (_ID.fullmatch(stripped)
+                                                          or _PATH.search(stripped))):
+        return False  # dates, ids, and paths or queries (a pager's `search/…?page=2`)
     letters = sum(c.isalpha() for c in stripped)
     return letters >= 0.5 * len(stripped.replace(" ", ""))
 
