@@ -199,6 +199,43 @@ def test_a_pagers_links_are_not_products() -> None:
     assert paid(menu(payload)) == {("Mouse", "default"): 950}
 
 
+def test_a_special_under_a_key_that_says_nothing_is_told_by_round_discounts_over_the_menu() -> None:
+    def variant(size: str, price: str, promo: str | None, stock: str) -> dict[str, Any]:
+        return {"name": size, "price": price, "k36": promo, "k1": stock, "k39": "1.0"}
+    payload = {"list": [
+        {"name": "Ice Cream Cake", "variants": [variant("3.5g", "30.0", "21.0", "38.0")]},
+        {"name": "L'Orange", "variants": [variant("3.5g", "55.0", "38.5", "12.0")]},
+        {"name": "Dos Si Dos", "variants": [variant("14g", "75.0", "56.25", "40.0"),
+                                            variant("28g", "120.0", None, "9.0")]}]}
+    assert paid(menu(payload)) == {("Ice Cream Cake", "3.5g"): 21, ("L'Orange", "3.5g"): Decimal("38.5"),
+                                   ("Dos Si Dos", "14g"): Decimal("56.25"), ("Dos Si Dos", "28g"): 120}
+
+
+def test_an_unnamed_column_below_the_price_but_not_round_discounts_off_it_is_no_special() -> None:
+    payload = {"list": [{"name": "Kush", "price": "30.0", "k1": "17.0"},
+                        {"name": "Haze", "price": "55.0", "k1": "12.0"},
+                        {"name": "Cake", "price": "75.0", "k1": "40.0"}]}
+    assert paid(menu(payload)) == {("Kush", "default"): 30, ("Haze", "default"): 55, ("Cake", "default"): 75}
+
+
+def test_parallel_lists_whose_special_is_an_empty_list_where_unset_keys_saying_nothing() -> None:
+    def product(name: str, size: str, price: int, special: list[str]) -> dict[str, Any]:
+        return {"Name": name, "k24": [size], "k27": [price], "k69": special,
+                "k66": [{"option": size, "k60": 30}]}
+    payload = {"data": {"k56": {"products": [
+        product("Forza | Live Sugar", "1gC", 43, ["27.95"]), product("Serving Tray", "N/A", 12, []),
+        product("Animal Mntz", "1/8oz", 34, []), product("Troche", "N/A", 25, ["18.75"])]}}}
+    assert paid(menu(payload)) == {("Forza | Live Sugar", "1gC"): Decimal("27.95"),
+                                   ("Serving Tray", "N/A"): 12, ("Animal Mntz", "1/8oz"): 34,
+                                   ("Troche", "N/A"): Decimal("18.75")}
+
+
+def test_a_money_object_in_a_wrapper_whose_key_says_nothing() -> None:
+    payload = {"product": {"name": "Carrot Juice", "variants": [
+        {"name": "1l", "k3": {"price": {"k9": {"amount": 4.5, "currency": "USD"}, "__typename": "T"}}}]}}
+    assert paid(menu(payload)) == {("Carrot Juice", "1l"): Decimal("4.5")}
+
+
 def test_whole_yen_are_not_taken_for_cents() -> None:
     payload = {"currency": "JPY", "items": [{"name": "Tea", "price": 1500},
                                             {"name": "Cup", "price": 2400}]}

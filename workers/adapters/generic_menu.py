@@ -15,6 +15,7 @@ list, when every price is a whole number and their median is 1000 or more.
 from __future__ import annotations
 
 import statistics
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
@@ -27,7 +28,7 @@ from workers.adapters.base import Extraction, ExtractionError, Page, Request
 from workers.adapters.json_walk import Budget, find_records, load, named_currency
 from workers.adapters.menu_common import menu_observation
 from workers.adapters.menu_options import RawOffer, read_options
-from workers.adapters.menu_shapes import infer_records
+from workers.adapters.menu_shapes import MIN_SHARE, infer_records, percent_off
 from workers.adapters.offers import make_offer
 from workers.adapters.payload import first_text
 from workers.currency import minor_units
@@ -48,7 +49,7 @@ def read_menu(data: Any, currency: str = "USD", budget: Budget | None = None
     found = find_records(data, lambda item: product_record(item, read), budget,
                          infer=infer_records)
     codes = [named_currency(item.record) or item.currency or currency for item in found]
-    offers = _in_units([read[id(item.record)] for item in found], codes)
+    offers = _specials_by_column(_in_units([read[id(item.record)] for item in found], codes))
     observations: dict[tuple[str, str, tuple[Offer, ...]], Observation] = {}
     for item, options, code in zip(found, offers, codes, strict=True):
         obs = _observation(item.record, options, code)  # one product listed twice at one price
@@ -106,6 +107,30 @@ def _in_units(menus: list[list[RawOffer]], codes: list[str]) -> list[list[RawOff
         return menus
     return [[offer.scaled(10 ** minor_units(code)) for offer in options]
             for options, code in zip(menus, codes, strict=True)]
+
+
+def _specials_by_column(menus: list[list[RawOffer]]) -> list[list[RawOffer]]:
+    """Specials under keys that say nothing, told apart over the whole menu: an unnamed
+    amount is an option's special when, wherever it is set, it is below the price (at
+    least `MIN_SHARE` of it) and on most rows a round percentage off it
+    (`menu_shapes.percent_off`); stock counts, potencies and per-gram prices are not."""
+    pairs: dict[str, list[tuple[Decimal, Decimal]]] = defaultdict(list)
+    for options in menus:
+        for offer in options:
+            if offer.regular is not None:
+                for key, amount in offer.unnamed:
+                    pairs[key].append((amount, offer.regular))
+    specials = {key for key, found in pairs.items()
+                if all(MIN_SHARE * price <= amount < price for amount, price in found)
+                and percent_off(found)}
+    if not specials:
+        return menus
+    return [[_special_of(offer, specials) for offer in options] for options in menus]
+
+
+def _special_of(offer: RawOffer, specials: set[str]) -> RawOffer:
+    special = next((amount for key, amount in offer.unnamed if key in specials), None)
+    return replace(offer, special=special) if special is not None else offer
 
 
 def _observation(record: dict[str, Any], options: Sequence[RawOffer], code: str) -> Observation:

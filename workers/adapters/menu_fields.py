@@ -207,6 +207,9 @@ def amount(value: Any, depth: int = 0) -> Decimal | None:
     if isinstance(value, dict):
         inner = next((value[k] for k in islice(value, MAX_KEYS)
                       if joined(k) in ("amount", "value", "price", "raw", "gross", "cents")), None)
+        if inner is None:  # {"taxed": {"amount": …}, "__typename": "…"}: its one object
+            objects = [v for v in islice(value.values(), MAX_KEYS) if isinstance(v, dict)]
+            inner = objects[0] if len(objects) == 1 else None
         if inner is None or (isinstance(inner, dict) and depth >= MONEY_DEPTH):
             return None
         return amount(inner, depth + 1)

@@ -25,6 +25,7 @@ are recognised later, over the whole list (`generic_menu`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from decimal import Decimal
@@ -38,6 +39,14 @@ __all__ = ["RawOffer", "read_options"]
 #: option objects read per array, and keys per object (hostile records stay cheap)
 MAX_OPTIONS = 300
 MAX_KEYS = 400
+#: words that give a field a meaning other than an unnamed amount's (a count, an id, a
+#: potency, a rank)
+_NAMED = (f.KNOWN | f.QUANTITIES | f.AVAILABLE | f.SALE | f.STRUCK
+          | frozenset({"id", "sku", "code", "number", "position", "rank", "order", "index",
+                       "score", "level", "step", "size", "version", "year", "age", "rating",
+                       "thc", "cbd", "weight", "lat", "lon", "lng", "percent", "discount"}))
+_NUMBER = re.compile(r"\s*\d+(?:\.\d+)?\s*")
+_CENT = Decimal("0.01")
 #: levels of objects within an option searched for the object that carries its price
 OFFER_DEPTH = 2
 #: a second plain price is a special when at least this share of the first (a per-gram or
@@ -57,11 +66,15 @@ class RawOffer:
     count: int | None = None
     in_stock: bool | None = None
     integral: bool = False
+    #: amounts beside the price under keys that say nothing (`k36: "38.5"`), by key: a
+    #: special the whole menu may reveal (`generic_menu`)
+    unnamed: tuple[tuple[str, Decimal], ...] = ()
 
     def scaled(self, divisor: int) -> RawOffer:
         def div(value: Decimal | None) -> Decimal | None:
             return None if value is None else value / divisor
-        return replace(self, regular=div(self.regular), special=div(self.special), integral=False)
+        return replace(self, regular=div(self.regular), special=div(self.special), integral=False,
+                       unnamed=tuple((key, amount / divisor) for key, amount in self.unnamed))
 
 
 def read_options(record: dict[str, Any]) -> list[RawOffer]:
@@ -236,10 +249,13 @@ def _prices(option: str, record: dict[str, Any], nested: bool = False) -> list[R
     a price object (`pricing: {price_sell: …}`) is looked into, one level deep."""
     groups: dict[str, dict[str, Any]] = {}
     scale = _minor_unit_scale(record)
+    unnamed: list[tuple[str, Decimal]] = []
     for key, value in _items(record):
         if not f.is_price_key(key):
             if f.is_sale_key(key) and isinstance(value, dict):
                 groups.setdefault("regular", {}).setdefault("sale", value)
+            elif (found := _unnamed_amount(key, value)) is not None:
+                unnamed.append((key, found))
             continue
         if isinstance(value, dict) and not nested:  # pricing: {price_sell: …}
             inside = _prices(f.size_label(value) or option, value, nested=True)
@@ -258,7 +274,22 @@ def _prices(option: str, record: dict[str, Any], nested: bool = False) -> list[R
         group.setdefault(role, found)
         if role == "price":
             group.setdefault("integral", isinstance(value, int) and scale == 1 and not cents)
-    return [offer for kind, group in groups.items() if (offer := _offer(option, kind, group))]
+    offers = [offer for kind, group in groups.items() if (offer := _offer(option, kind, group))]
+    return [replace(offer, unnamed=tuple(unnamed)) if offer.pricing_type == "regular"
+            and offer.special is None and unnamed else offer for offer in offers]
+
+
+def _unnamed_amount(key: str, value: Any) -> Decimal | None:
+    """An amount (a number or a numeric string, two decimals at most) under a key none of
+    whose words has a meaning here."""
+    if isinstance(value, bool) or not isinstance(value, (int, Decimal, str)):
+        return None
+    if set(f.words(key)) & _NAMED:
+        return None
+    found = f.amount(value) if not isinstance(value, str) or _NUMBER.fullmatch(value) else None
+    if found is None or found != found.quantize(_CENT):
+        return None
+    return found
 
 
 def _offer(option: str, kind: str, group: dict[str, Any]) -> RawOffer | None:
