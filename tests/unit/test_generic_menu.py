@@ -236,6 +236,22 @@ def test_a_money_object_in_a_wrapper_whose_key_says_nothing() -> None:
     assert paid(menu(payload)) == {("Carrot Juice", "1l"): Decimal("4.5")}
 
 
+def test_a_price_objects_one_set_amount_under_keys_that_say_nothing_is_the_price() -> None:
+    payload = {"data": [{"attributes": {"name": "Salve", "prices": {"k26": 22, "k23": 0, "k22": None}}},
+                        {"attributes": {"name": "Cart", "prices": {"k26": 40, "k23": 0, "k22": 0}}}]}
+    assert paid(menu(payload)) == {("Salve", "default"): 22, ("Cart", "default"): 40}
+
+
+def test_one_size_on_every_product_labels_no_price_but_sizes_that_differ_do() -> None:
+    names = ("Salve", "Soda", "Cart", "Gummies", "Tincture")
+    same = [{"name": name, "price": 10 + i, "k11": "3.5 grams"} for i, name in enumerate(names)]
+    assert set(paid(menu(same))) == {(name, "default") for name in names}
+    differ = [{"name": name, "price": 10 + i, "size": f"{i + 1}g"} for i, name in enumerate(names)]
+    assert set(paid(menu(differ))) == {(name, f"{i + 1}g") for i, name in enumerate(names)}
+    few = same[:2]
+    assert set(paid(menu(few))) == {("Salve", "3.5 grams"), ("Soda", "3.5 grams")}
+
+
 def test_whole_yen_are_not_taken_for_cents() -> None:
     payload = {"currency": "JPY", "items": [{"name": "Tea", "price": 1500},
                                             {"name": "Cup", "price": 2400}]}

@@ -37,6 +37,8 @@ __all__ = ["CrossCheck", "GenericMenuAdapter", "cross_check", "read_menu"]
 
 #: a median whole-number price at or above this, with no fractional price, means cents
 CENTS_MEDIAN = 1000
+#: products that must all carry one size-shaped value for it to be the menu's, not theirs
+SAME_SIZE_PRODUCTS = 5
 _IDS = ("id", "product id", "uuid", "object id", "pos id", "sku", "slug")
 _BRANDS = ("brand", "brand name", "vendor", "manufacturer", "producer")
 _CATEGORIES = ("category", "category name", "kind", "product type")
@@ -49,7 +51,8 @@ def read_menu(data: Any, currency: str = "USD", budget: Budget | None = None
     found = find_records(data, lambda item: product_record(item, read), budget,
                          infer=infer_records)
     codes = [named_currency(item.record) or item.currency or currency for item in found]
-    offers = _specials_by_column(_in_units([read[id(item.record)] for item in found], codes))
+    offers = _one_size_everywhere(
+        _specials_by_column(_in_units([read[id(item.record)] for item in found], codes)))
     observations: dict[tuple[str, str, tuple[Offer, ...]], Observation] = {}
     for item, options, code in zip(found, offers, codes, strict=True):
         obs = _observation(item.record, options, code)  # one product listed twice at one price
@@ -126,6 +129,18 @@ def _specials_by_column(menus: list[list[RawOffer]]) -> list[list[RawOffer]]:
     if not specials:
         return menus
     return [[_special_of(offer, specials) for offer in options] for options in menus]
+
+
+def _one_size_everywhere(menus: list[list[RawOffer]]) -> list[list[RawOffer]]:
+    """A size-shaped field of the products themselves with one value on all of them, five
+    or more (`SAME_SIZE_PRODUCTS`; `"3.5 grams"` on a salve and a soda alike), says
+    something of the menu, not of each product: it labels no price."""
+    sizes = [{offer.option for offer in options if offer.sized} for options in menus]
+    labelled = [found for found in sizes if found]
+    if len(labelled) < SAME_SIZE_PRODUCTS or len(set().union(*labelled)) != 1:
+        return menus
+    return [[replace(offer, option="default", sized=False) if offer.sized else offer
+             for offer in options] for options in menus]
 
 
 def _special_of(offer: RawOffer, specials: set[str]) -> RawOffer:

@@ -69,6 +69,9 @@ class RawOffer:
     #: amounts beside the price under keys that say nothing (`k36: "38.5"`), by key: a
     #: special the whole menu may reveal (`generic_menu`)
     unnamed: tuple[tuple[str, Decimal], ...] = ()
+    #: labelled by a size-shaped field of the record itself (`"size": "3.5g"`), which may
+    #: turn out to be the same on every product (a conversion, not a size: `generic_menu`)
+    sized: bool = False
 
     def scaled(self, divisor: int) -> RawOffer:
         def div(value: Decimal | None) -> Decimal | None:
@@ -84,8 +87,9 @@ def read_options(record: dict[str, Any]) -> list[RawOffer]:
         if found:
             return _on_sale(found, record)
     count, in_stock = f.stock_of(record)
-    own = [replace(o, count=count, in_stock=in_stock)
-           for o in _prices(f.size_label(record) or "default", record)]
+    size = f.size_label(record)
+    own = [replace(o, count=count, in_stock=in_stock, sized=size is not None and o.option == size)
+           for o in _prices(size or "default", record)]
     return _on_sale(own or _from_offer_object(record), record)
 
 
@@ -246,16 +250,19 @@ def _special_amount(value: Any) -> Decimal | None:
 
 def _prices(option: str, record: dict[str, Any], nested: bool = False) -> list[RawOffer]:
     """The record's own regular/special/struck prices, one offer per menu (regular, medical);
-    a price object (`pricing: {price_sell: …}`) is looked into, one level deep."""
+    a price object (`pricing: {price_sell: …}`) is looked into, one level deep, and when
+    none of its keys names a price, its one set amount is the price."""
     groups: dict[str, dict[str, Any]] = {}
     scale = _minor_unit_scale(record)
-    unnamed: list[tuple[str, Decimal]] = []
+    unnamed: list[tuple[str, Decimal]] = []  # a price object's one set amount is its price
+    unnamed_ints = 0
     for key, value in _items(record):
         if not f.is_price_key(key):
             if f.is_sale_key(key) and isinstance(value, dict):
                 groups.setdefault("regular", {}).setdefault("sale", value)
             elif (found := _unnamed_amount(key, value)) is not None:
                 unnamed.append((key, found))
+                unnamed_ints += isinstance(value, int)
             continue
         if isinstance(value, dict) and not nested:  # pricing: {price_sell: …}
             inside = _prices(f.size_label(value) or option, value, nested=True)
@@ -274,6 +281,8 @@ def _prices(option: str, record: dict[str, Any], nested: bool = False) -> list[R
         group.setdefault(role, found)
         if role == "price":
             group.setdefault("integral", isinstance(value, int) and scale == 1 and not cents)
+    if nested and not groups and len(unnamed) == 1:  # prices: {k26: 22, k23: 0, k22: null}
+        return [RawOffer(option, unnamed[0][1], None, integral=unnamed_ints == 1)]
     offers = [offer for kind, group in groups.items() if (offer := _offer(option, kind, group))]
     return [replace(offer, unnamed=tuple(unnamed)) if offer.pricing_type == "regular"
             and offer.special is None and unnamed else offer for offer in offers]
