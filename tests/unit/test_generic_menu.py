@@ -252,6 +252,17 @@ def test_one_size_on_every_product_labels_no_price_but_sizes_that_differ_do() ->
     assert set(paid(menu(few))) == {("Salve", "3.5 grams"), ("Soda", "3.5 grams")}
 
 
+def test_a_price_listed_in_several_currencies_is_read_in_the_menus_in_cents_by_magnitude() -> None:
+    def variant(title: str, eur: int, usd: int) -> dict[str, Any]:
+        return {"title": title, "prices": [{"currency_code": "eur", "amount": eur},
+                                           {"currency_code": "usd", "amount": usd}]}
+    payload = [{"title": "T-Shirt", "variants": [variant("S", 1950, 2200), variant("M", 1950, 2400)]},
+               {"title": "Mug", "variants": [variant("One Size", 1000, 1200)]}]
+    assert paid(menu(payload, "USD")) == {("T-Shirt", "S"): 22, ("T-Shirt", "M"): 24, ("Mug", "One Size"): 12}
+    assert paid(menu(payload, "EUR"))[("T-Shirt", "S")] == Decimal("19.5")
+    assert paid(menu(payload, "GBP"))[("Mug", "One Size")] == 10  # none in the menu's: the first
+
+
 def test_whole_yen_are_not_taken_for_cents() -> None:
     payload = {"currency": "JPY", "items": [{"name": "Tea", "price": 1500},
                                             {"name": "Cup", "price": 2400}]}

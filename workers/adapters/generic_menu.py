@@ -48,7 +48,7 @@ def read_menu(data: Any, currency: str = "USD", budget: Budget | None = None
               ) -> tuple[Observation, ...]:
     """The products of a parsed JSON payload; () when it holds none (or is hostile)."""
     read: dict[int, list[RawOffer]] = {}  # the options product_record read, by record
-    found = find_records(data, lambda item: product_record(item, read), budget,
+    found = find_records(data, lambda item: product_record(item, read, currency), budget,
                          infer=infer_records)
     codes = [named_currency(item.record) or item.currency or currency for item in found]
     offers = _one_size_everywhere(
@@ -60,15 +60,15 @@ def read_menu(data: Any, currency: str = "USD", budget: Budget | None = None
     return tuple(observations.values())
 
 
-def product_record(item: Any, read: dict[int, list[RawOffer]] | None = None
-                   ) -> dict[str, Any] | None:
+def product_record(item: Any, read: dict[int, list[RawOffer]] | None = None,
+                   currency: str | None = None) -> dict[str, Any] | None:
     """The item as a product record: itself when it has a name and a price, else the
     first object it wraps that has (its own scalar fields kept beside), else None. The
     options read are kept in `read`, by the record's id."""
     if not isinstance(item, dict):
         return None
     for candidate in (item, *(c for _, c in islice(item.items(), f.MAX_KEYS) if isinstance(c, dict))):
-        found = read_options(candidate) if _name(candidate) else []
+        found = read_options(candidate, currency) if _name(candidate) else []
         if found:
             record = candidate if candidate is item else {**_scalars(item), **candidate}
             if read is not None:

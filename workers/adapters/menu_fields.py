@@ -213,6 +213,8 @@ def amount(value: Any, depth: int = 0) -> Decimal | None:
         if inner is None or (isinstance(inner, dict) and depth >= MONEY_DEPTH):
             return None
         return amount(inner, depth + 1)
+    if isinstance(value, (list, tuple)):  # never a price read off a list's text
+        return None
     if isinstance(value, float):
         try:
             value = Decimal(repr(value))

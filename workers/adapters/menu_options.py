@@ -80,17 +80,18 @@ class RawOffer:
                        unnamed=tuple((key, amount / divisor) for key, amount in self.unnamed))
 
 
-def read_options(record: dict[str, Any]) -> list[RawOffer]:
-    """The record's options (empty when it shows no price)."""
+def read_options(record: dict[str, Any], currency: str | None = None) -> list[RawOffer]:
+    """The record's options (empty when it shows no price); of a price listed in several
+    currencies, the one in `currency` (the menu's) when there is one."""
     for reader in (_from_option_objects, _from_parallel_lists, _from_slots):
-        found = reader(record)
+        found = reader(record, currency)
         if found:
             return _on_sale(found, record)
     count, in_stock = f.stock_of(record)
     size = f.size_label(record)
     own = [replace(o, count=count, in_stock=in_stock, sized=size is not None and o.option == size)
-           for o in _prices(size or "default", record)]
-    return _on_sale(own or _from_offer_object(record), record)
+           for o in _prices(size or "default", record, currency)]
+    return _on_sale(own or _from_offer_object(record, currency), record)
 
 
 def _on_sale(offers: list[RawOffer], record: dict[str, Any]) -> list[RawOffer]:
@@ -110,18 +111,18 @@ def _items(record: dict[str, Any]) -> Iterable[tuple[str, Any]]:
         yield item
 
 
-def _from_option_objects(record: dict[str, Any]) -> list[RawOffer]:
+def _from_option_objects(record: dict[str, Any], currency: str | None = None) -> list[RawOffer]:
     """Arrays under option-like keys first (`variants`, `skus`, …), then any array of
     priced objects (`weightTierInformation`) but one of products (`products`, `edges`);
     then the arrays an object of the record holds, one per unit
     (`prices: {"gram": [{…}], "ounce": [{…}]}`), all of them."""
     for _, value in _option_lists(record):
-        offers = _options_of(value)
+        offers = _options_of(value, currency)
         if offers:
             return offers
     nested = [offer for key, holder in _items(record)
               if isinstance(holder, dict) and not f.is_product_list_key(key)
-              for _, value in _option_lists(holder) for offer in _options_of(value)]
+              for _, value in _option_lists(holder) for offer in _options_of(value, currency)]
     return nested
 
 
@@ -131,18 +132,19 @@ def _option_lists(record: dict[str, Any]) -> list[tuple[str, list[Any]]]:
     return sorted(lists, key=lambda pair: not f.is_option_list_key(pair[0]))
 
 
-def _options_of(value: list[Any]) -> list[RawOffer]:
+def _options_of(value: list[Any], currency: str | None = None) -> list[RawOffer]:
     return [offer for element in value[:MAX_OPTIONS] if isinstance(element, dict)
-            for offer in _option(element)]
+            for offer in _option(element, currency)]
 
 
-def _option(element: dict[str, Any], wrapped: bool = False) -> list[RawOffer]:
-    offers = _prices(f.label_of(element) or f.size_label(element) or "default", element)
+def _option(element: dict[str, Any], currency: str | None = None, wrapped: bool = False
+            ) -> list[RawOffer]:
+    offers = _prices(f.label_of(element) or f.size_label(element) or "default", element, currency)
     if not offers and not wrapped:  # {"item_variation_data": {...}}, {"node": {...}}
         inner = _offer_holder(element)
         if inner is None:
             return []
-        found = _option(inner, wrapped=True)
+        found = _option(inner, currency, wrapped=True)
         own = f.label_of(element) or f.size_label(element)
         if own and not (f.label_of(inner) or f.size_label(inner)):  # the seller's offer of a SKU
             found = [replace(offer, option=own) for offer in found]
@@ -174,18 +176,18 @@ def _children(holder: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
-def _from_offer_object(record: dict[str, Any]) -> list[RawOffer]:
+def _from_offer_object(record: dict[str, Any], currency: str | None = None) -> list[RawOffer]:
     """One option held in an object of its own (`bestOffer: {"price": 10, "unit": "pc"}`):
     the first child object, but a list of products, that carries a price."""
     for key, value in _items(record):
         if isinstance(value, dict) and not f.is_product_list_key(key):
-            offers = _option(value, wrapped=True)
+            offers = _option(value, currency, wrapped=True)
             if offers:
                 return offers
     return []
 
 
-def _from_parallel_lists(record: dict[str, Any]) -> list[RawOffer]:
+def _from_parallel_lists(record: dict[str, Any], currency: str | None = None) -> list[RawOffer]:
     labels = next((v for k, v in _items(record) if f.is_label_list_key(k) and isinstance(v, list)
                    and v and all(isinstance(x, (str, int, Decimal)) for x in v)), None)
     if labels is None:
@@ -211,7 +213,7 @@ def _without_sale(key: str) -> tuple[str, ...]:
     return tuple(w for w in f.words(key) if w not in f.SALE)
 
 
-def _from_slots(record: dict[str, Any]) -> list[RawOffer]:
+def _from_slots(record: dict[str, Any], currency: str | None = None) -> list[RawOffer]:
     regular: dict[str, tuple[Decimal, bool]] = {}
     special: dict[str, Decimal] = {}
     holders = [(record, False)] + [(v, True) for k, v in _items(record)
@@ -248,7 +250,8 @@ def _special_amount(value: Any) -> Decimal | None:
     return f.amount(value)
 
 
-def _prices(option: str, record: dict[str, Any], nested: bool = False) -> list[RawOffer]:
+def _prices(option: str, record: dict[str, Any], currency: str | None = None, nested: bool = False
+            ) -> list[RawOffer]:
     """The record's own regular/special/struck prices, one offer per menu (regular, medical);
     a price object (`pricing: {price_sell: …}`) is looked into, one level deep, and when
     none of its keys names a price, its one set amount is the price."""
@@ -265,9 +268,11 @@ def _prices(option: str, record: dict[str, Any], nested: bool = False) -> list[R
                 unnamed_ints += isinstance(value, int)
             continue
         if isinstance(value, dict) and not nested:  # pricing: {price_sell: …}
-            inside = _prices(f.size_label(value) or option, value, nested=True)
+            inside = _prices(f.size_label(value) or option, value, currency, nested=True)
             if inside:
                 return inside
+        if isinstance(value, list):  # prices: [{currency_code: eur, amount: 1950}, {… usd …}]
+            value = _money_in(value, currency)
         found = f.amount(value)
         if found is None:
             continue
@@ -280,12 +285,31 @@ def _prices(option: str, record: dict[str, Any], nested: bool = False) -> list[R
             group.setdefault("second", found)
         group.setdefault(role, found)
         if role == "price":
-            group.setdefault("integral", isinstance(value, int) and scale == 1 and not cents)
+            group.setdefault("integral", _whole(value) and scale == 1 and not cents)
     if nested and not groups and len(unnamed) == 1:  # prices: {k26: 22, k23: 0, k22: null}
         return [RawOffer(option, unnamed[0][1], None, integral=unnamed_ints == 1)]
     offers = [offer for kind, group in groups.items() if (offer := _offer(option, kind, group))]
     return [replace(offer, unnamed=tuple(unnamed)) if offer.pricing_type == "regular"
             and offer.special is None and unnamed else offer for offer in offers]
+
+
+def _money_in(values: list[Any], currency: str | None) -> dict[str, Any] | None:
+    """Of a list of money objects, the one in `currency`, else the first."""
+    money = [v for v in values[:MAX_OPTIONS] if isinstance(v, dict) and f.amount(v) is not None]
+    wanted = (currency or "").upper()
+    return next((m for m in money if _currency_of(m) == wanted), money[0] if money else None)
+
+
+def _currency_of(money: dict[str, Any]) -> str | None:
+    return next((v.strip().upper() for k, v in _items(money) if "currency" in f.words(k)
+                 and isinstance(v, str) and len(v.strip()) == 3 and v.strip().isalpha()), None)
+
+
+def _whole(value: Any) -> bool:
+    """A bare integer amount, or a money object's (`{"amount": 1950}`): maybe cents."""
+    if isinstance(value, dict):
+        value = next((v for k, v in _items(value) if f.joined(k) in ("amount", "value")), None)
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _unnamed_amount(key: str, value: Any) -> Decimal | None:
