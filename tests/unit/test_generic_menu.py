@@ -263,6 +263,14 @@ def test_a_price_listed_in_several_currencies_is_read_in_the_menus_in_cents_by_m
     assert paid(menu(payload, "GBP"))[("Mug", "One Size")] == 10  # none in the menu's: the first
 
 
+def test_a_records_one_weight_in_a_list_labels_a_price_nothing_else_labels() -> None:
+    payload = [{"name": "Cereal Milk", "k17": ["eighth ounce"], "k97": {"price": "45.0"}},
+               {"name": "Live Rosin", "k17": ["1g"], "k97": {"price": "60.0"}},
+               {"name": "Gummies", "k17": ["eighth ounce", "ounce"], "k97": {"price": "20.0"}}]
+    assert paid(menu(payload)) == {("Cereal Milk", "eighth ounce"): 45, ("Live Rosin", "1g"): 60,
+                                   ("Gummies", "default"): 20}
+
+
 def test_whole_yen_are_not_taken_for_cents() -> None:
     payload = {"currency": "JPY", "items": [{"name": "Tea", "price": 1500},
                                             {"name": "Cup", "price": 2400}]}

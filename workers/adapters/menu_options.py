@@ -89,8 +89,9 @@ def read_options(record: dict[str, Any], currency: str | None = None) -> list[Ra
             return _on_sale(found, record)
     count, in_stock = f.stock_of(record)
     size = f.size_label(record)
+    label = size or _one_weight(record) or "default"
     own = [replace(o, count=count, in_stock=in_stock, sized=size is not None and o.option == size)
-           for o in _prices(size or "default", record, currency)]
+           for o in _prices(label, record, currency)]
     return _on_sale(own or _from_offer_object(record, currency), record)
 
 
@@ -178,12 +179,15 @@ def _children(holder: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _from_offer_object(record: dict[str, Any], currency: str | None = None) -> list[RawOffer]:
     """One option held in an object of its own (`bestOffer: {"price": 10, "unit": "pc"}`):
-    the first child object, but a list of products, that carries a price."""
+    the first child object, but a list of products, that carries a price; labelled by the
+    record's one weight when the object has no label."""
     for key, value in _items(record):
         if isinstance(value, dict) and not f.is_product_list_key(key):
             offers = _option(value, currency, wrapped=True)
             if offers:
-                return offers
+                weight = _one_weight(record)
+                return [replace(o, option=weight) if weight and o.option == "default" else o
+                        for o in offers]
     return []
 
 
@@ -291,6 +295,18 @@ def _prices(option: str, record: dict[str, Any], currency: str | None = None, ne
     offers = [offer for kind, group in groups.items() if (offer := _offer(option, kind, group))]
     return [replace(offer, unnamed=tuple(unnamed)) if offer.pricing_type == "regular"
             and offer.special is None and unnamed else offer for offer in offers]
+
+
+def _one_weight(record: dict[str, Any]) -> str | None:
+    """The one weight a list of the record names (`["eighth ounce"]`, `["3.5g"]`): the
+    label of the record's own price when nothing else labels it."""
+    for _, value in _items(record):
+        if isinstance(value, list) and len(value) == 1 and isinstance(value[0], str):
+            text = value[0].strip()
+            found = text.replace("_", " ").lower().split()
+            if f.size_label({"label": text}) or (found and all(w in f.WEIGHT for w in found)):
+                return text
+    return None
 
 
 def _money_in(values: list[Any], currency: str | None) -> dict[str, Any] | None:
