@@ -49,6 +49,9 @@ _NUMBER = re.compile(r"\s*\d+(?:\.\d+)?\s*")
 _CENT = Decimal("0.01")
 #: levels of objects within an option searched for the object that carries its price
 OFFER_DEPTH = 2
+#: objects (and arrays of one object) looked into per level, so that hostile nesting
+#: stays cheap: an option's price holders, a record's objects holding option arrays
+NESTED = 16
 #: a second plain price is a special when at least this share of the first (a per-gram or
 #: per-mg price beside the item's is far below it)
 MIN_SHARE = Decimal("0.2")
@@ -121,10 +124,10 @@ def _from_option_objects(record: dict[str, Any], currency: str | None = None) ->
         offers = _options_of(value, currency)
         if offers:
             return offers
-    nested = [offer for key, holder in _items(record)
-              if isinstance(holder, dict) and not f.is_product_list_key(key)
-              for _, value in _option_lists(holder) for offer in _options_of(value, currency)]
-    return nested
+    holders = [holder for key, holder in _items(record)
+               if isinstance(holder, dict) and not f.is_product_list_key(key)][:NESTED]
+    return [offer for holder in holders for _, value in _option_lists(holder)[:NESTED]
+            for offer in _options_of(value, currency)]
 
 
 def _option_lists(record: dict[str, Any]) -> list[tuple[str, list[Any]]]:
@@ -160,7 +163,7 @@ def _offer_holder(element: dict[str, Any]) -> dict[str, Any] | None:
     `sellers[0].commertialOffer`), nearest first."""
     level = [element]
     for _ in range(OFFER_DEPTH):
-        level = [child for holder in level for child in _children(holder)]
+        level = [child for holder in level for child in _children(holder)][:NESTED]
         found = next((child for child in level if _prices("x", child)), None)
         if found is not None:
             return found
