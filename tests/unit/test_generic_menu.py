@@ -159,6 +159,118 @@ def test_a_product_detail_is_one_product_with_its_variants() -> None:
     assert paid(menu(payload)) == {("Hoodie", "S"): 40, ("Hoodie", "M"): 35}
 
 
+def test_a_variant_price_in_a_money_object_held_in_another() -> None:
+    payload = {"data": {"product": {"name": "Carrot Juice", "variants": [
+        {"name": "1l", "pricing": {"price": {"gross": {"amount": 4.5, "currency": "USD"}}}},
+        {"name": "2l", "pricing": {"price": {"gross": {"amount": 6.3, "currency": "USD"}}}}]}}}
+    assert paid(menu(payload)) == {("Carrot Juice", "1l"): Decimal("4.5"),
+                                   ("Carrot Juice", "2l"): Decimal("6.3")}
+
+
+def test_a_sku_priced_by_its_first_sellers_offer_keeps_the_skus_name() -> None:
+    def sku(name: str, price: int, listed: int) -> dict[str, Any]:
+        return {"itemId": "99", "name": name, "unitMultiplier": 1, "images": [{"imageId": "7"}],
+                "sellers": [{"sellerId": "1", "commertialOffer": {
+                    "AvailableQuantity": 3, "Price": price, "ListPrice": listed}}]}
+    payload = {"products": [{"productName": "Echo Dot", "items": [sku("white", 280, 310),
+                                                                   sku("black", 290, 310)]}]}
+    assert paid(menu(payload)) == {("Echo Dot", "white"): 280, ("Echo Dot", "black"): 290}
+
+
+def test_an_offer_deeper_than_the_offer_depth_is_not_an_options_price() -> None:
+    payload = {"products": [{"name": "Echo Dot", "items": [
+        {"name": "white", "a": {"b": {"c": {"price": 280}}}}]}]}
+    assert paid(menu(payload)) == {}
+
+
+def test_option_arrays_per_unit_inside_a_price_object_and_a_per_unit_price_beside() -> None:
+    payload = {"ms": [{"name": "Georgia Pie", "prices": {"gramsPerEighth": 3.5, "ounce": [
+        {"price": 70, "label": "1/8 oz", "originalPrice": 70, "gramUnitPrice": 20,
+         "thcUnitPrice": 0.83}], "gram": [{"price": 22, "label": "1 g"}]}},
+        {"name": "Sticky Buns", "price": {"price": 65, "label": "1/8 oz", "originalPrice": 65}}]}
+    assert paid(menu(payload)) == {("Georgia Pie", "1/8 oz"): 70, ("Georgia Pie", "1 g"): 22,
+                                   ("Sticky Buns", "1/8 oz"): 65}
+
+
+def test_a_pagers_links_are_not_products() -> None:
+    payload = {"products": [{"productName": "Mouse", "price": 950}],
+               "pagination": {"after": [{"index": 2, "proxyUrl": "search/p/1?page=2&count=5"},
+                                        {"index": 3, "proxyUrl": "search/p/1?page=3&count=5"}]}}
+    assert paid(menu(payload)) == {("Mouse", "default"): 950}
+
+
+def test_a_special_under_a_key_that_says_nothing_is_told_by_round_discounts_over_the_menu() -> None:
+    def variant(size: str, price: str, promo: str | None, stock: str) -> dict[str, Any]:
+        return {"name": size, "price": price, "k36": promo, "k1": stock, "k39": "1.0"}
+    payload = {"list": [
+        {"name": "Ice Cream Cake", "variants": [variant("3.5g", "30.0", "21.0", "38.0")]},
+        {"name": "L'Orange", "variants": [variant("3.5g", "55.0", "38.5", "12.0")]},
+        {"name": "Dos Si Dos", "variants": [variant("14g", "75.0", "56.25", "40.0"),
+                                            variant("28g", "120.0", None, "9.0")]}]}
+    assert paid(menu(payload)) == {("Ice Cream Cake", "3.5g"): 21, ("L'Orange", "3.5g"): Decimal("38.5"),
+                                   ("Dos Si Dos", "14g"): Decimal("56.25"), ("Dos Si Dos", "28g"): 120}
+
+
+def test_an_unnamed_column_below_the_price_but_not_round_discounts_off_it_is_no_special() -> None:
+    payload = {"list": [{"name": "Kush", "price": "30.0", "k1": "17.0"},
+                        {"name": "Haze", "price": "55.0", "k1": "12.0"},
+                        {"name": "Cake", "price": "75.0", "k1": "40.0"}]}
+    assert paid(menu(payload)) == {("Kush", "default"): 30, ("Haze", "default"): 55, ("Cake", "default"): 75}
+
+
+def test_parallel_lists_whose_special_is_an_empty_list_where_unset_keys_saying_nothing() -> None:
+    def product(name: str, size: str, price: int, special: list[str]) -> dict[str, Any]:
+        return {"Name": name, "k24": [size], "k27": [price], "k69": special,
+                "k66": [{"option": size, "k60": 30}]}
+    payload = {"data": {"k56": {"products": [
+        product("Forza | Live Sugar", "1gC", 43, ["27.95"]), product("Serving Tray", "N/A", 12, []),
+        product("Animal Mntz", "1/8oz", 34, []), product("Troche", "N/A", 25, ["18.75"])]}}}
+    assert paid(menu(payload)) == {("Forza | Live Sugar", "1gC"): Decimal("27.95"),
+                                   ("Serving Tray", "N/A"): 12, ("Animal Mntz", "1/8oz"): 34,
+                                   ("Troche", "N/A"): Decimal("18.75")}
+
+
+def test_a_money_object_in_a_wrapper_whose_key_says_nothing() -> None:
+    payload = {"product": {"name": "Carrot Juice", "variants": [
+        {"name": "1l", "k3": {"price": {"k9": {"amount": 4.5, "currency": "USD"}, "__typename": "T"}}}]}}
+    assert paid(menu(payload)) == {("Carrot Juice", "1l"): Decimal("4.5")}
+
+
+def test_a_price_objects_one_set_amount_under_keys_that_say_nothing_is_the_price() -> None:
+    payload = {"data": [{"attributes": {"name": "Salve", "prices": {"k26": 22, "k23": 0, "k22": None}}},
+                        {"attributes": {"name": "Cart", "prices": {"k26": 40, "k23": 0, "k22": 0}}}]}
+    assert paid(menu(payload)) == {("Salve", "default"): 22, ("Cart", "default"): 40}
+
+
+def test_one_size_on_every_product_labels_no_price_but_sizes_that_differ_do() -> None:
+    names = ("Salve", "Soda", "Cart", "Gummies", "Tincture")
+    same = [{"name": name, "price": 10 + i, "k11": "3.5 grams"} for i, name in enumerate(names)]
+    assert set(paid(menu(same))) == {(name, "default") for name in names}
+    differ = [{"name": name, "price": 10 + i, "size": f"{i + 1}g"} for i, name in enumerate(names)]
+    assert set(paid(menu(differ))) == {(name, f"{i + 1}g") for i, name in enumerate(names)}
+    few = same[:2]
+    assert set(paid(menu(few))) == {("Salve", "3.5 grams"), ("Soda", "3.5 grams")}
+
+
+def test_a_price_listed_in_several_currencies_is_read_in_the_menus_in_cents_by_magnitude() -> None:
+    def variant(title: str, eur: int, usd: int) -> dict[str, Any]:
+        return {"title": title, "prices": [{"currency_code": "eur", "amount": eur},
+                                           {"currency_code": "usd", "amount": usd}]}
+    payload = [{"title": "T-Shirt", "variants": [variant("S", 1950, 2200), variant("M", 1950, 2400)]},
+               {"title": "Mug", "variants": [variant("One Size", 1000, 1200)]}]
+    assert paid(menu(payload, "USD")) == {("T-Shirt", "S"): 22, ("T-Shirt", "M"): 24, ("Mug", "One Size"): 12}
+    assert paid(menu(payload, "EUR"))[("T-Shirt", "S")] == Decimal("19.5")
+    assert paid(menu(payload, "GBP"))[("Mug", "One Size")] == 10  # none in the menu's: the first
+
+
+def test_a_records_one_weight_in_a_list_labels_a_price_nothing_else_labels() -> None:
+    payload = [{"name": "Cereal Milk", "k17": ["eighth ounce"], "k97": {"price": "45.0"}},
+               {"name": "Live Rosin", "k17": ["1g"], "k97": {"price": "60.0"}},
+               {"name": "Gummies", "k17": ["eighth ounce", "ounce"], "k97": {"price": "20.0"}}]
+    assert paid(menu(payload)) == {("Cereal Milk", "eighth ounce"): 45, ("Live Rosin", "1g"): 60,
+                                   ("Gummies", "default"): 20}
+
+
 def test_whole_yen_are_not_taken_for_cents() -> None:
     payload = {"currency": "JPY", "items": [{"name": "Tea", "price": 1500},
                                             {"name": "Cup", "price": 2400}]}

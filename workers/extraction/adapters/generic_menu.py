@@ -15,6 +15,7 @@ list, when every price is a whole number and their median is 1000 or more.
 from __future__ import annotations
 
 import statistics
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
@@ -27,7 +28,7 @@ from workers.extraction.adapters.base import Extraction, ExtractionError, Page, 
 from workers.extraction.adapters.json_walk import Budget, find_records, load, named_currency
 from workers.extraction.adapters.menu_common import menu_observation
 from workers.extraction.adapters.menu_options import RawOffer, read_options
-from workers.extraction.adapters.menu_shapes import infer_records
+from workers.extraction.adapters.menu_shapes import MIN_SHARE, infer_records, percent_off
 from workers.extraction.adapters.offers import make_offer
 from workers.extraction.adapters.payload import first_text
 from workers.extraction.currency import minor_units
@@ -36,6 +37,8 @@ __all__ = ["CrossCheck", "GenericMenuAdapter", "cross_check", "read_menu"]
 
 #: a median whole-number price at or above this, with no fractional price, means cents
 CENTS_MEDIAN = 1000
+#: products that must all carry one size-shaped value for it to be the menu's, not theirs
+SAME_SIZE_PRODUCTS = 5
 _IDS = ("id", "product id", "uuid", "object id", "pos id", "sku", "slug")
 _BRANDS = ("brand", "brand name", "vendor", "manufacturer", "producer")
 _CATEGORIES = ("category", "category name", "kind", "product type")
@@ -45,10 +48,11 @@ def read_menu(data: Any, currency: str = "USD", budget: Budget | None = None
               ) -> tuple[Observation, ...]:
     """The products of a parsed JSON payload; () when it holds none (or is hostile)."""
     read: dict[int, list[RawOffer]] = {}  # the options product_record read, by record
-    found = find_records(data, lambda item: product_record(item, read), budget,
+    found = find_records(data, lambda item: product_record(item, read, currency), budget,
                          infer=infer_records)
     codes = [named_currency(item.record) or item.currency or currency for item in found]
-    offers = _in_units([read[id(item.record)] for item in found], codes)
+    offers = _one_size_everywhere(
+        _specials_by_column(_in_units([read[id(item.record)] for item in found], codes)))
     observations: dict[tuple[str, str, tuple[Offer, ...]], Observation] = {}
     for item, options, code in zip(found, offers, codes, strict=True):
         obs = _observation(item.record, options, code)  # one product listed twice at one price
@@ -56,15 +60,15 @@ def read_menu(data: Any, currency: str = "USD", budget: Budget | None = None
     return tuple(observations.values())
 
 
-def product_record(item: Any, read: dict[int, list[RawOffer]] | None = None
-                   ) -> dict[str, Any] | None:
+def product_record(item: Any, read: dict[int, list[RawOffer]] | None = None,
+                   currency: str | None = None) -> dict[str, Any] | None:
     """The item as a product record: itself when it has a name and a price, else the
     first object it wraps that has (its own scalar fields kept beside), else None. The
     options read are kept in `read`, by the record's id."""
     if not isinstance(item, dict):
         return None
     for candidate in (item, *(c for _, c in islice(item.items(), f.MAX_KEYS) if isinstance(c, dict))):
-        found = read_options(candidate) if _name(candidate) else []
+        found = read_options(candidate, currency) if _name(candidate) else []
         if found:
             record = candidate if candidate is item else {**_scalars(item), **candidate}
             if read is not None:
@@ -106,6 +110,42 @@ def _in_units(menus: list[list[RawOffer]], codes: list[str]) -> list[list[RawOff
         return menus
     return [[offer.scaled(10 ** minor_units(code)) for offer in options]
             for options, code in zip(menus, codes, strict=True)]
+
+
+def _specials_by_column(menus: list[list[RawOffer]]) -> list[list[RawOffer]]:
+    """Specials under keys that say nothing, told apart over the whole menu: an unnamed
+    amount is an option's special when, wherever it is set, it is below the price (at
+    least `MIN_SHARE` of it) and on most rows a round percentage off it
+    (`menu_shapes.percent_off`); stock counts, potencies and per-gram prices are not."""
+    pairs: dict[str, list[tuple[Decimal, Decimal]]] = defaultdict(list)
+    for options in menus:
+        for offer in options:
+            if offer.regular is not None:
+                for key, amount in offer.unnamed:
+                    pairs[key].append((amount, offer.regular))
+    specials = {key for key, found in pairs.items()
+                if all(MIN_SHARE * price <= amount < price for amount, price in found)
+                and percent_off(found)}
+    if not specials:
+        return menus
+    return [[_special_of(offer, specials) for offer in options] for options in menus]
+
+
+def _one_size_everywhere(menus: list[list[RawOffer]]) -> list[list[RawOffer]]:
+    """A size-shaped field of the products themselves with one value on all of them, five
+    or more (`SAME_SIZE_PRODUCTS`; `"3.5 grams"` on a salve and a soda alike), says
+    something of the menu, not of each product: it labels no price."""
+    sizes = [{offer.option for offer in options if offer.sized} for options in menus]
+    labelled = [found for found in sizes if found]
+    if len(labelled) < SAME_SIZE_PRODUCTS or len(set().union(*labelled)) != 1:
+        return menus
+    return [[replace(offer, option="default", sized=False) if offer.sized else offer
+             for offer in options] for options in menus]
+
+
+def _special_of(offer: RawOffer, specials: set[str]) -> RawOffer:
+    special = next((amount for key, amount in offer.unnamed if key in specials), None)
+    return replace(offer, special=special) if special is not None else offer
 
 
 def _observation(record: dict[str, Any], options: Sequence[RawOffer], code: str) -> Observation:

@@ -46,6 +46,8 @@ MAX_PRICE = Decimal(1_000_000)
 KEY_CACHE = 8192
 #: keys of one object looked at (a hostile object with a million keys stays cheap)
 MAX_KEYS = 400
+#: money objects held in money objects that are looked into (`{"gross": {"amount": …}}`)
+MONEY_DEPTH = 1
 #: a size by the shape of its value: a number (or fraction) and a unit, or "each"
 _SIZE = re.compile(r"\s*(?:(?:\d*[.,]\d+|\d+/\d+|\d+)\s*(?:g|gr|grams?|mg|kg|oz|ounces?|ml|l|lbs?|"
                    r"pcs?|pieces?|ct|count|pk|pack|ea|each|units?)\.?|each|unit)\s*$", re.I)
@@ -199,14 +201,20 @@ def _is_number(word: str) -> bool:
     return word[:1].isdigit()
 
 
-def amount(value: Any) -> Decimal | None:
-    """A positive price from a number, a numeric string or a money object."""
+def amount(value: Any, depth: int = 0) -> Decimal | None:
+    """A positive price from a number, a numeric string or a money object, itself
+    possibly held in one more (`{"gross": {"amount": 4.5, "currency": "USD"}}`)."""
     if isinstance(value, dict):
-        inner = next((value[k] for k in value if joined(k) in ("amount", "value", "price", "raw",
-                                                                "gross", "cents")), None)
-        if inner is None or isinstance(inner, dict):
+        inner = next((value[k] for k in islice(value, MAX_KEYS)
+                      if joined(k) in ("amount", "value", "price", "raw", "gross", "cents")), None)
+        if inner is None:  # {"taxed": {"amount": …}, "__typename": "…"}: its one object
+            objects = [v for v in islice(value.values(), MAX_KEYS) if isinstance(v, dict)]
+            inner = objects[0] if len(objects) == 1 else None
+        if inner is None or (isinstance(inner, dict) and depth >= MONEY_DEPTH):
             return None
-        return amount(inner)
+        return amount(inner, depth + 1)
+    if isinstance(value, (list, tuple)):  # never a price read off a list's text
+        return None
     if isinstance(value, float):
         try:
             value = Decimal(repr(value))

@@ -8,7 +8,7 @@ fields of objects an element holds are columns too, `attributes.name`, two level
 zero is "not set":
 
 - the **name** column holds varied strings, mostly letters, usually several words —
-  not ids, urls, dates, slugs or long descriptions;
+  not ids, urls, paths, dates, slugs or long descriptions;
 - a **price** column holds positive numbers (or numeric strings) of plausible
   magnitude with at most two decimals; a key that names a price wins, then a column
   holding cents (whole numbers are more often counts and ids), then the largest
@@ -41,7 +41,7 @@ from typing import Any
 
 from workers.extraction.adapters import menu_fields as f
 
-__all__ = ["infer_records"]
+__all__ = ["MIN_SHARE", "infer_records", "percent_off"]
 
 #: objects of one array (and of its option arrays) that decide its columns
 SAMPLE = 200
@@ -52,9 +52,14 @@ SHARED = 0.6
 LOWEST, HIGHEST = Decimal("0.5"), Decimal(100_000)
 #: a special is at least this share of the price (a column far below is another quantity)
 MIN_SHARE = Decimal("0.2")
+#: share of a lower column's rows that must be a round percentage off the price
+ROUND_OFF = Decimal("0.8")
+#: how far a special may be from the price less its round discount (rounding to the cent)
+CENT = Decimal("0.011")
 _NUMBER = re.compile(r"\s*\d+(?:\.\d+)?\s*$")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4}")
 _ID = re.compile(r"[0-9a-fA-F-]{8,}|[\w-]*\d[\w-]*")
+_PATH = re.compile(r"[?=&]|/.*/")
 _NOT_PRICE = f.NOT_PAID | f.QUANTITIES | frozenset({"weight", "rating", "thc", "cbd", "lat", "lon"})
 
 Row = dict[str, Any]
@@ -161,8 +166,9 @@ def _name_like(text: str) -> bool:
     stripped = text.strip()
     if not 2 <= len(stripped) <= 200 or "://" in stripped or "<" in stripped:
         return False
-    if _DATE.match(stripped) or (" " not in stripped and _ID.fullmatch(stripped)):
-        return False
+    if _DATE.match(stripped) or (" " not in stripped and (_ID.fullmatch(stripped)
+                                                          or _PATH.search(stripped))):
+        return False  # dates, ids, and paths or queries (a pager's `search/…?page=2`)
     letters = sum(c.isalpha() for c in stripped)
     return letters >= 0.5 * len(stripped.replace(" ", ""))
 
@@ -228,19 +234,43 @@ def _amount(value: Any) -> Decimal | None:
 
 
 def _lower_beside(column: list[Decimal | None], prices: list[Decimal | None], key: str) -> bool:
-    """Lower than the price wherever both are set; named a sale, or set on some rows only."""
+    """Lower than the price wherever both are set; named a sale, set on some rows only, or
+    a whole percentage off the price on most rows (`percent_off`)."""
     pairs = [(s, p) for s, p in zip(column, prices, strict=True) if s is not None and p is not None]
     if not pairs or any(s >= p or s < MIN_SHARE * p for s, p in pairs):
         return False
-    return f.is_sale_key(key) or len(pairs) < 0.9 * sum(p is not None for p in prices)
+    return (f.is_sale_key(key) or len(pairs) < 0.9 * sum(p is not None for p in prices)
+            or percent_off(pairs))
+
+
+def percent_off(pairs: list[tuple[Decimal, Decimal]]) -> bool:
+    """Whether the lower amounts are the prices less a round discount (5 %, 10 %, … 80 %
+    off, to the cent) on `ROUND_OFF` of the pairs, two at least: how a special sits beside
+    its price. A per-gram price is the price over a weight (1/3.5, 1/7), a potency or a
+    stock count bears no relation to it."""
+    if len(pairs) < 2:
+        return False
+    return sum(_round_off(special, price) for special, price in pairs) >= ROUND_OFF * len(pairs)
+
+
+def _round_off(special: Decimal, price: Decimal) -> bool:
+    off = 100 - special * 100 / price
+    step = (off / 5).to_integral_value() * 5
+    return Decimal(5) <= step <= Decimal(80) and abs(price * (100 - step) / 100 - special) <= CENT
 
 
 Rank = tuple[bool, bool, Decimal]
 _NO_RANK: Rank = (False, False, Decimal(0))
 
 
-def _price_rank(rows: list[Row], key: str) -> Rank:
-    return _rank(key, [_amount(row.get(key)) for row in rows])
+def _price_rank(rows: list[Row], key: str, special: str | None = None) -> Rank:
+    """A reading's rank (`_rank` of its price column); a special column beside it that
+    carries cents counts as cents."""
+    named, cents, median = _rank(key, [_amount(row.get(key)) for row in rows])
+    if special is not None and not cents:
+        cents = any(a is not None and a != a.to_integral_value()
+                    for a in (_amount(row.get(special)) for row in rows))
+    return named, cents, median
 
 
 def _option_column(objects: list[Row], columns: set[str]
@@ -257,7 +287,7 @@ def _option_column(objects: list[Row], columns: set[str]
         price, special = _price_columns(elements, inner)
         label = _label_column(elements, inner - {price, special}) if price else None
         if price is not None and label is not None:
-            return (key, label, price, special), _price_rank(elements, price)
+            return (key, label, price, special), _price_rank(elements, price, special)
     return None, _NO_RANK
 
 
@@ -301,9 +331,9 @@ def _parallel_columns(objects: list[Row], columns: set[str]
         flat = [v for row in names for v in row[:20]]
         if not flat or sum(_option_like(v) for v in flat) < 0.5 * len(flat):
             continue
-        rows = [{k: o[k][i] for k in lists if len(o[k]) == len(o[labels])}
-                for o in objects for i in range(min(len(o[labels]), 20))]
+        rows = [{k: o[k][i] if o[k] else None for k in lists if len(o[k]) in (0, len(o[labels]))}
+                for o in objects for i in range(min(len(o[labels]), 20))]  # [] is "not set"
         price, special = _price_columns(rows, _columns(rows) - {labels})
         if price is not None:
-            return (labels, price, special), _price_rank(rows, price)
+            return (labels, price, special), _price_rank(rows, price, special)
     return None, _NO_RANK
