@@ -5,9 +5,11 @@
                                            [--pg postgresql://postgres@127.0.0.1:5432/test]
 
 For each size, a fresh PostgreSQL schema gets a fleet's history of that many events
-(`growth_history.record_history`: real aggregates, mapper and recorder, big groups;
-with `--schema`, a store recorded earlier into that schema is measured as it is, its
-history resumed by `growth_history.resume_history`), then, on that store:
+(`growth_fast.generate_history`: the domain's aggregates in memory, the application's
+mapper, snapshots and recorder, big COPYs; `--recorded`: `growth_history.record_history`,
+every result through `record_many`, ~5x the CPU; with `--schema`, a store recorded
+earlier into that schema is measured as it is, its history resumed by
+`growth_history.resume_history`), then, on that store:
 - rebuild: every read model from position 0 (`projections.rebuild`), seconds and
   events/s; the whole notification log read ahead as the runner does (events/s), and
   its last 100,000 events (what a relay or projector that keeps up reads: the store's
@@ -55,6 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import psycopg  # noqa: E402
+from growth_fast import generate_history  # noqa: E402
 from growth_history import (  # noqa: E402
     T0,
     FleetShape,
@@ -222,11 +225,14 @@ def measure_duckdb(ledger: Ledger, product: str) -> tuple[float, float, float]:
 
 
 def measure_size(pg: str, size: int, keep: bool, schema: str | None = None,
-                 skip: frozenset[str] = frozenset(), compact: bool = True) -> list[Row]:
+                 skip: frozenset[str] = frozenset(), compact: bool = True,
+                 recorded: bool = False) -> list[Row]:
     """Every figure at one size. With `schema`, that schema's store is used (filled to
     `size` events first if it holds fewer: `--schema` resumes nothing, it records a
     history only into an empty one) and kept. `compact`: unchanged observations as
-    compact sightings (the ledger's default) or one Product.Observed each."""
+    compact sightings (the ledger's default) or one Product.Observed each; `recorded`:
+    the history recorded through `record_many` rather than generated (always so
+    without `compact`: the generator writes compact sightings)."""
     keep = keep or schema is not None
     schema = schema or f"growth_{uuid.uuid4().hex[:8]}"
     data = Path(tempfile.mkdtemp(prefix="crawl-ledger-growth-"))
@@ -240,7 +246,8 @@ def measure_size(pg: str, size: int, keep: bool, schema: str | None = None,
         print(f"\n{size:,} events: {shape.stores} stores x {shape.products} products, "
               f"{shape.crawls_per_day} crawls a day; schema {schema}", flush=True)
         if (ledger.app.recorder.max_notification_id() or 0) == 0:
-            history = record_history(ledger, size, shape, progress=_progress(size))
+            record = record_history if recorded or not compact else generate_history
+            history = record(ledger, size, shape, progress=_progress(size))
             append = history.rate
         else:
             history, append = resume_history(ledger, shape), nan
@@ -286,7 +293,7 @@ def measure_size(pg: str, size: int, keep: bool, schema: str | None = None,
         ("events in the store", events, ""),
         ("record a 500-product result p50", p50 * 1000, "ms"),
         ("record a 500-product result p95", p95 * 1000, "ms"),
-        ("append (record_many, 20 results a group)", append, "ev/s"),
+        ("history written (generated, or recorded: --recorded)", append, "ev/s"),
         ("catch-up of new results on the grown models", after / caught, "ev/s"),
         ("catch-up read of the log (read ahead)", read, "ev/s"),
         ("read of the log's last 100k events (relay, tail)", tail, "ev/s"),
@@ -373,6 +380,9 @@ def main() -> None:
     parser.add_argument("--per-product", action="store_true",
                         help="record every observation as a Product.Observed (no Sightings), "
                              "as the ledger did before compact sightings")
+    parser.add_argument("--recorded", action="store_true",
+                        help="record the history through record_many (the recording path, "
+                             "~5x the CPU) instead of generating it (growth_fast)")
     parser.add_argument("--schema", help="one size only: measure the store in this schema "
                         "(recording its history first if it is empty) and keep it")
     parser.add_argument("--skip", default="", help="figures to leave out (NaN), comma-separated:"
@@ -389,8 +399,8 @@ def main() -> None:
         raise SystemExit(f"bad --skip {args.skip!r}: use audit, duckdb, read")
     if args.schema and len(sizes) != 1:
         raise SystemExit("--schema measures one size: give one --sizes")
-    results = [measure_size(args.pg, size, args.keep, args.schema, skip, not args.per_product)
-               for size in sizes]
+    results = [measure_size(args.pg, size, args.keep, args.schema, skip, not args.per_product,
+                            args.recorded) for size in sizes]
     report(sizes, results)
 
 

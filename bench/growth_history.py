@@ -72,30 +72,56 @@ class StoreCatalog:
     cents: list[int] = field(default_factory=list)
     listed: list[bool] = field(default_factory=list)
     sold_out: list[bool] = field(default_factory=list)
+    #: the products whose price, listing or stock the last move changed
+    moved: set[int] = field(default_factory=set)
+    #: each product's observation as of the last `crawl_listed` (rebuilt when it moves)
+    shown: list[Observation | None] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         count = self.shape.products
         self.cents = [500 + self.rng.randrange(10_000) for _ in range(count)]
         self.listed = [True] * count
         self.sold_out = [False] * count
+        self.shown = [None] * count
 
     def crawl(self) -> tuple[Observation, ...]:
         """The next crawl's observations (the catalog moves first)."""
         self._move()
         return tuple(self._observation(i) for i in range(self.shape.products) if self.listed[i])
 
+    def crawl_listed(self) -> list[tuple[int, Observation]]:
+        """`crawl` (the same moves, the same random draws) as (product number,
+        observation) pairs, the observations of products that did not move reused."""
+        self._move()
+        shown = self.shown
+        for i in self.moved:
+            shown[i] = None
+        listed = []
+        for i, on in enumerate(self.listed):
+            if on:
+                obs = shown[i]
+                if obs is None:
+                    obs = shown[i] = self._observation(i)
+                listed.append((i, obs))
+        return listed
+
     def _move(self) -> None:
         s, rng = self.shape, self.rng
+        moved = self.moved = set()
         for i in range(s.products):
             if rng.random() < s.price_change_rate:
                 self.cents[i] = max(100, self.cents[i] + rng.choice((-500, -200, -100, 100, 200)))
+                moved.add(i)
             if self.listed[i]:
                 self.listed[i] = rng.random() >= s.delist_rate
             else:
                 self.listed[i] = rng.random() < s.relist_rate
+            if not self.listed[i]:
+                moved.add(i)
             flip = s.restock_rate if self.sold_out[i] else s.sold_out_rate
             if rng.random() < flip:
                 self.sold_out[i] = not self.sold_out[i]
+                moved.add(i)
 
     def _observation(self, i: int) -> Observation:
         n, base = self.number, self.cents[i]

@@ -103,8 +103,12 @@ class Backend(ABC):
         """The `notification_rows` of these positions, in order."""
 
     @abstractmethod
-    def stream_rows(self, recorder: Any, stream_id: UUID) -> list[StoredRow]:
-        """One stream's (position, originator id, version, topic, state), by version."""
+    def stream_rows(self, recorder: Any, stream_id: UUID, after: int = 0,
+                    last: int | None = None) -> list[StoredRow]:
+        """One stream's (position, originator id, version, topic, state), by version: those
+        after position `after`, and of them only the newest `last` (None: all). Read
+        through the (originator id, version) key, newest first when `last` bounds it, so
+        a bounded read costs the same however long the stream is."""
 
     @abstractmethod
     def import_rows(self, recorder: Any, batches: Iterable[Sequence[ImportRow]]) -> int:

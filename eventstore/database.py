@@ -63,6 +63,15 @@ class Tx(ABC):
         for batch in data.select(names).to_batches(20_000):
             self.executemany(sql, list(zip(*(c.to_pylist() for c in batch.columns))))
 
+    def load_table(self, ddl: Sequence[str], table: str, columns: dict[str, str],
+                   data: pa.Table) -> None:
+        """Create `table` (its `ddl`, from `table_ddl`; it must not exist) and fill it
+        with `data` (a `read_table` result), in this transaction: a bulk load. SQLite:
+        the statements, then the rows (its full-text triggers index each one)."""
+        for statement in ddl:
+            self.execute(statement)
+        self.write_table(table, columns, data)
+
     @abstractmethod
     def commit_without_flush(self) -> None:
         """Let this transaction's commit return before it is durable (a crash may lose
@@ -357,16 +366,45 @@ class _PostgresTx(Tx):
             data = b"".join(bytes(block) for block in copy)
         return from_csv(data, columns)
 
-    def write_table(self, table: str, columns: dict[str, str], data: pa.Table) -> None:
+    def write_table(self, table: str, columns: dict[str, str], data: pa.Table,
+                    options: str = "") -> None:
         """`Tx.write_table` through `COPY … FROM STDIN` of Arrow's CSV."""
         from eventstore.arrow_rows import to_csv
 
         with self.conn.cursor() as cursor, cursor.copy(
-                f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT csv)") as copy:
+                f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT csv{options})") as copy:
             for block in to_csv(data.select(list(columns))):
                 copy.write(block)
 
+    def load_table(self, ddl: Sequence[str], table: str, columns: dict[str, str],
+                   data: pa.Table) -> None:
+        """`Tx.load_table` as PostgreSQL bulk-loads: the table created without its primary
+        key, the rows sent by `COPY … FREEZE` (written frozen: the table is this
+        transaction's own, so no later pass rewrites every page to set hint bits), then
+        the primary key and the other indexes built over the rows at once (a sort each,
+        with `BULK_LOAD_MEMORY` of `maintenance_work_mem`, not a B-tree insert a row)."""
+        indexes = [s for s in ddl if s.split(None, 2)[1] == "INDEX"]
+        for statement in ddl:
+            if statement not in indexes:
+                self.execute(statement)
+        self.execute(f"SET LOCAL maintenance_work_mem TO '{BULK_LOAD_MEMORY}'")
+        key = self.execute("SELECT conname, pg_get_constraintdef(oid) AS definition FROM "
+                           "pg_constraint WHERE conrelid = ?::regclass AND contype = 'p'",
+                           (table,))
+        for row in key:
+            self.execute(f"ALTER TABLE {table} DROP CONSTRAINT {row['conname']}")
+        self.write_table(table, columns, data, ", FREEZE")
+        for row in key:
+            self.execute(f"ALTER TABLE {table} ADD CONSTRAINT {row['conname']} "
+                         f"{row['definition']}")
+        for statement in indexes:
+            self.execute(statement)
 
+
+#: `maintenance_work_mem` while a bulk load builds its indexes: a read model's keys and
+#: full-text documents sort in memory instead of in runs spilled to disk (the server's
+#: default is 64 MB; this is taken only while an index is built, by one process)
+BULK_LOAD_MEMORY = "256MB"
 UNNEST_MIN_ROWS = 8  # below this, executemany's few rounds cost less than building arrays
 
 

@@ -117,9 +117,14 @@ class PostgresBackend(Backend):
         return _stored_rows(recorder, "notification_id = ANY(%s) ORDER BY notification_id",
                             (list(positions),))
 
-    def stream_rows(self, recorder: Any, stream_id: UUID) -> list[StoredRow]:
-        return _stored_rows(recorder, "originator_id = %s ORDER BY originator_version",
-                            (stream_id,))
+    def stream_rows(self, recorder: Any, stream_id: UUID, after: int = 0,
+                    last: int | None = None) -> list[StoredRow]:
+        if last is None:
+            return _stored_rows(recorder, "originator_id = %s AND notification_id > %s "
+                                "ORDER BY originator_version", (stream_id, after))
+        rows = _stored_rows(recorder, "originator_id = %s AND notification_id > %s "
+                            "ORDER BY originator_version DESC LIMIT %s", (stream_id, after, last))
+        return rows[::-1]
 
     def import_rows(self, recorder: Any, batches: Iterable[Sequence[ImportRow]]) -> int:
         store = recorder.datastore

@@ -157,13 +157,17 @@ class SQLiteBackend(Backend):
                 "ORDER BY rowid", part)]
         return found
 
-    def stream_rows(self, recorder: Any, stream_id: UUID) -> list[StoredRow]:
+    def stream_rows(self, recorder: Any, stream_id: UUID, after: int = 0,
+                    last: int | None = None) -> list[StoredRow]:
+        order = "ORDER BY originator_version" + ("" if last is None else " DESC LIMIT ?")
         statement = (f"SELECT rowid, originator_id, originator_version, topic, state FROM "
-                     f"{recorder.events_table_name} WHERE originator_id = ? "
-                     f"ORDER BY originator_version")
+                     f"{recorder.events_table_name} WHERE originator_id = ? AND rowid > ? "
+                     + order)
+        parameters: tuple[Any, ...] = (UUID(str(stream_id)).hex, after)
         with recorder.datastore.transaction(commit=False) as cursor:
-            cursor.execute(statement, (UUID(str(stream_id)).hex,))
-            return [tuple(row) for row in cursor.fetchall()]
+            cursor.execute(statement, parameters if last is None else (*parameters, last))
+            rows = [tuple(row) for row in cursor.fetchall()]
+        return rows if last is None else rows[::-1]
 
     def chain_rows(self, recorder: Any, after: int, limit: int) -> list[LinkedRow]:
         return _query(recorder, "SELECT rowid, originator_id, originator_version, topic, state, "

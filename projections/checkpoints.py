@@ -216,23 +216,16 @@ def latest_usable(db: Database, projections: Sequence[Projection], link_at: Link
 def restore(db: Database, projections: Sequence[Projection], position: int,
             tables: dict[str, pa.Table]) -> None:
     """Replace the projections' tables with a checkpoint's and set their position, in
-    one transaction. PostgreSQL's secondary indexes are built after the rows are in."""
-    specs = {t.name: (p, t) for p in projections for t in p.tables}
+    one transaction; each table is bulk-loaded (`Tx.load_table`: on PostgreSQL `COPY`
+    into the bare table, then its keys and indexes built over the rows)."""
     with db.transaction() as tx:
         create_positions(db, tx)
         for projection in projections:
             projection.drop_in(db, tx)
-        later: list[str] = []
-        for name, (projection, table) in specs.items():
-            statements = table.ddl(db, projection.prefix)
-            for statement in statements:
-                if db.dialect == "postgres" and statement.split(None, 2)[1] == "INDEX":
-                    later.append(statement)
-                else:
-                    tx.execute(statement)
-            tx.write_table(projection.prefix + name, table.columns, tables[name])
-        for statement in later:
-            tx.execute(statement)
+        for projection in projections:
+            for table in projection.tables:
+                tx.load_table(table.ddl(db, projection.prefix), projection.prefix + table.name,
+                              table.columns, tables[table.name])
         tx.executemany(MOVE_POSITION, [(p.tracking_name, position) for p in projections])
 
 

@@ -19,6 +19,7 @@ from datetime import datetime
 from uuid import UUID
 
 from domain.envelope import Envelope
+from domain.errors import NotFound
 from domain.timeutil import parse_iso
 from runtime.history import stream_history
 from runtime.ledger import Ledger
@@ -39,10 +40,12 @@ def unchanged_sightings(ledger: Ledger, history: list[Envelope], at: datetime | 
     all) are `history` had by `at`, and the time of the last one (None: none)."""
     count, last = 0, None
     crawls: dict[str, list[Envelope]] = {}
-    for start, end in _spans(history):
+    spans = _spans(history)
+    for start, end in spans:
         job = str(start.payload["job_id"])
         if job not in crawls:
-            crawls[job] = _catalog_successes(ledger, job, at)
+            first = min(s.position for s, _ in spans if s.payload["job_id"] == job)
+            crawls[job] = _catalog_successes(ledger, job, at, first)
         seen = _between(crawls[job], start, end, job)
         count += len(seen)
         if seen:
@@ -89,11 +92,17 @@ def _between(successes: list[Envelope], start: Envelope, end: Envelope | None,
     return inside
 
 
-def _catalog_successes(ledger: Ledger, job: str, at: datetime | None) -> list[Envelope]:
-    """The job's `Succeeded` events recorded by `at`; none for a job that is not a
-    catalog job (only catalog crawls record unchanged sightings)."""
-    history = [e for e in stream_history(ledger, UUID(job))
-               if at is None or parse_iso(e.recorded_at) <= at]  # type: ignore[operator]
-    if not history or history[0].payload.get("kind") != "catalog":
+def _catalog_successes(ledger: Ledger, job: str, at: datetime | None,
+                       after: int) -> list[Envelope]:
+    """The job's `Succeeded` events after position `after` recorded by `at` (only the
+    job's events since the product's first run of sightings are read, not its whole
+    history); none for a job that is not a catalog job (only catalog crawls record
+    unchanged sightings)."""
+    try:
+        if ledger.app.get_job(job).kind != "catalog":  # from its snapshot: a bounded read
+            return []
+    except NotFound:
         return []
-    return [e for e in history if e.event_type == "CrawlJob.Succeeded"]
+    return [e for e in stream_history(ledger, UUID(job), after)
+            if e.event_type == "CrawlJob.Succeeded"
+            and (at is None or parse_iso(e.recorded_at) <= at)]  # type: ignore[operator]

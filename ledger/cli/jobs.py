@@ -11,7 +11,13 @@ from domain.values import JOB_KINDS
 from ledger.cli.arguments import number
 from ledger.cli.context import format_duration, open_ledger, parse_duration, utcnow
 from ledger.cli.errors import CommandError
-from ledger.cli.history import add_show_parser, parse_as_of, print_history, stream_as_of
+from ledger.cli.history import (
+    add_show_parser,
+    history_title,
+    parse_as_of,
+    print_history,
+    stream_as_of,
+)
 from ledger.cli.ids import resolve_id, resolve_store
 from ledger.cli.output import print_json, print_table, short, shown_id
 from projections.queries import JOB_STATES
@@ -102,7 +108,8 @@ def list_jobs(args: argparse.Namespace) -> int:
 def show_job(args: argparse.Namespace) -> int:
     with open_ledger() as ledger:
         job_id = resolve_id(ledger, "job", args.job_id)
-        job, history = stream_as_of(ledger, ledger.app.get_job(job_id), args.as_of)
+        job, history = stream_as_of(ledger, ledger.app.get_job(job_id), args.as_of,
+                                    None if args.all else args.last)
         status = (job_as_of(ledger, job, parse_as_of(args.as_of))["state"] if args.as_of
                   else ledger.read.job(str(job.id)))
     if args.json:
@@ -119,7 +126,7 @@ def show_job(args: argparse.Namespace) -> int:
     if job.nonretryable_failures:
         print(f"  non-retryable failures in a row: {job.nonretryable_failures} of "
               f"{NON_RETRYABLE_LIMIT} (dead-lettered at {NON_RETRYABLE_LIMIT})")
-    print_history("history", history)
+    print_history(history_title(job, history), history)
     return 0
 
 

@@ -10,6 +10,7 @@ from ledger.cli.arguments import number
 from ledger.cli.context import open_ledger
 from ledger.cli.history import (
     add_show_parser,
+    history_title,
     offer_line,
     parse_as_of,
     print_history,
@@ -77,7 +78,8 @@ def _stock_cell(in_stock: bool | None, since: str | None) -> str:
 def show_product(args: argparse.Namespace) -> int:
     with open_ledger() as ledger:
         product_id = resolve_id(ledger, "product", args.product_id)
-        product, history = stream_as_of(ledger, ledger.app.get_product(product_id), args.as_of)
+        product, history = stream_as_of(ledger, ledger.app.get_product(product_id),
+                                        args.as_of, None if args.all else args.last)
         current = (product_as_of(ledger, product, parse_as_of(args.as_of))["state"] if args.as_of
                    else ledger.read.product(str(product.id)))
     if args.json:
@@ -95,6 +97,6 @@ def show_product(args: argparse.Namespace) -> int:
     print(f"  {stock}; {observations} observations; misses {product.consecutive_misses}")
     for offer in product.offers.values():
         print(f"  {offer_line(offer)}")
-    print_history("history", history)
+    print_history(history_title(product, history), history)
     return 0
 

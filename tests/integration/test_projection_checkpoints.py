@@ -43,6 +43,7 @@ def test_rebuild_from_checkpoint_equals_a_rebuild_from_zero(
         checkpointed: tuple[Ledger, int], capsys: pytest.CaptureFixture[str]) -> None:
     ledger, position = checkpointed
     live = tables(ledger)
+    objects = ledger.db.object_names()
     stock = live["stock_status"]
     assert {r["status"] for r in stock} >= {"in_stock", "out_of_stock"}
     assert any(r["times_out"] for r in stock)
@@ -54,6 +55,7 @@ def test_rebuild_from_checkpoint_equals_a_rebuild_from_zero(
     replayed = ledger.source.head() - position
     assert f"from checkpoint 1 at position {position}: {replayed} events replayed" in out
     assert tables(ledger) == live
+    assert ledger.db.object_names() == objects  # keys, indexes, full-text index: all rebuilt
 
     assert main(["projections", "rebuild", "--from-zero"]) == 0
     assert f"from position 0: {ledger.source.head()} events replayed" in capsys.readouterr().out
