@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from backends import BACKENDS, settings_for, store_url
 
 from projections.audit import verify
-from tests.backends import BACKENDS, settings_for, store_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
