@@ -294,7 +294,7 @@ def main() -> None:
     with Server(args.hosts, args.pages) as server:
         print(f"{args.pages} URLs on {args.hosts} hosts ({len(server.urls()) // PRIVATE_EVERY}"
               f" disallowed by robots.txt), per-host concurrency {args.per_host},"
-              f" total {args.per_host * args.hosts}, crawl_delay 0", flush=True)
+              f" total {args.per_host * args.hosts}, crawl_delay 0 ({_load()})", flush=True)
         benches = {
             "ours": lambda: bench_ours(server, args.per_host, args.profile),
             "embedded": lambda: bench_embedded(server, args.per_host),
@@ -311,14 +311,35 @@ def main() -> None:
         finally:
             remove_scratch()
         hits = server.hits()
-    print(f"server hits: {dict(hits)}  (private must be 0)")
+    print(f"server hits: {dict(hits)}  (private must be 0); at the end: {_load()}")
     _table(rows, "scrapy" in only and python is None)
+
+
+#: (b)'s budgets against Scrapy in the same run: CPU a page at most this share of Scrapy's,
+#: pages a minute at least this multiple
+CPU_BUDGET = 0.8
+PACE_BUDGET = 1.5
+
+
+def _budgets(cpu_ratio: float, pace_ratio: float) -> None:
+    def met(ok: bool) -> str:
+        return "met" if ok else "NOT met"
+
+    print(f"budget: (b) CPU a page {cpu_ratio:.2f}x Scrapy's (<= {CPU_BUDGET}x):"
+          f" {met(cpu_ratio <= CPU_BUDGET)}")
+    print(f"budget: (b) pages/min {pace_ratio:.2f}x Scrapy's (>= {PACE_BUDGET}x):"
+          f" {met(pace_ratio >= PACE_BUDGET)}")
+
+
+def _load() -> str:
+    """The host's load averages (1, 5, 15 min): the figures of a shared host move with it."""
+    return "load average " + ", ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def _show(run: int, name: str, result: dict[str, Any]) -> None:
     extra = {k: v for k, v in result.items() if k not in ("pages", "elapsed")}
     print(f"  run {run + 1} {name:9} {result['pages']:6} pages in {result['elapsed']:6.2f}s"
-          f" = {per_min(result):8,.0f} pages/min  {extra}", flush=True)
+          f" = {per_min(result):8,.0f} pages/min  {extra}  ({_load()})", flush=True)
 
 
 def _table(rows: dict[str, list[dict[str, Any]]], scrapy_missing: bool) -> None:
@@ -349,6 +370,8 @@ def _table(rows: dict[str, list[dict[str, Any]]], scrapy_missing: bool) -> None:
     print("\nCPU a page, ms (whole processes, user + system, medians; the page server's"
           f" {served:.2f} ms apart): " + ", ".join(
               f"{labels[name][:3]} {value:.2f}" for name, value in cpu.items()))
+    if rows.get("embedded") and rows.get("scrapy"):
+        _budgets(cpu["embedded"] / cpu["scrapy"], medians["embedded"] / medians["scrapy"])
     if rows.get("embedded") and IN_CHILD is not False:
         runner = statistics.median(r["cpu_ms"]["runner"] for r in rows["embedded"])
         child = statistics.median(r["cpu_ms"]["crawl_process"] for r in rows["embedded"])

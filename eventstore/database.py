@@ -12,6 +12,7 @@ A read sees every write committed before it started.
 
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
 import threading
@@ -87,8 +88,14 @@ def _read_table(tx: Tx, table: str, columns: dict[str, str], key: Sequence[str])
 
 def upsert_statement(table: str, key: Sequence[str], columns: dict[str, str],
                      rows: int = 1) -> str:
-    """`INSERT … VALUES (?, …)[, (?, …) …] ON CONFLICT (key) DO UPDATE` of `rows` rows."""
-    names = list(columns)
+    """`INSERT … VALUES (?, …)[, (?, …) …] ON CONFLICT (key) DO UPDATE` of `rows` rows
+    (built once per table, key, columns and row count: a catch-up upserts into each
+    table it touches, many times a second in the embedded runner)."""
+    return _upsert_text(table, tuple(key), tuple(columns), rows)
+
+
+@functools.lru_cache(maxsize=1024)
+def _upsert_text(table: str, key: tuple[str, ...], names: tuple[str, ...], rows: int) -> str:
     updates = ", ".join(f"{c} = excluded.{c}" for c in names if c not in key)
     values = ", ".join([f"({', '.join('?' for _ in names)})"] * rows)
     return (f"INSERT INTO {table} ({', '.join(names)}) VALUES {values} "

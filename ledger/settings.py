@@ -25,10 +25,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from eventstore.target import PostgresTarget
 from ledger.host.redact import redact_url
+
+if TYPE_CHECKING:  # imported where used: the crawl process unpickles its Settings without
+    from eventstore.target import PostgresTarget  # loading the event store's package
 
 DEFAULT_USER_AGENT = "crawl-ledger/0.1 (+https://github.com/crawl-ledger/crawl-ledger)"
 
@@ -112,6 +115,8 @@ class Settings:
 
 
 def parse_postgres(url: str) -> PostgresTarget:
+    from eventstore.target import PostgresTarget
+
     parts = urlsplit(url)
     dbname = parts.path.lstrip("/")
     if not parts.hostname or not dbname:

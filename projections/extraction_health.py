@@ -13,6 +13,7 @@ stream version makes a redelivered `Succeeded` change nothing.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,20 +71,29 @@ def _succeeded(env: Envelope, rows: Rows) -> None:
     store = rows.get("store_extraction", job["store_id"]) or {"store_id": job["store_id"]}
     # the window is the store's latest crawls by (time, job, version), whatever order
     # they are applied in (a distributed projector sees a store's jobs on several
-    # partitions): keeping the largest keys at each step keeps the largest overall
-    recent = loads(store.get("recent")) or []
-    recent.append([str(env.payload.get("at") or env.occurred_at), env.stream_id, env.version,
-                   int(counts["products"]), int(counts["no_price"]),
-                   int(counts["low_confidence"])])
-    recent = sorted(recent)[-WINDOW:]
+    # partitions): keeping the largest keys at each step keeps the largest overall.
+    # It is stored sorted, so each crawl is inserted in its place; the decoded window
+    # stays with the batch's row (`_WINDOW`, not a column) for the store's next crawl
+    recent: list[list[Any]] | None = store.get(_WINDOW)
+    if recent is None:
+        recent = store[_WINDOW] = sorted(loads(store.get("recent")) or [])
+    bisect.insort(recent, [str(env.payload.get("at") or env.occurred_at), env.stream_id,
+                           env.version, int(counts["products"]), int(counts["no_price"]),
+                           int(counts["low_confidence"])])
+    del recent[:-WINDOW]
     store.update(_figures(recent), recent=dumps(recent), last_crawl_at=recent[-1][0])
     rows.put("store_extraction", store)
 
 
+#: the key of a batch's store row holding its window decoded (never written: not a column)
+_WINDOW = "_window"
+
+
 def _figures(recent: list[list[Any]]) -> dict[str, Any]:
-    products = sum(int(r[3]) for r in recent)
-    no_price = sum(int(r[4]) for r in recent)
-    low = sum(int(r[5]) for r in recent)
+    columns = list(zip(*recent))
+    products = sum(map(int, columns[3]))
+    no_price = sum(map(int, columns[4]))
+    low = sum(map(int, columns[5]))
     return {"crawls": len(recent), "products": products, "no_price": no_price,
             "low_confidence": low, "no_price_ratio": _share(no_price, products),
             "low_confidence_ratio": _share(low, products),

@@ -135,6 +135,16 @@ class Projection(ABC):
     def table_map(self) -> dict[str, Table]:
         return {t.name: t for t in self.tables}
 
+    def _applying(self) -> tuple[dict[str, Handler], dict[str, Table]]:
+        """`handlers()` and `table_map()`, built once per projection object: a catch-up
+        applies every projection to each batch, and a small batch (the embedded runner
+        catches up many times a second) paid for rebuilding them each time."""
+        built: tuple[dict[str, Handler], dict[str, Table]] | None = self.__dict__.get(
+            "_applying_cache")
+        if built is None:
+            built = self.__dict__["_applying_cache"] = (self.handlers(), self.table_map())
+        return built
+
     def create(self, db: Database) -> None:
         create_all(db, [self])
 
@@ -166,8 +176,9 @@ class Projection(ABC):
         envelope then goes through its handler, and the changed rows are written
         once. Handlers skip stream versions a row has already seen.
         """
-        get = self.handlers().get
-        rows = Rows(tx, self.table_map(), self.prefix)
+        handlers, tables = self._applying()
+        get = handlers.get
+        rows = Rows(tx, tables, self.prefix)
         work = [(handler, env) for env in expand(envelopes)  # a crawl's sightings: per product
                 if (handler := get(env.event_type)) is not None]
         streams = [env.stream_id for _, env in work]

@@ -38,6 +38,9 @@ class ProjectionRunner:
         self.db = db
         self.projections = list(projections)
         self.batch_size = batch_size
+        #: the lowest position the projections reached in this runner's last catch-up
+        #: that applied anything (None before one): what `lowest_position` would read
+        self.reached: int | None = None
         create_all(db, self.projections)
 
     def position(self) -> int:
@@ -60,7 +63,9 @@ class ProjectionRunner:
         reading restarts from there.
         """
         total = 0
-        head = self.source.head()
+        # the head is only for the progress report: a catch-up without one (the
+        # embedded runner's, many a second) does not ask for it
+        head = self.source.head() if progress is not None else 0
         after = self.position()
         size = min(self.batch_size, READ_SIZE)
         while True:
@@ -73,6 +78,8 @@ class ProjectionRunner:
                         continue  # another read fits in this transaction
                     moved = apply_envelopes(self.db, self.projections, pending)
                     reached = after if moved is None else moved
+                    if moved is not None:
+                        self.reached = moved
                     total += len(pending)
                     if progress is not None:
                         progress(reached, head)

@@ -14,10 +14,12 @@ import os
 import resource
 import socket
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from runtime.ledger import Ledger
-from runtime.tables import HeartbeatTable
+if TYPE_CHECKING:  # the crawl process reads `process_stats` without the ledger's modules
+    from runtime.ledger import Ledger
+    from runtime.tables import HeartbeatTable
+
 
 __all__ = ["INTERVAL", "Heartbeats", "process_stats", "register", "registry"]
 

@@ -125,7 +125,10 @@ class Ledger:
         if self._checkpointed is None:
             known = checkpoints.checkpoints(self.db)
             self._checkpointed = known[0].position if known else 0
-        if self.projection_position() - self._checkpointed >= self.checkpoint_every:
+        # the position the catch-up just reached (the runner knows it), else a read
+        reached = self._runner.reached if self._runner is not None else None
+        position = reached if reached is not None else self.projection_position()
+        if position - self._checkpointed >= self.checkpoint_every:
             self._checkpointed = checkpoints.write(self.db, self.projections(),
                                                    self.chain.link_at).position
 
