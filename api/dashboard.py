@@ -137,6 +137,10 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, writes: Wr
             raise Refused(403, f"a {who[1].scope} token cannot change jobs or stores")
         return who, fields
 
+    async def refusal(request: Request, error: Refused) -> HTMLResponse:
+        """`refused` from an async handler: the viewer is a table read, off the event loop."""
+        return await run_in_threadpool(refused, request, error)
+
     def refused(request: Request, error: Refused) -> HTMLResponse:
         return render(request, "refused.html", viewer(request), code=error.status,
                       detail=error.detail)
@@ -151,7 +155,7 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, writes: Wr
         try:
             fields = await form(request)
         except Refused as error:
-            return refused(request, error)
+            return await refusal(request, error)
         target = _local((fields.get("next") or ["/"])[0])
         opened = await run_in_threadpool(sessions.open, (fields.get("token") or [""])[0].strip())
         if opened is None:
@@ -164,7 +168,7 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, writes: Wr
 
     @router.post("/logout")
     async def logout(request: Request) -> Response:
-        who = viewer(request)
+        who = await run_in_threadpool(viewer, request)
         fields = await form(request)
         if who is not None and Sessions.csrf_ok(who[0], (fields.get("csrf") or [""])[0]):
             await run_in_threadpool(sessions.close, request.cookies.get(COOKIE))
@@ -233,7 +237,7 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, writes: Wr
             if action != "requeue-dead" and not ids:
                 raise Refused(422, "select at least one job first")
         except Refused as error:
-            return refused(request, error)
+            return await refusal(request, error)
         back = {k: first_field(fields, k) for k in ("state", "store", "kind", "q", "sort")}
         if first_field(fields, "confirmed") != "1":
             return await run_in_threadpool(
@@ -301,7 +305,7 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, writes: Wr
             except (LedgerError, ValueError) as error:
                 raise Refused(409, f"{action} refused: {error}") from None
         except Refused as error:
-            return refused(request, error)
+            return await refusal(request, error)
         await remember(who, {job_id: f"{action}: done"})
         return RedirectResponse(f"/jobs/{job_id}", status_code=303)
 
@@ -353,7 +357,7 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, writes: Wr
             except (LedgerError, ValueError) as error:
                 raise Refused(409 if isinstance(error, LedgerError) else 422, str(error)) from None
         except Refused as error:
-            return refused(request, error)
+            return await refusal(request, error)
         return RedirectResponse("/stores", status_code=303)
 
     @router.get("/products")
@@ -403,7 +407,7 @@ def build_dashboard(ledger: Ledger, sessions: Sessions, clock: Clock, writes: Wr
         rows = registry(ledger, heartbeats, clock.now())
         return render(request, "workers.html", who, rows=rows)
 
-    add_tool_pages(router, PageKit(viewer, render, to_login, acting, refused, call, remember),
+    add_tool_pages(router, PageKit(viewer, render, to_login, acting, refusal, call, remember),
                    ledger, clock, alert_sender)
 
     @router.get("/events")

@@ -94,7 +94,7 @@ def add_alert_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Cloc
             except (LedgerError, ValueError) as error:
                 raise Refused(422, str(error)) from None
         except Refused as error:
-            return kit.refused(request, error)
+            return await kit.refused(request, error)
         await kit.remember(who, {str(made): "added"})
         return RedirectResponse("/alerts", status_code=303)
 
@@ -116,7 +116,7 @@ def add_alert_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Cloc
             except (LedgerError, ValueError) as error:
                 raise Refused(409, str(error)) from None
         except Refused as error:
-            return kit.refused(request, error)
+            return await kit.refused(request, error)
         await kit.remember(who, {str(found): "test delivered" if outcome.ok
                                       else f"test not delivered: {outcome.error}"})
         return RedirectResponse("/alerts", status_code=303)
@@ -136,7 +136,7 @@ def add_alert_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Cloc
             except (LedgerError, ValueError) as error:
                 raise Refused(409, str(error)) from None
         except Refused as error:
-            return kit.refused(request, error)
+            return await kit.refused(request, error)
         await kit.remember(who, {str(subscription.id): "removed"})
         return RedirectResponse("/alerts", status_code=303)
 

@@ -40,7 +40,8 @@ class PageKit:
     render: Callable[..., HTMLResponse]
     to_login: Callable[[Request], RedirectResponse]
     acting: Callable[[Request], Awaitable[tuple[Who, dict[str, list[str]]]]]
-    refused: Callable[[Request, Refused], HTMLResponse]
+    #: the refusal page, awaited (it reads the signed-in viewer off the event loop)
+    refused: Callable[[Request, Refused], Awaitable[HTMLResponse]]
     #: a write, awaited: it runs on a worker thread, never on the event loop
     call: Callable[..., Awaitable[Any]]
     #: the outcomes the next page shows once, kept off the event loop

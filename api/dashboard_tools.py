@@ -71,7 +71,7 @@ def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock
             except (LedgerError, ValueError) as error:
                 raise Refused(409 if isinstance(error, LedgerError) else 422, str(error)) from None
         except Refused as error:
-            return kit.refused(request, error)
+            return await kit.refused(request, error)
         await kit.remember(who, {proxy_id: f"{change}: done"})
         return RedirectResponse("/proxies", status_code=303)
 
@@ -122,7 +122,7 @@ def add_tool_pages(router: APIRouter, kit: PageKit, ledger: Ledger, clock: Clock
             except (LedgerError, ValueError) as error:
                 raise Refused(422, str(error)) from None
         except Refused as error:
-            return kit.refused(request, error)
+            return await kit.refused(request, error)
         if not apply:
             return kit.render(request, "schedule_confirm.html", who, moves=len(moves),
                               before=before.score, after=after.score, slot=slot, hours=hours)
